@@ -1,0 +1,132 @@
+// dpstudio generate, dpstudio validate.
+#include "commands.h"
+
+#include "project/project.h"
+#include "schedule/csvio.h"
+#include "schedule/errors.h"
+#include "schedule/generator.h"
+#include "schedule/schedule_json.h"
+#include "schedule/validator.h"
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+namespace dps::cli {
+
+namespace {
+
+    ScheduleKind kindOrThrow(const std::string& name)
+    {
+        auto kind = parseKind(name);
+        if (!kind || *kind == ScheduleKind::Custom)
+            throw ConstraintError("kind.unknown",
+                "--schedule: unknown schedule '" + name
+                    + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
+        return *kind;
+    }
+
+    CsvDialect dialectOf(const std::string& text)
+    {
+        if (text == "current")
+            return CsvDialect::Current;
+        if (text == "2024")
+            return CsvDialect::Legacy2024;
+        return CsvDialect::Auto;
+    }
+
+    nlohmann::json diagnosticsJson(const ValidationReport& report)
+    {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& d : report.diagnostics)
+            list.push_back({ { "severity", std::string(severityName(d.severity)) }, { "rank", d.rank },
+                { "position", d.position }, { "action", d.action }, { "rule", d.rule }, { "message", d.message },
+                { "in_cycle", d.inCycle } });
+        return list;
+    }
+
+    /// Prints a report for one schedule; returns whether it is valid.
+    bool printReport(const std::string& label, const Schedule& schedule, const ValidationReport& report)
+    {
+        for (const auto& d : report.diagnostics)
+            std::cout << label << ": " << format(d) << "\n";
+        if (report.valid())
+            std::cout << label << ": valid (" << kindDisplayName(schedule.kind) << ", " << schedule.ranks
+                      << " ranks, " << schedule.stages << " stages, " << schedule.microbatches << " microbatches, "
+                      << schedule.slotCount() << " slots)\n";
+        else
+            std::cout << label << ": invalid (" << report.errorCount() << " error"
+                      << (report.errorCount() == 1 ? "" : "s") << ")\n";
+        return report.valid();
+    }
+
+} // namespace
+
+int cmdGenerate(const GenerateArgs& args)
+{
+    GenerateOptions options;
+    options.kind = kindOrThrow(args.schedule);
+    options.ranks = args.ranks;
+    options.microbatches = args.microbatches;
+    options.stagesPerRank = args.stagesPerRank;
+    const Schedule schedule = generate(options);
+    std::string text;
+    if (args.format == "csv") {
+        text = writeCsv(schedule);
+        if (csvNeedsExtension(schedule))
+            std::cerr << "dpstudio: warning: this CSV puts a stage on two rows (DualPipe's two replicas of every "
+                         "stage): a DualPipe Studio extension that PyTorch's schedule loader refuses\n";
+    } else if (args.format == "json") {
+        text = toJson(schedule).dump(1) + "\n";
+    } else {
+        text = toText(schedule);
+    }
+    writeOutput(args.output, text);
+    return kExitOk;
+}
+
+int cmdValidate(const ValidateArgs& args)
+{
+    const std::string text = readFile(args.file);
+    nlohmann::json out = nlohmann::json::array();
+    bool allValid = true;
+    if (looksLikeProject(text)) {
+        const Project project = parseProject(text, args.file);
+        bool any = false;
+        for (const auto& variant : project.variants) {
+            if (!args.variant.empty() && variant.name != args.variant)
+                continue;
+            any = true;
+            const Schedule schedule = buildSchedule(project, variant);
+            const ValidationReport report = validate(schedule);
+            allValid = allValid && report.valid();
+            if (args.json)
+                out.push_back({ { "variant", variant.name }, { "valid", report.valid() },
+                    { "diagnostics", diagnosticsJson(report) } });
+            else
+                printReport(args.file + " [" + variant.name + "]", schedule, report);
+        }
+        if (!any)
+            throw FormatError(args.file + ": --variant: no variant named '" + args.variant + "'");
+    } else {
+        CsvImport imported;
+        try {
+            imported = readCsv(text, dialectOf(args.dialect));
+        } catch (const ParseError& e) {
+            throw ParseError(args.file + ": " + e.what(), e.row(), e.column());
+        }
+        for (const auto& w : imported.warnings)
+            std::cerr << "dpstudio: " << args.file << ": " << w << "\n";
+        const ValidationReport report = validate(imported.schedule);
+        allValid = report.valid();
+        if (args.json)
+            out.push_back({ { "file", args.file }, { "valid", report.valid() },
+                { "diagnostics", diagnosticsJson(report) } });
+        else
+            printReport(args.file, imported.schedule, report);
+    }
+    if (args.json)
+        std::cout << out.dump(1) << "\n";
+    return allValid ? kExitOk : kExitContent;
+}
+
+} // namespace dps::cli

@@ -1,0 +1,121 @@
+#pragma once
+// The dpstudio subcommands as plain functions over option structs; main.cpp (the only file that includes
+// CLI11) fills the structs. Each returns the process exit code; engine exceptions propagate to main, which
+// maps them: ParseError/FormatError/ConstraintError → 1, IoError → 2.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dps::cli {
+
+/// Exit codes of every dpstudio command (ARCHITECTURE.md).
+enum ExitCode : int {
+    kExitOk = 0, ///< success
+    kExitContent = 1, ///< the content is wrong (malformed cell, newer format, invalid schedule) or a check failed
+    kExitUsage = 2, ///< bad flags, or a file that cannot be read at all
+    kExitRunFailed = 3, ///< a run failed (rank crashed, timed out, mpirun missing)
+    kExitCancelled = 130, ///< cancelled (Ctrl-C, SIGTERM)
+};
+
+struct GenerateArgs {
+    std::string schedule;
+    int ranks = 0;
+    int microbatches = 0;
+    int stagesPerRank = 0; ///< 0 = the kind's default
+    std::string format = "csv"; ///< csv | json | text
+    std::string output; ///< empty = stdout
+};
+
+struct ValidateArgs {
+    std::string file; ///< a schedule CSV or a project file
+    std::string dialect = "auto"; ///< auto | current | 2024 (CSV only)
+    std::string variant; ///< project only; empty = every variant
+    bool json = false;
+};
+
+/// Cost flags shared by simulate/compare/run. Unset = the source's own (unit costs without a model).
+struct CostFlags {
+    std::optional<double> f, i, w, b, fb, latency, bandwidth, overlapFactor;
+    std::string costsFile; ///< --costs costs.json (from calibrate)
+};
+
+struct SimulateArgs {
+    std::string project;
+    std::string variant;
+    std::string schedule; ///< --schedule KIND
+    int ranks = 0;
+    int microbatches = 0;
+    int stagesPerRank = 0;
+    std::string csv; ///< --csv FILE
+    std::string dialect = "auto";
+    CostFlags costs;
+    bool json = false;
+    std::string trace; ///< --trace FILE: Chrome trace of the predicted timeline
+};
+
+struct CompareArgs {
+    std::string project;
+    std::vector<std::string> schedules; ///< --schedules a,b: kinds, each with the ranks giving the stage count
+    CostFlags costs;
+    bool json = false;
+};
+
+struct ExportArgs {
+    std::string project;
+    std::string variant;
+    std::string format; ///< torch-csv | chrome-trace | json | validated-config
+    std::string output; ///< -o FILE
+    std::string perRankDir; ///< --per-rank DIR (chrome-trace)
+    std::string measured; ///< validated-config: the last run's measured.json
+};
+
+struct InitArgs {
+    std::string output;
+    std::optional<std::string> schedule;
+    std::optional<int> ranks, microbatches, stagesPerRank, layers, hidden, ffn, seqLen, microbatchSize;
+    std::optional<std::string> dtype;
+    bool force = false;
+};
+
+struct RunArgs {
+    std::string project;
+    std::string variant;
+    std::string backend = "auto"; ///< auto | cpu | cuda
+    int steps = 3;
+    int warmup = 1;
+    std::string hostfile;
+    double timeoutS = 600;
+    int threads = 1;
+    bool progressJson = false;
+    std::string output; ///< -o measured.json
+    std::string traceDir;
+    std::string costsFile;
+    std::vector<std::string> argv; ///< the command line, recorded in the measured trace
+};
+
+struct DevicesArgs {
+    bool json = false;
+};
+
+struct CalibrateArgs {
+    std::string measured;
+    std::string project; ///< optional: the project the run came from (default: the one recorded)
+    std::string output;
+};
+
+int cmdGenerate(const GenerateArgs& args);
+int cmdValidate(const ValidateArgs& args);
+int cmdSimulate(const SimulateArgs& args);
+int cmdCompare(const CompareArgs& args);
+int cmdExport(const ExportArgs& args);
+int cmdInit(const InitArgs& args);
+int cmdRun(const RunArgs& args);
+int cmdDevices(const DevicesArgs& args);
+int cmdCalibrate(const CalibrateArgs& args);
+
+/// Reads a whole file; throws IoError("FILE: cannot read: <reason>") when it cannot.
+std::string readFile(const std::string& path);
+/// Writes text to `path` atomically, or to stdout when path is empty or "-". Throws IoError.
+void writeOutput(const std::string& path, const std::string& text);
+
+} // namespace dps::cli

@@ -1,0 +1,227 @@
+// dpstudio: the command line of DualPipe Studio. This file only declares options (CLI11) and calls the
+// command functions of commands.h; all the work is in the engine libraries.
+#include "commands.h"
+
+#include "schedule/errors.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace {
+
+using namespace dps::cli;
+
+/// Copies an option's value into an optional only when the user gave it.
+template <typename T> void setIf(CLI::Option* opt, const T& value, std::optional<T>& target)
+{
+    if (opt->count() > 0)
+        target = value;
+}
+
+struct CostOptionValues {
+    double f = 0, i = 0, w = 0, b = 0, fb = 0, latency = 0, bandwidth = 0, overlap = 0;
+    CLI::Option *of = nullptr, *oi = nullptr, *ow = nullptr, *ob = nullptr, *ofb = nullptr, *olat = nullptr,
+                *obw = nullptr, *oov = nullptr;
+
+    void add(CLI::App* cmd, std::string& costsFile)
+    {
+        of = cmd->add_option("--cost-f", f, "forward time per stage, µs (uniform)")->check(CLI::NonNegativeNumber);
+        oi = cmd->add_option("--cost-i", i, "backward-for-inputs time per stage, µs")->check(CLI::NonNegativeNumber);
+        ow = cmd->add_option("--cost-w", w, "backward-for-weights time per stage, µs")->check(CLI::NonNegativeNumber);
+        ob = cmd->add_option("--cost-b", b, "full backward time, µs (default I + W)")->check(CLI::NonNegativeNumber);
+        ofb = cmd->add_option("--cost-fb", fb, "overlapped F&B slot time, µs (default overlap factor × (F + B))")
+                  ->check(CLI::NonNegativeNumber);
+        olat = cmd->add_option("--latency", latency, "p2p latency, µs")->check(CLI::NonNegativeNumber);
+        obw = cmd->add_option("--bandwidth", bandwidth, "p2p bandwidth, bytes/µs (0 = unlimited)")
+                  ->check(CLI::NonNegativeNumber);
+        oov = cmd->add_option("--overlap-factor", overlap, "F&B slot = factor × (F + B)")->check(CLI::PositiveNumber);
+        cmd->add_option("--costs", costsFile, "cost file written by `dpstudio calibrate`");
+    }
+    void collect(CostFlags& out) const
+    {
+        setIf(of, f, out.f);
+        setIf(oi, i, out.i);
+        setIf(ow, w, out.w);
+        setIf(ob, b, out.b);
+        setIf(ofb, fb, out.fb);
+        setIf(olat, latency, out.latency);
+        setIf(obw, bandwidth, out.bandwidth);
+        setIf(oov, overlap, out.overlapFactor);
+    }
+};
+
+const char* kEpilog = R"(Exit codes (every command):
+  0    success
+  1    the content is wrong (malformed cell, newer format_version, invalid schedule) or a check failed
+  2    bad flags, or a file that cannot be read at all (missing, no permission)
+  3    a run failed (rank crashed, timed out, mpirun missing)
+  130  cancelled (Ctrl-C, SIGTERM)
+Actions use PyTorch's notation: 2F0 (stage 2 forward of microbatch 0), 3I1 (backward for inputs),
+0W3 (backward for weights), 1B5 (full backward), (0F7;7B3)OVERLAP_F_B (an overlapped F&B slot).)";
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    CLI::App app { "dpstudio: design, predict, run and compare pipeline-parallel schedules" };
+    app.footer(kEpilog);
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "dpstudio 0.1.0");
+
+    const std::string kinds = "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe, dualpipev";
+
+    GenerateArgs gen;
+    auto* cGen = app.add_subcommand("generate", "generate a schedule and print it (CSV, JSON or text)");
+    cGen->add_option("--schedule", gen.schedule, "schedule kind: " + kinds)->required();
+    cGen->add_option("--ranks", gen.ranks, "pipeline ranks (devices)")->required();
+    cGen->add_option("--microbatches", gen.microbatches, "microbatches per step")->required();
+    cGen->add_option("--stages-per-rank", gen.stagesPerRank,
+        "model chunks per rank (default 2 for interleaved-1f1b and the V shapes, else 1)");
+    cGen->add_option("--format", gen.format, "csv (PyTorch compute-only), json (the IR), text (one line per rank)")
+        ->check(CLI::IsMember({ "csv", "json", "text" }));
+    cGen->add_option("-o,--output", gen.output, "write to FILE instead of stdout");
+
+    ValidateArgs val;
+    auto* cVal = app.add_subcommand("validate", "validate a schedule CSV or a project file; exit 0 valid, 1 invalid");
+    cVal->add_option("file", val.file, "schedule CSV or *.dpstudio.json")->required();
+    cVal->add_option("--dialect", val.dialect, "CSV dialect: auto, current, 2024")
+        ->check(CLI::IsMember({ "auto", "current", "2024" }));
+    cVal->add_option("--variant", val.variant, "project: validate only this variant");
+    cVal->add_flag("--json", val.json, "print the diagnostics as JSON");
+
+    SimulateArgs sim;
+    CostOptionValues simCosts;
+    auto* cSim = app.add_subcommand("simulate", "predict a schedule's timeline, idle, bubble rate and memory");
+    cSim->add_option("project", sim.project, "project file (*.dpstudio.json)");
+    cSim->add_option("--variant", sim.variant, "project variant (default: the active one)");
+    cSim->add_option("--schedule", sim.schedule, "generate this kind instead: " + kinds);
+    cSim->add_option("--ranks", sim.ranks, "with --schedule");
+    cSim->add_option("--microbatches", sim.microbatches, "with --schedule");
+    cSim->add_option("--stages-per-rank", sim.stagesPerRank, "with --schedule");
+    cSim->add_option("--csv", sim.csv, "simulate a PyTorch schedule CSV");
+    cSim->add_option("--dialect", sim.dialect, "CSV dialect: auto, current, 2024")
+        ->check(CLI::IsMember({ "auto", "current", "2024" }));
+    simCosts.add(cSim, sim.costs.costsFile);
+    cSim->add_flag("--json", sim.json, "print makespan_us, bubble_rate and per-rank figures as JSON");
+    cSim->add_option("--trace", sim.trace, "write the predicted timeline as a Chrome trace (Perfetto)");
+
+    CompareArgs cmp;
+    CostOptionValues cmpCosts;
+    auto* cCmp = app.add_subcommand("compare", "one table over a project's variants (or the named kinds)");
+    cCmp->add_option("project", cmp.project, "project file (default: the embedded default project)");
+    cCmp->add_option("--schedules", cmp.schedules, "kinds to compare, e.g. dualpipe,dualpipev,1f1b")->delimiter(',');
+    cmpCosts.add(cCmp, cmp.costs.costsFile);
+    cCmp->add_flag("--json", cmp.json, "print the table as JSON");
+
+    ExportArgs exp;
+    auto* cExp = app.add_subcommand("export", "export a variant as PyTorch CSV, Chrome trace, project JSON or validated config");
+    cExp->add_option("project", exp.project, "project file")->required();
+    cExp->add_option("--variant", exp.variant, "variant (default: the active one)");
+    cExp->add_option("--format", exp.format, "torch-csv, chrome-trace, json, validated-config")
+        ->required()
+        ->check(CLI::IsMember({ "torch-csv", "chrome-trace", "json", "validated-config" }));
+    auto* oOut = cExp->add_option("-o,--output", exp.output, "output file");
+    auto* oPer = cExp->add_option("--per-rank", exp.perRankDir, "chrome-trace: one file per rank in DIR");
+    oOut->excludes(oPer);
+    cExp->add_option("--measured", exp.measured, "validated-config: include this run's measured.json");
+
+    InitArgs ini;
+    std::string iniSchedule, iniDtype;
+    int iniRanks = 0, iniMbs = 0, iniV = 0, iniLayers = 0, iniHidden = 0, iniFfn = 0, iniSeq = 0, iniMbSize = 0;
+    auto* cIni = app.add_subcommand("init", "write a new project (no flags: the default project)");
+    cIni->add_option("-o,--output", ini.output, "project file to create")->required();
+    auto* oSched = cIni->add_option("--schedule", iniSchedule, "kind of the one variant: " + kinds);
+    auto* oRanks = cIni->add_option("--ranks", iniRanks, "ranks")->check(CLI::PositiveNumber);
+    auto* oMbs = cIni->add_option("--microbatches", iniMbs, "microbatches")->check(CLI::PositiveNumber);
+    auto* oV = cIni->add_option("--stages-per-rank", iniV, "stages per rank")->check(CLI::PositiveNumber);
+    auto* oLayers = cIni->add_option("--layers", iniLayers, "model layers (blocks)")->check(CLI::PositiveNumber);
+    auto* oHidden = cIni->add_option("--hidden", iniHidden, "hidden size")->check(CLI::PositiveNumber);
+    auto* oFfn = cIni->add_option("--ffn", iniFfn, "FFN size (default 4 × hidden)")->check(CLI::PositiveNumber);
+    auto* oSeq = cIni->add_option("--seq-len", iniSeq, "sequence length")->check(CLI::PositiveNumber);
+    auto* oMbSize = cIni->add_option("--microbatch-size", iniMbSize, "sequences per microbatch")->check(CLI::PositiveNumber);
+    auto* oDtype = cIni->add_option("--dtype", iniDtype, "fp32 or bf16")->check(CLI::IsMember({ "fp32", "bf16" }));
+    cIni->add_flag("--force", ini.force, "overwrite an existing file");
+
+    RunArgs run;
+    auto* cRun = app.add_subcommand("run", "run a project's schedule for real over MPI and measure it");
+    cRun->add_option("project", run.project, "project file (*.dpstudio.json)")->required();
+    cRun->add_option("--variant", run.variant, "variant (default: the active one)");
+    cRun->add_option("--backend", run.backend, "auto, cpu, cuda")->check(CLI::IsMember({ "auto", "cpu", "cuda" }));
+    cRun->add_option("--steps", run.steps, "measured steps (default 3)")->check(CLI::PositiveNumber);
+    cRun->add_option("--warmup", run.warmup, "warm-up steps, not measured (default 1)")->check(CLI::NonNegativeNumber);
+    cRun->add_option("--hostfile", run.hostfile, "Open MPI hostfile for several machines (TCP between hosts)");
+    cRun->add_option("--timeout", run.timeoutS, "seconds before a hung run is ended (default 600)")
+        ->check(CLI::PositiveNumber);
+    cRun->add_option("--threads", run.threads, "BLAS threads per rank (default 1)")->check(CLI::PositiveNumber);
+    cRun->add_flag("--progress-json", run.progressJson, "progress stream (JSON lines) on stdout; humans' text on stderr");
+    cRun->add_option("-o,--output", run.output, "measured trace (measured.json)")->required();
+    cRun->add_option("--trace-dir", run.traceDir, "also write Chrome traces, one per rank and a combined one");
+    cRun->add_option("--costs", run.costsFile, "cost file for the prediction printed at the end");
+
+    DevicesArgs dev;
+    auto* cDev = app.add_subcommand("devices", "what can run here: CPU cores, GPUs, mpirun");
+    cDev->add_flag("--json", dev.json, "print as JSON");
+
+    CalibrateArgs cal;
+    auto* cCal = app.add_subcommand("calibrate", "fit per-stage F/I/W/B, overlap factor and p2p costs to a run");
+    cCal->add_option("measured", cal.measured, "measured.json from `dpstudio run`")->required();
+    cCal->add_option("--project", cal.project, "the project the run came from (default: recorded in the file)");
+    cCal->add_option("-o,--output", cal.output, "costs.json to write")->required();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? kExitOk : kExitUsage;
+    }
+
+    try {
+        if (*cGen)
+            return cmdGenerate(gen);
+        if (*cVal)
+            return cmdValidate(val);
+        if (*cSim) {
+            simCosts.collect(sim.costs);
+            return cmdSimulate(sim);
+        }
+        if (*cCmp) {
+            cmpCosts.collect(cmp.costs);
+            return cmdCompare(cmp);
+        }
+        if (*cExp)
+            return cmdExport(exp);
+        if (*cIni) {
+            setIf(oSched, iniSchedule, ini.schedule);
+            setIf(oRanks, iniRanks, ini.ranks);
+            setIf(oMbs, iniMbs, ini.microbatches);
+            setIf(oV, iniV, ini.stagesPerRank);
+            setIf(oLayers, iniLayers, ini.layers);
+            setIf(oHidden, iniHidden, ini.hidden);
+            setIf(oFfn, iniFfn, ini.ffn);
+            setIf(oSeq, iniSeq, ini.seqLen);
+            setIf(oMbSize, iniMbSize, ini.microbatchSize);
+            setIf(oDtype, iniDtype, ini.dtype);
+            return cmdInit(ini);
+        }
+        if (*cRun) {
+            run.argv.assign(argv, argv + argc);
+            return cmdRun(run);
+        }
+        if (*cDev)
+            return cmdDevices(dev);
+        if (*cCal)
+            return cmdCalibrate(cal);
+    } catch (const dps::IoError& e) {
+        std::cerr << "dpstudio: error: " << e.what() << "\n";
+        return kExitUsage;
+    } catch (const dps::Error& e) {
+        std::cerr << "dpstudio: error: " << e.what() << "\n";
+        return kExitContent;
+    } catch (const std::exception& e) {
+        std::cerr << "dpstudio: internal error: " << e.what() << "\n";
+        return kExitRunFailed;
+    }
+    return kExitUsage;
+}

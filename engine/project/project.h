@@ -1,0 +1,114 @@
+#pragma once
+// The project: model, cluster, named schedule variants, cost overrides and seed. File format
+// `*.dpstudio.json`, documented in docs/project-format.md.
+#include "schedule/schedule.h"
+#include "sim/costmodel.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dps {
+
+/// Newest project format this build reads and writes.
+inline constexpr int kProjectFormatVersion = 1;
+
+enum class DType { FP32, BF16 };
+std::string_view dtypeName(DType dtype); ///< "fp32", "bf16"
+int dtypeBytes(DType dtype); ///< 4, 2
+
+/// The built-in model: `layers` blocks Linear(hidden→ffn)–GELU(erf)–Linear(ffn→hidden), no biases, MSE
+/// loss on the last stage. Tokens per microbatch = microbatchSize × seqLen.
+struct ModelDesc {
+    int layers = 16;
+    int hidden = 512;
+    int ffn = 2048;
+    int seqLen = 128;
+    int microbatchSize = 2;
+    DType dtype = DType::FP32;
+};
+
+/// The devices the prediction is for.
+struct ClusterDesc {
+    double deviceFlops = 50e12; ///< peak FLOP/s of one device
+    double efficiency = 0.5; ///< fraction of peak the GEMMs reach
+    double memoryPerDeviceBytes = 80e9;
+    double latencyUs = 5.0; ///< p2p latency, µs
+    double bandwidthBytesPerUs = 25e3; ///< p2p bandwidth, bytes/µs (25e3 = 25 GB/s)
+};
+
+/// One schedule variant of a project.
+struct Variant {
+    std::string name; ///< unique within the project
+    ScheduleKind kind = ScheduleKind::DualPipe;
+    int ranks = 8;
+    int microbatches = 20;
+    int stagesPerRank = 0; ///< 0 = the kind's default
+    std::vector<int> layerPartition; ///< layers per stage; empty = even split of the model's layers
+    std::optional<std::vector<std::vector<Action>>> order; ///< hand-edited order; unset = generated
+};
+
+/// Per-stage cost numbers typed by the user; each unset field falls back to the model-derived value.
+struct StageCostOverride {
+    std::optional<double> forwardUs, inputGradUs, weightGradUs, backwardUs, overlapUs;
+};
+
+struct CostSettings {
+    std::vector<StageCostOverride> stages; ///< by stage index; may be shorter than the stage count
+    double overlapFactor = 1.0;
+    double optimizerBytesPerParameter = 0.0;
+    std::optional<double> latencyUs; ///< overrides the cluster's (e.g. from calibration)
+    std::optional<double> bandwidthBytesPerUs;
+};
+
+struct Project {
+    int formatVersion = kProjectFormatVersion;
+    ModelDesc model;
+    ClusterDesc cluster;
+    std::vector<Variant> variants;
+    std::string activeVariant; ///< name of the active variant
+    CostSettings costs;
+    std::uint64_t seed = 233;
+
+    /// The active variant; throws FormatError when activeVariant names none.
+    const Variant& active() const;
+    /// Variant by name, nullptr if none.
+    const Variant* find(const std::string& name) const;
+};
+
+/// The embedded default project: 16 layers, hidden 512, FFN 2048, sequence 128, microbatch 2, fp32;
+/// variants "dualpipe" (8 ranks, active) and "dualpipev" (4 ranks), both 8 stages of 2 layers, 20
+/// microbatches, seed 233.
+Project defaultProject();
+
+/// Parses project JSON text. Throws FormatError naming the field at fault (e.g. "variants[1].ranks: must
+/// be a positive integer") or, for a newer format_version, naming both versions. `source` names the file
+/// in messages.
+Project parseProject(const std::string& text, const std::string& source = "project");
+/// Reads and parses a file. Throws IoError when it cannot be read, FormatError as parseProject.
+Project loadProject(const std::filesystem::path& path);
+/// Serialises (stable key order, 2-space indent, final newline).
+std::string serializeProject(const Project& project);
+/// Atomic save: writes a temporary file beside `path`, flushes, renames over it. Throws IoError.
+void saveProject(const Project& project, const std::filesystem::path& path);
+/// True when the text looks like a project file (a JSON object with "format_version" and "variants").
+bool looksLikeProject(const std::string& text);
+
+/// Number of model stages of a variant (stageCountFor of its kind, ranks and stages per rank).
+int stageCount(const Variant& variant);
+/// The variant's layer partition, the even split when it is empty (earlier stages get the remainder).
+/// Throws FormatError when it does not cover the model's layers or has a stage with < 0 layers.
+std::vector<int> effectivePartition(const Project& project, const Variant& variant);
+
+/// The variant's schedule: its hand-edited order (validated for sizes only) or the generated one.
+/// Throws ConstraintError for an invalid size, FormatError for an order that does not fit.
+Schedule buildSchedule(const Project& project, const Variant& variant);
+
+/// The cost model of a variant: per-stage costs from the model description summed over the layer
+/// partition (see modelcost.h), then the project's overrides; latency/bandwidth from the cluster (or
+/// overrides).
+CostModel buildCostModel(const Project& project, const Variant& variant);
+
+} // namespace dps

@@ -1,0 +1,94 @@
+#include "schedule.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace dps {
+
+namespace {
+    struct KindInfo {
+        ScheduleKind kind;
+        std::string_view name;
+        std::string_view display;
+    };
+    constexpr std::array<KindInfo, 8> kKinds { {
+        { ScheduleKind::Custom, "custom", "Custom" },
+        { ScheduleKind::GPipe, "gpipe", "GPipe" },
+        { ScheduleKind::OneFOneB, "1f1b", "1F1B" },
+        { ScheduleKind::Interleaved1F1B, "interleaved-1f1b", "Interleaved 1F1B" },
+        { ScheduleKind::ZBH1, "zb-h1", "ZB-H1" },
+        { ScheduleKind::ZBV, "zb-v", "ZB-V" },
+        { ScheduleKind::DualPipe, "dualpipe", "DualPipe" },
+        { ScheduleKind::DualPipeV, "dualpipev", "DualPipeV" },
+    } };
+} // namespace
+
+std::string_view kindName(ScheduleKind kind)
+{
+    for (const auto& k : kKinds)
+        if (k.kind == kind)
+            return k.name;
+    return "custom";
+}
+
+std::string_view kindDisplayName(ScheduleKind kind)
+{
+    for (const auto& k : kKinds)
+        if (k.kind == kind)
+            return k.display;
+    return "Custom";
+}
+
+std::optional<ScheduleKind> parseKind(std::string_view name)
+{
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lower == "cut-in-half")
+        return ScheduleKind::DualPipeV;
+    for (const auto& k : kKinds)
+        if (k.name == lower)
+            return k.kind;
+    return std::nullopt;
+}
+
+const std::vector<ScheduleKind>& generatedKinds()
+{
+    static const std::vector<ScheduleKind> kinds { ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+        ScheduleKind::Interleaved1F1B, ScheduleKind::ZBH1, ScheduleKind::ZBV, ScheduleKind::DualPipe,
+        ScheduleKind::DualPipeV };
+    return kinds;
+}
+
+std::size_t Schedule::slotCount() const
+{
+    std::size_t n = 0;
+    for (const auto& row : order)
+        n += row.size();
+    return n;
+}
+
+std::size_t Schedule::opCount() const
+{
+    std::size_t n = 0;
+    for (const auto& row : order)
+        for (const auto& a : row)
+            n += static_cast<std::size_t>(a.size());
+    return n;
+}
+
+std::string toText(const Schedule& schedule)
+{
+    std::string out;
+    for (std::size_t r = 0; r < schedule.order.size(); ++r) {
+        out += "rank " + std::to_string(r) + ":";
+        for (const auto& a : schedule.order[r]) {
+            out += ' ';
+            out += toString(a);
+        }
+        out += '\n';
+    }
+    return out;
+}
+
+} // namespace dps

@@ -1,0 +1,80 @@
+#pragma once
+// Timed discrete-event simulator of a schedule under a cost model.
+#include "costmodel.h"
+#include "schedule/schedule.h"
+
+#include <string>
+#include <vector>
+
+namespace dps {
+
+/// Timing of one slot (an overlapped pair is one slot). All times in µs from the start of the step.
+struct SlotTiming {
+    double startUs = 0.0;
+    double endUs = 0.0;
+    double readyUs = 0.0; ///< when its last input arrived (0 if none); start = max(rank free, ready)
+    int waitedOnRank = -1; ///< rank whose message arrived last (-1: none or same rank)
+};
+
+/// One point of a rank's memory curve: the value holds from timeUs until the next point.
+struct MemoryPoint {
+    double timeUs = 0.0;
+    double totalBytes = 0.0; ///< static (parameters + gradients + optimizer) + activations
+    double activationBytes = 0.0; ///< live activations only
+    int inflight = 0; ///< (stage, microbatch) activations made live by F not yet consumed by I or B
+};
+
+struct RankResult {
+    double busyUs = 0.0;
+    double idleUs = 0.0; ///< makespan − busy, idle before the first and after the last slot included
+    double p2pBytesSent = 0.0;
+    double p2pBytesReceived = 0.0;
+    double staticBytes = 0.0; ///< parameters + gradients + optimizer state of the stages the rank holds
+    double parameterBytes = 0.0; ///< parameters of the stages the rank holds (DualPipe/V: two stages)
+    double peakMemoryBytes = 0.0;
+    double peakActivationBytes = 0.0;
+    int peakInflight = 0;
+    std::vector<MemoryPoint> memory; ///< empty unless SimOptions::recordMemory
+};
+
+struct SimOptions {
+    bool recordTiming = true; ///< fill SimResult::timing
+    bool recordMemory = true; ///< fill RankResult::memory (the peaks are always computed)
+};
+
+struct SimResult {
+    bool deadlocked = false;
+    std::string deadlockMessage; ///< which ranks are stuck on which action, when deadlocked
+    double makespanUs = 0.0;
+    double bubbleRate = 0.0; ///< Σ idle / (ranks × makespan)
+    double totalP2pBytes = 0.0;
+    std::vector<RankResult> ranks;
+    std::vector<std::vector<SlotTiming>> timing; ///< timing[r][i] for schedule.order[r][i]
+};
+
+/// Simulates one step. Each rank runs its list in order; a slot starts when the rank is free and all its
+/// inputs have arrived: F of stage s needs F of stage s−1 (same microbatch), I/B of stage s need F of s
+/// on this rank and (unless s is the last stage) the gradient from the I/B of stage s+1; W needs I of the
+/// same (stage, microbatch). An input from another rank arrives at producer end + latency + bytes ÷
+/// bandwidth; sends never block the sender. Ties break by rank, then list position. A deadlock is
+/// reported in the result (never simulated forever). Does not throw for bad schedules; behaviour on a
+/// schedule the validator rejects for structural reasons (duplicates, out-of-range) is a deadlock report.
+/// O(ops) time; memory O(ops) with recordTiming.
+SimResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options = {});
+
+/// A closed-form largest per-rank idle time and whether it applies.
+struct ClosedForm {
+    bool available = false; ///< the kind has a closed form at all
+    bool applicable = false; ///< the costs are inside the form's range
+    double valueUs = 0.0;
+    std::string formula; ///< e.g. "(PP/2−1)(F&B+B−3W)"
+    std::string reason; ///< why not applicable (e.g. "F&B outside [B, F+B]"), or its validity range
+};
+
+/// The closed form of the schedule's largest per-rank idle time, from the costs of stage 0 (the forms
+/// assume uniform stages; with uneven stages applicable is false): 1F1B and interleaved (p−1)(F+B)
+/// (interleaved: /v), GPipe (p−1)(F+B), ZB-H1 (p−1)(F+B−2W), DualPipe/DualPipeV (PP/2−1)(F&B+B−3W)
+/// valid for B ≤ F&B ≤ F+B (DeepSeek's DualPipe README table).
+ClosedForm closedFormLargestIdle(const Schedule& schedule, const CostModel& costs);
+
+} // namespace dps
