@@ -1,0 +1,1 @@
+// PENDING: being written.
