@@ -1,10 +1,759 @@
-// PENDING: simulate, compare, export, init (issue 3).
+// dpstudio simulate, compare, export, init: predictions and files from projects, generated schedules and CSVs.
 #include "commands.h"
+
+#include "project/compare.h"
+#include "project/project.h"
+#include "runtime/launch/measured.h"
+#include "schedule/csvio.h"
+#include "schedule/errors.h"
+#include "schedule/generator.h"
+#include "schedule/schedule_json.h"
+#include "schedule/validator.h"
+#include "sim/simulator.h"
+#include "trace/chrometrace.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <sstream>
+
 namespace dps::cli {
-static int pending(const char* what) { std::cerr << "dpstudio: " << what << " is pending\n"; return kExitUsage; }
-int cmdSimulate(const SimulateArgs&) { return pending("simulate"); }
-int cmdCompare(const CompareArgs&) { return pending("compare"); }
-int cmdExport(const ExportArgs&) { return pending("export"); }
-int cmdInit(const InitArgs&) { return pending("init"); }
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// Version of the validated-config files `export --format validated-config` writes.
+constexpr int kValidatedConfigFormatVersion = 1;
+
+const char* const kBubbleDefinition = "bubble rate = Σ idle ÷ (ranks × makespan), idle = makespan − busy";
+
+/// A usage error: printed, exit code 2.
+int usage(const std::string& message)
+{
+    std::cerr << "dpstudio: error: " << message << "\n";
+    return kExitUsage;
 }
+
+// ------------------------------------------------------------------------------------ formatting
+
+/// A number with up to `decimals` decimals, trailing zeros dropped ("66", "59", "0.091").
+std::string num(double x, int decimals = 3)
+{
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, x);
+    std::string s = buffer;
+    if (s.find('.') != std::string::npos) {
+        s.erase(s.find_last_not_of('0') + 1);
+        if (s.back() == '.')
+            s.pop_back();
+    }
+    return s == "-0" ? "0" : s;
+}
+
+/// A time for people: µs below 1 ms, then ms below 1 s, then s.
+std::string timeText(double us)
+{
+    if (std::abs(us) < 1e3)
+        return num(us) + " µs";
+    if (std::abs(us) < 1e6)
+        return num(us / 1e3, 2) + " ms";
+    return num(us / 1e6, 3) + " s";
+}
+
+std::string bytesText(double bytes)
+{
+    const char* units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    int u = 0;
+    while (std::abs(bytes) >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        ++u;
+    }
+    return num(bytes, u == 0 ? 3 : 2) + " " + units[u];
+}
+
+std::string countText(double n)
+{
+    if (n >= 1e9)
+        return num(n / 1e9, 2) + " G";
+    if (n >= 1e6)
+        return num(n / 1e6, 2) + " M";
+    if (n >= 1e3)
+        return num(n / 1e3, 2) + " k";
+    return num(n);
+}
+
+std::string percent(double rate)
+{
+    return num(rate * 100.0, 2) + " %";
+}
+
+/// Display width of UTF-8 text (code points).
+std::size_t width(const std::string& s)
+{
+    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+/// A plain text table: the first `leftColumns` columns left-aligned, the others right-aligned.
+std::string table(const std::vector<std::vector<std::string>>& rows, std::size_t leftColumns = 1)
+{
+    std::vector<std::size_t> widths;
+    for (const auto& row : rows)
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            widths.resize(std::max(widths.size(), row.size()), 0);
+            widths[c] = std::max(widths[c], width(row[c]));
+        }
+    std::ostringstream out;
+    for (const auto& row : rows) {
+        std::string line;
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            const std::string pad(widths[c] - width(row[c]), ' ');
+            line += (c ? "  " : "") + (c < leftColumns ? row[c] + pad : pad + row[c]);
+        }
+        out << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
+    }
+    return out.str();
+}
+
+// ---------------------------------------------------------------------------------- inputs
+
+ScheduleKind kindOrThrow(const std::string& name, const std::string& flag)
+{
+    const auto kind = parseKind(name);
+    if (!kind || *kind == ScheduleKind::Custom)
+        throw ConstraintError("kind.unknown",
+            flag + ": unknown schedule '" + name
+                + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
+    return *kind;
+}
+
+CsvDialect dialectOf(const std::string& text)
+{
+    if (text == "current")
+        return CsvDialect::Current;
+    if (text == "2024")
+        return CsvDialect::Legacy2024;
+    return CsvDialect::Auto;
+}
+
+const Variant& variantOf(const Project& project, const std::string& name, const std::string& file)
+{
+    if (name.empty())
+        return project.active();
+    if (const Variant* v = project.find(name))
+        return *v;
+    std::string names;
+    for (const auto& v : project.variants)
+        names += (names.empty() ? "" : ", ") + v.name;
+    throw FormatError(file + ": --variant: no variant named '" + name + "' (variants: " + names + ")");
+}
+
+CostsFile loadCosts(const std::string& path)
+{
+    return parseCostsFile(readFile(path), path);
+}
+
+/// Uniform command-line costs over every stage, after the source's own.
+void applyCostFlags(CostModel& model, const CostFlags& flags)
+{
+    for (StageCost& s : model.stages) {
+        s.forwardUs = flags.f.value_or(s.forwardUs);
+        s.inputGradUs = flags.i.value_or(s.inputGradUs);
+        s.weightGradUs = flags.w.value_or(s.weightGradUs);
+        if (flags.b)
+            s.backwardUs = flags.b;
+        if (flags.fb)
+            s.overlapUs = flags.fb;
+    }
+    model.latencyUs = flags.latency.value_or(model.latencyUs);
+    model.bandwidthBytesPerUs = flags.bandwidth.value_or(model.bandwidthBytesPerUs);
+    model.overlapFactor = flags.overlapFactor.value_or(model.overlapFactor);
+}
+
+bool anyCostFlag(const CostFlags& f)
+{
+    return f.f || f.i || f.w || f.b || f.fb || f.latency || f.bandwidth || f.overlapFactor;
+}
+
+/// The project with a cost file laid over its costs (when one is given).
+Project withCostsFile(Project project, const CostFlags& flags)
+{
+    if (!flags.costsFile.empty())
+        applyCostsFile(project.costs, loadCosts(flags.costsFile));
+    return project;
+}
+
+/// Unit costs (no model), then the cost file, then the flags.
+CostModel unitCosts(int stages, const CostFlags& flags)
+{
+    CostModel model = uniformCostModel(stages);
+    if (!flags.costsFile.empty()) {
+        CostSettings settings;
+        applyCostsFile(settings, loadCosts(flags.costsFile));
+        applyCostSettings(model, settings);
+    }
+    applyCostFlags(model, flags);
+    return model;
+}
+
+std::string costsNote(const std::string& base, const CostFlags& flags)
+{
+    std::string note = base;
+    if (!flags.costsFile.empty())
+        note += ", then " + flags.costsFile;
+    if (anyCostFlag(flags))
+        note += ", then the --cost flags";
+    return note;
+}
+
+/// What simulate works on.
+struct Prediction {
+    std::string label; ///< e.g. "p.dpstudio.json [dualpipe]" or "golden.csv"
+    Schedule schedule;
+    CostModel costs;
+    std::string costsSource;
+};
+
+Prediction fromProject(const std::string& file, const std::string& text, const SimulateArgs& args)
+{
+    const Project project = withCostsFile(parseProject(text, file), args.costs);
+    const Variant& variant = variantOf(project, args.variant, file);
+    Prediction p { file + " [" + variant.name + "]", buildSchedule(project, variant), buildCostModel(project, variant),
+        costsNote("the project's model and costs", args.costs) };
+    applyCostFlags(p.costs, args.costs);
+    return p;
+}
+
+/// When an imported schedule is exactly what a generator makes, give it that kind (and closed form).
+void recogniseKind(Schedule& schedule)
+{
+    for (ScheduleKind kind : generatedKinds()) {
+        const int perRank = stageCountFor(kind, 1, defaultStagesPerRank(kind));
+        if (schedule.ranks * perRank != schedule.stages)
+            continue;
+        try {
+            Schedule made = generate({ kind, schedule.ranks, schedule.microbatches, 0 });
+            if (made.order == schedule.order) {
+                schedule = std::move(made);
+                return;
+            }
+        } catch (const Error&) {
+        }
+    }
+}
+
+Prediction fromCsv(const std::string& file, const std::string& text, const SimulateArgs& args)
+{
+    CsvImport imported;
+    try {
+        imported = readCsv(text, dialectOf(args.dialect));
+    } catch (const ParseError& e) {
+        throw ParseError(file + ": " + e.what(), e.row(), e.column());
+    }
+    for (const auto& w : imported.warnings)
+        std::cerr << "dpstudio: " << file << ": " << w << "\n";
+    recogniseKind(imported.schedule);
+    const int stages = imported.schedule.stages;
+    return { file, std::move(imported.schedule), unitCosts(stages, args.costs),
+        costsNote("unit costs (F = I = W = 1, B = 2, F&B = 3, free links)", args.costs) };
+}
+
+Prediction fromKind(const SimulateArgs& args)
+{
+    Schedule schedule
+        = generate({ kindOrThrow(args.schedule, "--schedule"), args.ranks, args.microbatches, args.stagesPerRank });
+    const std::string label = std::string(kindName(schedule.kind)) + " " + std::to_string(args.ranks) + " ranks × "
+        + std::to_string(args.microbatches) + " microbatches";
+    const int stages = schedule.stages;
+    return { label, std::move(schedule), unitCosts(stages, args.costs),
+        costsNote("unit costs (F = I = W = 1, B = 2, F&B = 3, free links)", args.costs) };
+}
+
+/// "" when the source flags are consistent, else what is wrong.
+std::string sourceProblem(const SimulateArgs& args)
+{
+    const int sources = !args.project.empty() + !args.schedule.empty() + !args.csv.empty();
+    if (sources != 1)
+        return "simulate needs exactly one of: a project file, --schedule KIND --ranks N --microbatches M, "
+               "or --csv FILE";
+    if (!args.variant.empty() && args.project.empty())
+        return "--variant needs a project file";
+    if (args.schedule.empty() && (args.ranks || args.microbatches || args.stagesPerRank))
+        return "--ranks, --microbatches and --stages-per-rank go with --schedule";
+    if (!args.schedule.empty() && (args.ranks <= 0 || args.microbatches <= 0))
+        return "--schedule needs --ranks N and --microbatches M (positive)";
+    return {};
+}
+
+bool looksLikeJson(const std::string& text)
+{
+    const auto first = text.find_first_not_of(" \t\r\n");
+    return first != std::string::npos && text[first] == '{';
+}
+
+Prediction loadPrediction(const SimulateArgs& args)
+{
+    if (!args.schedule.empty())
+        return fromKind(args);
+    const std::string& file = args.project.empty() ? args.csv : args.project;
+    const std::string text = readFile(file);
+    if (!args.project.empty() && looksLikeJson(text))
+        return fromProject(file, text, args);
+    return fromCsv(file, text, args);
+}
+
+/// Prints the validator's errors and returns false when the schedule cannot be simulated.
+bool checkSchedule(const std::string& label, const Schedule& schedule)
+{
+    const ValidationReport report = validate(schedule);
+    if (report.valid())
+        return true;
+    for (const auto& d : report.diagnostics)
+        std::cerr << label << ": " << format(d) << "\n";
+    std::cerr << "dpstudio: " << label << ": invalid schedule (" << report.errorCount()
+              << (report.errorCount() == 1 ? " error" : " errors") << "): not simulated\n";
+    return false;
+}
+
+bool reportDeadlock(const std::string& label, const SimResult& result)
+{
+    if (!result.deadlocked)
+        return false;
+    std::cerr << "dpstudio: " << label << ": deadlock: " << result.deadlockMessage << "\n";
+    for (const auto& s : result.stuck)
+        std::cerr << "  rank " << s.rank << ", position " << s.position << " (" << s.action << ") waits for "
+                  << s.waitsFor << "\n";
+    return true;
+}
+
+// --------------------------------------------------------------------------- closed forms
+
+double largestIdle(const SimResult& result)
+{
+    double most = 0.0;
+    for (const auto& r : result.ranks)
+        most = std::max(most, r.idleUs);
+    return most;
+}
+
+/// "closed form (PP/2−1)(F&B+B−3W) = 6 µs, valid for …", or why only the simulated value is shown.
+std::string closedFormText(const ClosedForm& form)
+{
+    if (!form.available)
+        return form.reason.empty() ? "no closed form for this schedule; simulated value only" : form.reason;
+    if (!form.applicable)
+        return "closed form " + form.formula + " does not apply: " + form.reason;
+    return "closed form " + form.formula + " = " + timeText(form.valueUs) + ", " + form.reason;
+}
+
+json closedFormJson(const ClosedForm& form)
+{
+    json j = { { "available", form.available }, { "applicable", form.applicable }, { "formula", form.formula },
+        { "note", form.reason } };
+    j["value_us"] = form.available && form.applicable ? json(form.valueUs) : json(nullptr);
+    return j;
+}
+
+// ------------------------------------------------------------------------------- simulate
+
+json simulationJson(const Prediction& p, const SimResult& result, const ClosedForm& form)
+{
+    json ranks = json::array();
+    for (std::size_t r = 0; r < result.ranks.size(); ++r) {
+        const RankResult& rr = result.ranks[r];
+        ranks.push_back({ { "rank", r }, { "busy_us", rr.busyUs }, { "idle_us", rr.idleUs },
+            { "peak_memory_bytes", rr.peakMemoryBytes }, { "peak_activation_bytes", rr.peakActivationBytes },
+            { "peak_inflight_microbatches", rr.peakInflight }, { "p2p_bytes_sent", rr.p2pBytesSent } });
+    }
+    const Schedule& s = p.schedule;
+    return { { "source", p.label }, { "costs", p.costsSource },
+        { "schedule",
+            { { "kind", std::string(kindName(s.kind)) }, { "ranks", s.ranks }, { "stages", s.stages },
+                { "microbatches", s.microbatches } } },
+        { "makespan_us", result.makespanUs }, { "bubble_rate", result.bubbleRate },
+        { "bubble_rate_definition", kBubbleDefinition }, { "total_p2p_bytes", result.totalP2pBytes },
+        { "largest_idle_us", largestIdle(result) }, { "closed_form", closedFormJson(form) },
+        { "ranks", std::move(ranks) } };
+}
+
+void printSimulation(const Prediction& p, const SimResult& result, const ClosedForm& form)
+{
+    const Schedule& s = p.schedule;
+    std::cout << p.label << ": " << kindDisplayName(s.kind) << ", " << s.ranks << " ranks, " << s.stages << " stages, "
+              << s.microbatches << " microbatches\n"
+              << "costs:        " << p.costsSource << "\n"
+              << "makespan:     " << timeText(result.makespanUs) << "\n"
+              << "bubble rate:  " << percent(result.bubbleRate) << "  (" << kBubbleDefinition << ")\n"
+              << "largest idle: " << timeText(largestIdle(result)) << " simulated; " << closedFormText(form) << "\n"
+              << "p2p traffic:  " << bytesText(result.totalP2pBytes) << "\n\n";
+    std::vector<std::vector<std::string>> rows { { "rank", "busy", "idle", "peak memory", "peak activations",
+        "peak in-flight" } };
+    for (std::size_t r = 0; r < result.ranks.size(); ++r) {
+        const RankResult& rr = result.ranks[r];
+        rows.push_back({ std::to_string(r), timeText(rr.busyUs), timeText(rr.idleUs), bytesText(rr.peakMemoryBytes),
+            bytesText(rr.peakActivationBytes), std::to_string(rr.peakInflight) });
+    }
+    std::cout << table(rows);
+}
+
+void writeTrace(const std::string& file, const Prediction& p, const SimResult& result)
+{
+    Timeline timeline = timelineFromSimulation(p.schedule, p.costs, result);
+    timeline.info["source"] = p.label;
+    timeline.info["costs"] = p.costsSource;
+    writeChromeTrace(timeline, file);
+    std::cerr << "dpstudio: wrote " << file << " (open it in Perfetto: ui.perfetto.dev)\n";
+}
+
+} // namespace
+
+int cmdSimulate(const SimulateArgs& args)
+{
+    if (const std::string problem = sourceProblem(args); !problem.empty())
+        return usage(problem);
+    const Prediction p = loadPrediction(args);
+    if (!checkSchedule(p.label, p.schedule))
+        return kExitContent;
+    const SimResult result = simulate(p.schedule, p.costs, { !args.trace.empty(), !args.trace.empty() });
+    if (reportDeadlock(p.label, result))
+        return kExitContent;
+    const ClosedForm form = closedFormLargestIdle(p.schedule, p.costs);
+    if (args.json)
+        std::cout << simulationJson(p, result, form).dump(2) << "\n";
+    else
+        printSimulation(p, result, form);
+    if (!args.trace.empty())
+        writeTrace(args.trace, p, result);
+    return kExitOk;
+}
+
+// ---------------------------------------------------------------------------------------- compare
+
+namespace {
+
+/// One row per project variant, or per named kind (a kind that cannot hold the stage count is a row with
+/// its reason).
+std::vector<VariantComparison> compareRows(const Project& project, const CompareArgs& args)
+{
+    const CostAdjuster adjust = [&args](CostModel& model) { applyCostFlags(model, args.costs); };
+    std::vector<VariantComparison> rows;
+    if (args.schedules.empty()) {
+        for (const Variant& v : project.variants)
+            rows.push_back(compareVariant(project, v, adjust));
+        return rows;
+    }
+    for (const auto& name : args.schedules) {
+        const ScheduleKind kind = kindOrThrow(name, "--schedules");
+        try {
+            rows.push_back(compareVariant(project, variantForKind(project, kind, project.active()), adjust));
+        } catch (const Error& e) {
+            VariantComparison row;
+            row.variant = std::string(kindName(kind));
+            row.kind = kind;
+            row.microbatches = project.active().microbatches;
+            row.error = e.what();
+            rows.push_back(row);
+        }
+    }
+    return rows;
+}
+
+json rowJson(const VariantComparison& row)
+{
+    json j = { { "variant", row.variant }, { "kind", std::string(kindName(row.kind)) }, { "devices", row.ranks },
+        { "stages", row.stages }, { "microbatches", row.microbatches } };
+    if (!row.error.empty()) {
+        j["error"] = row.error;
+        return j;
+    }
+    j.update({ { "parameters_per_device", row.parametersPerDevice },
+        { "peak_activation_bytes", row.peakActivationBytes }, { "peak_memory_bytes", row.peakMemoryBytes },
+        { "makespan_us", row.makespanUs }, { "bubble_rate", row.bubbleRate }, { "largest_idle_us", row.largestIdleUs },
+        { "closed_form", closedFormJson(row.closedForm) }, { "p2p_bytes", row.p2pBytes } });
+    return j;
+}
+
+/// The closed-form cell: its value, or "—", with the number of its note below the table (equal notes shared).
+std::string closedCell(const ClosedForm& form, std::vector<std::string>& notes)
+{
+    const std::string note = !form.available ? (form.reason.empty() ? "no closed form for this schedule" : form.reason)
+        : form.applicable                    ? form.formula + ", " + form.reason
+                                             : form.formula + " does not apply: " + form.reason;
+    auto it = std::find(notes.begin(), notes.end(), note);
+    if (it == notes.end())
+        it = notes.insert(notes.end(), note);
+    const std::string ref = "[" + std::to_string(it - notes.begin() + 1) + "]";
+    return (form.available && form.applicable ? timeText(form.valueUs) : std::string("—")) + " " + ref;
+}
+
+std::vector<std::string> comparisonCells(const VariantComparison& row, std::vector<std::string>& notes)
+{
+    const std::string kind(kindDisplayName(row.kind));
+    if (!row.error.empty())
+        return { row.variant, kind, row.ranks > 0 ? std::to_string(row.ranks) : "—",
+            row.stages > 0 ? std::to_string(row.stages) : "—", "—", "—", "—", "—", "—", "—", "—" };
+    return { row.variant, kind, std::to_string(row.ranks), std::to_string(row.stages),
+        countText(row.parametersPerDevice), bytesText(row.peakActivationBytes), timeText(row.makespanUs),
+        percent(row.bubbleRate), timeText(row.largestIdleUs), closedCell(row.closedForm, notes),
+        bytesText(row.p2pBytes) };
+}
+
+void printComparison(const std::string& title, const std::vector<VariantComparison>& rows)
+{
+    std::vector<std::vector<std::string>> cells { { "variant", "kind", "devices", "stages", "params/device",
+        "peak activations", "makespan", "bubble", "largest idle", "closed form", "p2p bytes" } };
+    std::vector<std::string> notes;
+    for (const auto& row : rows)
+        cells.push_back(comparisonCells(row, notes));
+    std::cout << title << "\n\n" << table(cells, 2) << "\n" << kBubbleDefinition << "\n";
+    for (std::size_t n = 0; n < notes.size(); ++n)
+        std::cout << "[" << n + 1 << "] " << notes[n] << "\n";
+    for (const auto& row : rows)
+        if (!row.error.empty())
+            std::cout << "not simulated: " << row.variant << ": " << row.error << "\n";
+}
+
+} // namespace
+
+int cmdCompare(const CompareArgs& args)
+{
+    const std::string source = args.project.empty() ? std::string("default project") : args.project;
+    const Project project = withCostsFile(
+        args.project.empty() ? defaultProject() : parseProject(readFile(args.project), source), args.costs);
+    const std::vector<VariantComparison> rows = compareRows(project, args);
+    const std::string costs = costsNote("the project's model and costs", args.costs);
+    if (!args.json) {
+        printComparison(source + (project.name.empty() ? "" : " (" + project.name + ")") + "; costs: " + costs, rows);
+        return kExitOk;
+    }
+    json list = json::array();
+    for (const auto& row : rows)
+        list.push_back(rowJson(row));
+    const json out = { { "source", source }, { "project", project.name }, { "costs", costs },
+        { "bubble_rate_definition", kBubbleDefinition }, { "rows", std::move(list) } };
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+}
+
+// ----------------------------------------------------------------------------------------- export
+
+namespace {
+
+json diagnosticsJson(const ValidationReport& report)
+{
+    json list = json::array();
+    for (const auto& d : report.diagnostics)
+        list.push_back({ { "severity", std::string(severityName(d.severity)) }, { "rank", d.rank },
+            { "position", d.position }, { "action", d.action }, { "rule", d.rule }, { "message", d.message } });
+    return list;
+}
+
+int exportCsv(const ExportArgs& args, const Schedule& schedule, const std::string& label)
+{
+    if (!checkSchedule(label, schedule))
+        return kExitContent;
+    if (csvNeedsExtension(schedule))
+        std::cerr << "dpstudio: warning: this CSV puts a stage on two rows (DualPipe's two replicas of every "
+                     "stage): a DualPipe Studio extension that PyTorch's schedule loader refuses\n";
+    writeOutput(args.output, writeCsv(schedule));
+    return kExitOk;
+}
+
+int exportTrace(const ExportArgs& args, const Project& project, const Variant& variant, const std::string& label)
+{
+    const Schedule schedule = buildSchedule(project, variant);
+    if (!checkSchedule(label, schedule))
+        return kExitContent;
+    const CostModel costs = buildCostModel(project, variant);
+    const SimResult result = simulate(schedule, costs);
+    if (reportDeadlock(label, result))
+        return kExitContent;
+    Timeline timeline = timelineFromSimulation(schedule, costs, result);
+    timeline.info.update({ { "source", args.project }, { "project", project.name }, { "variant", variant.name } });
+    if (!args.perRankDir.empty()) {
+        const auto files = writeChromeTracePerRank(timeline, args.perRankDir);
+        std::cerr << "dpstudio: wrote " << files.size() << " per-rank traces to " << args.perRankDir << "\n";
+    } else {
+        writeOutput(args.output, chromeTrace(timeline).dump() + "\n");
+    }
+    return kExitOk;
+}
+
+/// Why a measured run does not validate this schedule (empty when it does).
+std::vector<std::string> measuredProblems(const MeasuredTrace& m, const Schedule& schedule, const Variant& variant)
+{
+    std::vector<std::string> problems;
+    if (!m.correctness.passed)
+        problems.push_back("the measured run failed its correctness check"
+            + (m.correctness.message.empty() ? std::string() : ": " + m.correctness.message));
+    if (!m.ranks.empty() && static_cast<int>(m.ranks.size()) != schedule.ranks)
+        problems.push_back("the measured run has " + std::to_string(m.ranks.size()) + " ranks, the schedule "
+            + std::to_string(schedule.ranks));
+    if (!m.variant.empty() && m.variant != variant.name)
+        problems.push_back("the measured run is of variant '" + m.variant + "', not '" + variant.name + "'");
+    return problems;
+}
+
+/// The fields of a measured run (measured.json of `dpstudio run`) a validated config records.
+json measuredSummary(const std::string& file, const MeasuredTrace& m)
+{
+    const MeasuredCorrectness& c = m.correctness;
+    return { { "file", file }, { "hardware", { { "host", m.host }, { "cpu", m.cpu } } }, { "backend", m.backend },
+        { "comm", m.comm }, { "mpi_version", m.mpiVersion }, { "variant", m.variant }, { "median_step", m.medianStep },
+        { "median_step_makespan_us", m.medianMakespanUs() },
+        { "correctness",
+            { { "passed", c.passed }, { "max_loss_error", c.maxLossError }, { "max_grad_error", c.maxGradError },
+                { "thresholds", { { "loss", c.lossThreshold }, { "grad", c.gradThreshold } } },
+                { "message", c.message } } } };
+}
+
+json predictionJson(const Schedule& schedule, const CostModel& costs)
+{
+    const SimResult result = simulate(schedule, costs, { false, false });
+    if (result.deadlocked)
+        return { { "deadlocked", true }, { "message", result.deadlockMessage } };
+    return { { "makespan_us", result.makespanUs }, { "bubble_rate", result.bubbleRate },
+        { "largest_idle_us", largestIdle(result) }, { "total_p2p_bytes", result.totalP2pBytes } };
+}
+
+int exportValidatedConfig(const ExportArgs& args, Project project, const Variant& variant)
+{
+    const Schedule schedule = buildSchedule(project, variant);
+    const ValidationReport report = validate(schedule);
+    std::vector<std::string> reasons;
+    if (!report.valid())
+        reasons.push_back("the schedule is invalid (" + std::to_string(report.errorCount()) + " errors)");
+    json config = { { "format_version", kValidatedConfigFormatVersion }, { "kind", "dpstudio-validated-config" } };
+    project.activeVariant = variant.name;
+    config["project"] = json::parse(serializeProject(project));
+    config["variant"] = variant.name;
+    config["schedule"] = toJson(schedule);
+    config["validation"] = { { "valid", report.valid() }, { "diagnostics", diagnosticsJson(report) } };
+    if (report.valid())
+        config["prediction"] = predictionJson(schedule, buildCostModel(project, variant));
+    config["measured"] = nullptr;
+    if (!args.measured.empty()) {
+        const MeasuredTrace measured = loadMeasured(args.measured);
+        config["measured"] = measuredSummary(args.measured, measured);
+        for (auto& problem : measuredProblems(measured, schedule, variant))
+            reasons.push_back(std::move(problem));
+    }
+    config["validated"] = reasons.empty();
+    config["not_validated_because"] = reasons;
+    writeOutput(args.output, config.dump(2) + "\n");
+    for (const auto& r : reasons)
+        std::cerr << "dpstudio: not validated: " << r << "\n";
+    if (args.measured.empty())
+        std::cerr << "dpstudio: note: no measured run recorded (add --measured measured.json from `dpstudio run`)\n";
+    return reasons.empty() ? kExitOk : kExitContent;
+}
+
+} // namespace
+
+int cmdExport(const ExportArgs& args)
+{
+    if (!args.perRankDir.empty() && args.format != "chrome-trace")
+        return usage("--per-rank goes with --format chrome-trace");
+    if (!args.measured.empty() && args.format != "validated-config")
+        return usage("--measured goes with --format validated-config");
+    Project project = loadProject(args.project);
+    const Variant variant = variantOf(project, args.variant, args.project);
+    const std::string label = args.project + " [" + variant.name + "]";
+    if (args.format == "torch-csv")
+        return exportCsv(args, buildSchedule(project, variant), label);
+    if (args.format == "chrome-trace")
+        return exportTrace(args, project, variant, label);
+    if (args.format == "validated-config")
+        return exportValidatedConfig(args, project, variant);
+    project.activeVariant = variant.name;
+    writeOutput(args.output, serializeProject(project));
+    return kExitOk;
+}
+
+// ------------------------------------------------------------------------------------------- init
+
+namespace {
+
+bool anyVariantFlag(const InitArgs& a)
+{
+    return a.schedule || a.ranks || a.microbatches || a.stagesPerRank;
+}
+
+bool anyModelFlag(const InitArgs& a)
+{
+    return a.layers || a.hidden || a.ffn || a.seqLen || a.microbatchSize || a.dtype;
+}
+
+void applyModelFlags(ModelDesc& m, const InitArgs& a)
+{
+    m.layers = a.layers.value_or(m.layers);
+    if (a.hidden)
+        m.ffn = 4 * *a.hidden;
+    m.hidden = a.hidden.value_or(m.hidden);
+    m.ffn = a.ffn.value_or(m.ffn);
+    m.seqLen = a.seqLen.value_or(m.seqLen);
+    m.microbatchSize = a.microbatchSize.value_or(m.microbatchSize);
+    if (a.dtype)
+        m.dtype = *a.dtype == "bf16" ? DType::BF16 : DType::FP32;
+}
+
+/// The one variant of the flags: kind (default dualpipe), ranks (default: those giving 8 stages),
+/// microbatches (default 20), stages per rank.
+Variant variantFromFlags(const Project& base, const InitArgs& a)
+{
+    const ScheduleKind kind = a.schedule ? kindOrThrow(*a.schedule, "--schedule") : ScheduleKind::DualPipe;
+    Variant like = base.active();
+    like.layerPartition.clear(); // the model may have changed: split its layers evenly
+    Variant v = variantForKind(base, kind, like);
+    v.layerPartition.clear();
+    v.ranks = a.ranks.value_or(v.ranks);
+    v.microbatches = a.microbatches.value_or(v.microbatches);
+    v.stagesPerRank = a.stagesPerRank.value_or(0);
+    return v;
+}
+
+Project projectFromFlags(const InitArgs& a)
+{
+    Project p = defaultProject();
+    applyModelFlags(p.model, a);
+    if (anyVariantFlag(a)) {
+        const Variant v = variantFromFlags(p, a);
+        p.variants = { v };
+        p.activeVariant = v.name;
+        p.name = std::string(kindDisplayName(v.kind)) + " on " + std::to_string(v.ranks) + " ranks";
+    }
+    for (Variant& v : p.variants) {
+        v.layerPartition.clear();
+        const int stages = stageCount(v);
+        if (p.model.layers < stages)
+            throw ConstraintError("init.layers",
+                "--layers: " + std::to_string(p.model.layers) + " layers cannot fill the " + std::to_string(stages)
+                    + " stages of " + v.name);
+        v.layerPartition = effectivePartition(p, v);
+        buildSchedule(p, v); // refuses sizes the generator rejects, before anything is written
+    }
+    return p;
+}
+
+} // namespace
+
+int cmdInit(const InitArgs& args)
+{
+    std::error_code ec;
+    if (std::filesystem::exists(args.output, ec) && !args.force)
+        return usage(args.output + ": already exists (use --force to overwrite)");
+    const Project project = anyVariantFlag(args) || anyModelFlag(args) ? projectFromFlags(args) : defaultProject();
+    saveProject(project, args.output);
+    std::cout << "wrote " << args.output << ":";
+    for (const auto& v : project.variants)
+        std::cout << " " << v.name << " (" << v.ranks << " ranks, " << stageCount(v) << " stages, " << v.microbatches
+                  << " microbatches)" << (v.name == project.activeVariant ? " active" : "");
+    std::cout << "\n";
+    return kExitOk;
+}
+
+} // namespace dps::cli

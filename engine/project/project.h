@@ -4,6 +4,8 @@
 #include "schedule/schedule.h"
 #include "sim/costmodel.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -65,6 +67,7 @@ struct CostSettings {
 
 struct Project {
     int formatVersion = kProjectFormatVersion;
+    std::string name; ///< free text shown in titles; may be empty
     ModelDesc model;
     ClusterDesc cluster;
     std::vector<Variant> variants;
@@ -89,10 +92,16 @@ Project defaultProject();
 Project parseProject(const std::string& text, const std::string& source = "project");
 /// Reads and parses a file. Throws IoError when it cannot be read, FormatError as parseProject.
 Project loadProject(const std::filesystem::path& path);
-/// Serialises (stable key order, 2-space indent, final newline).
+/// Serialises (stable key order, 2-space indent, lists of plain values on one line, final newline).
 std::string serializeProject(const Project& project);
+/// The JSON object serializeProject writes (keys in file order).
+nlohmann::ordered_json projectToJson(const Project& project);
 /// Atomic save: writes a temporary file beside `path`, flushes, renames over it. Throws IoError.
 void saveProject(const Project& project, const std::filesystem::path& path);
+/// Writes `text` to `path` atomically: a temporary file in the same folder, flushed and synced, then renamed
+/// over `path`. On any failure the temporary file is removed, `path` is left as it was, and IoError is
+/// thrown naming the path and the reason.
+void writeFileAtomic(const std::filesystem::path& path, const std::string& text);
 /// True when the text looks like a project file (a JSON object with "format_version" and "variants").
 bool looksLikeProject(const std::string& text);
 
@@ -108,7 +117,35 @@ Schedule buildSchedule(const Project& project, const Variant& variant);
 
 /// The cost model of a variant: per-stage costs from the model description summed over the layer
 /// partition (see modelcost.h), then the project's overrides; latency/bandwidth from the cluster (or
-/// overrides).
+/// overrides). Bytes use the model's dtype. Throws FormatError as effectivePartition.
 CostModel buildCostModel(const Project& project, const Variant& variant);
+/// The same with `bytesPerElement` bytes per tensor element (4 for a CPU run of a bf16 project).
+CostModel buildCostModel(const Project& project, const Variant& variant, int bytesPerElement);
+
+/// Applies the settings to a cost model: each set per-stage field replaces the stage's time (stages beyond
+/// the model's are ignored), then overlap factor and optimizer bytes, then latency/bandwidth when set.
+void applyCostSettings(CostModel& model, const CostSettings& settings);
+
+/// Newest cost-file format (`costs.json`, written by `dpstudio calibrate`) this build reads and writes.
+inline constexpr int kCostsFormatVersion = 1;
+
+/// A cost file: measured or fitted costs that replace the model-derived ones (docs/project-format.md).
+/// {"format_version":1, "stages":[{"stage":0,"f_us":..,"i_us":..,"w_us":..,"b_us":..,"fb_us":..}],
+///  "overlap_factor":.., "latency_us":.., "bandwidth_bytes_per_us":..}; every field but format_version
+/// optional.
+struct CostsFile {
+    std::vector<StageCostOverride> stages; ///< by stage index
+    std::optional<double> overlapFactor;
+    std::optional<double> latencyUs;
+    std::optional<double> bandwidthBytesPerUs;
+};
+
+/// Parses a cost file. Throws FormatError naming `source` and the field (newer format_version refused
+/// naming both versions).
+CostsFile parseCostsFile(const std::string& text, const std::string& source = "costs");
+/// Serialises a cost file (2-space indent, final newline).
+std::string serializeCostsFile(const CostsFile& costs);
+/// Lays a cost file over project cost settings: set stage fields replace, unset ones are kept.
+void applyCostsFile(CostSettings& settings, const CostsFile& costs);
 
 } // namespace dps

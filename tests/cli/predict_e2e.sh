@@ -1,0 +1,132 @@
+#!/bin/sh
+# End-to-end checks of dpstudio simulate, compare, export and init.
+# Usage: predict_e2e.sh /path/to/dpstudio   (exits non-zero on the first failed check)
+set -u
+DPS="$1"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+DATA="$HERE/../data"
+GOLDEN="$DATA/golden/dualpipe_pp8_mb20.csv"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect CODE NAME -- COMMAND...: runs the command (stdout → $WORK/out, stderr → $WORK/err), checks the exit code.
+expect() {
+    code="$1"
+    name="$2"
+    shift 3
+    "$@" >"$WORK/out" 2>"$WORK/err"
+    got=$?
+    if [ "$got" -ne "$code" ]; then
+        fail "$name: exit $got, expected $code"
+        sed 's/^/  | /' "$WORK/err" >&2
+    fi
+}
+
+# contains FILE TEXT NAME: the file holds the text (fixed string).
+contains() {
+    grep -qF -- "$2" "$1" || { fail "$3: '$2' not in $(basename "$1")"; sed 's/^/  | /' "$1" | head -20 >&2; }
+}
+
+# --- simulate ---------------------------------------------------------------------------------------
+expect 0 "simulate golden csv" -- "$DPS" simulate --csv "$GOLDEN" --json
+grep -qE '"makespan_us": 66(\.0)?,' "$WORK/out" || fail "golden DualPipe 8x20: makespan 66 expected"
+contains "$WORK/out" '"idle_us": 6.0' "golden DualPipe 8x20 idle"
+contains "$WORK/out" '"peak_inflight_microbatches": 9' "golden DualPipe 8x20 in-flight"
+
+expect 0 "simulate golden csv, F&B 2.5" -- "$DPS" simulate --csv "$GOLDEN" --cost-fb 2.5 --json
+grep -qE '"makespan_us": 59(\.0)?,' "$WORK/out" || fail "golden DualPipe 8x20 with --cost-fb 2.5: makespan 59 expected"
+
+expect 0 "simulate human table" -- "$DPS" simulate --csv "$GOLDEN"
+contains "$WORK/out" "makespan:     66 µs" "human simulate"
+contains "$WORK/out" "Σ idle ÷ (ranks × makespan)" "bubble rate definition"
+contains "$WORK/out" "valid for B ≤ F&B ≤ F+B" "closed form range"
+
+expect 0 "simulate generated kind" -- "$DPS" simulate --schedule 1f1b --ranks 4 --microbatches 8 --json
+grep -qE '"makespan_us": 33(\.0)?,' "$WORK/out" || fail "1F1B 4x8 unit costs: makespan (m+p-1)(F+B) = 33 expected"
+
+expect 0 "simulate with trace" -- "$DPS" simulate --schedule dualpipev --ranks 2 --microbatches 4 --trace "$WORK/t.json"
+contains "$WORK/t.json" '"PP:0F0"' "trace slices"
+contains "$WORK/t.json" '"ph":"C"' "trace memory counters"
+contains "$WORK/t.json" '"ph":"s"' "trace flows"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$WORK/t.json" || fail "trace is not valid JSON"
+fi
+
+expect 1 "simulate deadlocked csv" -- "$DPS" simulate --csv "$DATA/cases/deadlock_three_ranks.csv"
+contains "$WORK/err" "deadlock" "deadlock diagnostics"
+expect 2 "simulate missing csv" -- "$DPS" simulate --csv "$WORK/none.csv"
+contains "$WORK/err" "none.csv" "missing file named"
+expect 2 "simulate without a source" -- "$DPS" simulate
+expect 1 "simulate unknown kind" -- "$DPS" simulate --schedule zigzag --ranks 2 --microbatches 4
+
+# --- init -------------------------------------------------------------------------------------------
+expect 0 "init default" -- "$DPS" init -o "$WORK/p.dpstudio.json"
+contains "$WORK/p.dpstudio.json" '"active_variant": "dualpipe"' "init default active variant"
+expect 2 "init refuses to overwrite" -- "$DPS" init -o "$WORK/p.dpstudio.json"
+contains "$WORK/err" "--force" "init overwrite hint"
+expect 0 "init --force, one variant" -- "$DPS" init -o "$WORK/v.dpstudio.json" --schedule zb-h1 --ranks 4 \
+    --microbatches 8 --layers 8 --hidden 64 --seq-len 16 --microbatch-size 1
+contains "$WORK/v.dpstudio.json" '"kind": "zb-h1"' "init variant kind"
+contains "$WORK/v.dpstudio.json" '"layer_partition": [2, 2, 2, 2]' "init partition"
+expect 0 "simulate a project" -- "$DPS" simulate "$WORK/v.dpstudio.json" --json
+contains "$WORK/out" '"kind": "zb-h1"' "simulate project kind"
+
+# --- compare ----------------------------------------------------------------------------------------
+expect 0 "compare default project" -- "$DPS" compare
+contains "$WORK/out" "dualpipe " "compare lists dualpipe"
+contains "$WORK/out" "dualpipev " "compare lists dualpipev"
+contains "$WORK/out" "Σ idle ÷ (ranks × makespan)" "compare bubble definition"
+expect 0 "compare kinds as json" -- "$DPS" compare "$WORK/p.dpstudio.json" --schedules dualpipe,zb-v,1f1b --json
+contains "$WORK/out" '"variant": "zb-v"' "compare --schedules zb-v"
+contains "$WORK/out" '"devices": 4' "compare zb-v on stages/2 ranks"
+
+# --- export -----------------------------------------------------------------------------------------
+expect 0 "export torch-csv" -- "$DPS" export "$WORK/p.dpstudio.json" --format torch-csv -o "$WORK/exported.csv"
+contains "$WORK/err" "PyTorch" "DualPipe CSV extension warning"
+"$DPS" generate --schedule dualpipe --ranks 8 --microbatches 20 >"$WORK/generated.csv" 2>/dev/null
+cmp -s "$WORK/exported.csv" "$WORK/generated.csv" || fail "export torch-csv differs from generate's csv"
+expect 0 "export chrome-trace per rank" -- "$DPS" export "$WORK/p.dpstudio.json" --variant dualpipev \
+    --format chrome-trace --per-rank "$WORK/ranks"
+for r in 0 1 2 3; do
+    contains "$WORK/ranks/rank$r.trace.json" "\"distributedInfo\":{\"backend\":\"simulated\",\"pp_size\":4,\"rank\":$r" \
+        "per-rank trace $r"
+done
+expect 0 "export json" -- "$DPS" export "$WORK/p.dpstudio.json" --variant dualpipev --format json
+contains "$WORK/out" '"active_variant": "dualpipev"' "export json active variant"
+expect 0 "export validated-config" -- "$DPS" export "$WORK/p.dpstudio.json" --format validated-config -o "$WORK/vc.json"
+contains "$WORK/vc.json" '"validated": true' "validated config"
+cat >"$WORK/measured.json" <<'JSON'
+{"format_version": 1, "command": "dpstudio run", "host": "box", "cpu": "cpu", "mpi_version": "4.1.4",
+ "backend": "cpu", "comm": "mpi", "variant": "dualpipe",
+ "correctness": {"passed": false, "max_loss_error": 0.5, "max_grad_error": 0.5, "message": "stage 3, w1"},
+ "steps": [{"step": 0, "makespan_us": 12.5}], "median_step": 0, "ranks": []}
+JSON
+expect 1 "export validated-config of a failed run" -- "$DPS" export "$WORK/p.dpstudio.json" \
+    --format validated-config --measured "$WORK/measured.json" -o "$WORK/vc2.json"
+contains "$WORK/vc2.json" '"validated": false' "failed run not validated"
+contains "$WORK/vc2.json" '"median_step_makespan_us": 12.5' "measured summary"
+
+# --- errors -----------------------------------------------------------------------------------------
+sed 's/"ranks": 4/"ranks": -3/' "$WORK/p.dpstudio.json" >"$WORK/bad.dpstudio.json"
+expect 1 "bad project" -- "$DPS" simulate "$WORK/bad.dpstudio.json"
+contains "$WORK/err" "variants[1].ranks: must be a positive integer, got -3" "bad project field named"
+expect 1 "bad project in compare" -- "$DPS" compare "$WORK/bad.dpstudio.json"
+contains "$WORK/err" "variants[1].ranks" "compare names the field"
+sed 's/"format_version": 1/"format_version": 7/' "$WORK/p.dpstudio.json" >"$WORK/new.dpstudio.json"
+expect 1 "newer project" -- "$DPS" export "$WORK/new.dpstudio.json" --format json
+contains "$WORK/err" "format_version 7 is newer than this build reads (1)" "newer version named"
+expect 2 "missing project" -- "$DPS" export "$WORK/missing.dpstudio.json" --format json
+contains "$WORK/err" "missing.dpstudio.json" "missing file named"
+expect 2 "missing project in compare" -- "$DPS" compare "$WORK/missing.dpstudio.json"
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures check(s) failed" >&2
+    exit 1
+fi
+echo "predict_e2e: all checks passed"
