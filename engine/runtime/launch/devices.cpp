@@ -1,0 +1,101 @@
+#include "devices.h"
+
+#include "launcher.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <unistd.h>
+
+namespace dps::launch {
+
+namespace {
+
+using ordered = nlohmann::ordered_json;
+
+ordered textOrNull(const std::string& text)
+{
+    return text.empty() ? ordered() : ordered(text);
+}
+
+std::string gpuLine(const GpuInfo& gpu)
+{
+    return "gpu " + std::to_string(gpu.index) + ": " + gpu.name + ", " + std::to_string(gpu.memoryBytes / (1024 * 1024))
+        + " MiB, compute capability " + std::to_string(gpu.computeMajor) + "." + std::to_string(gpu.computeMinor)
+        + "\n";
+}
+
+} // namespace
+
+std::string cpuModelName()
+{
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (!line.starts_with("model name"))
+            continue;
+        const std::size_t colon = line.find(':');
+        const std::size_t start
+            = colon == std::string::npos ? std::string::npos : line.find_first_not_of(' ', colon + 1);
+        if (start != std::string::npos)
+            return line.substr(start);
+    }
+    return "unknown";
+}
+
+DeviceReport probeDevices()
+{
+    DeviceReport report;
+    report.cpuCores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    report.cpuModel = cpuModelName();
+    report.gpus = listGpus();
+    if (const auto mpirun = findMpirun()) {
+        if (::access(mpirun->c_str(), X_OK) == 0) {
+            report.mpirunPath = mpirun->string();
+            report.mpirunVersion = mpirunVersion(*mpirun);
+        } else {
+            report.mpirunProblem = "DPSTUDIO_MPIRUN=" + mpirun->string() + " is not an executable file";
+        }
+    }
+    if (const auto worker = findWorker())
+        report.workerPath = worker->string();
+    return report;
+}
+
+std::string formatDevices(const DeviceReport& r)
+{
+    std::string text = "cpu: " + std::to_string(r.cpuCores) + " cores, " + r.cpuModel + "\n";
+    if (!r.gpus.message.empty())
+        text += r.gpus.message + "\n";
+    else if (!r.gpus.runtimeVersion.empty())
+        text += "cuda: runtime " + r.gpus.runtimeVersion + "\n";
+    for (const GpuInfo& gpu : r.gpus.gpus)
+        text += gpuLine(gpu);
+    if (r.mpirunPath.empty())
+        text += "mpirun: not found (" + (r.mpirunProblem.empty() ? "" : r.mpirunProblem + "; ")
+            + "install openmpi-bin or set DPSTUDIO_MPIRUN)\n";
+    else
+        text += "mpirun: " + r.mpirunPath + " (" + (r.mpirunVersion.empty() ? "version unknown" : r.mpirunVersion)
+            + ")\n";
+    text += "worker: " + (r.workerPath.empty() ? std::string("not found (set DPSTUDIO_WORKER)") : r.workerPath) + "\n";
+    return text;
+}
+
+std::string devicesJson(const DeviceReport& r)
+{
+    ordered j;
+    j["format_version"] = 1;
+    j["cpu"] = ordered { { "cores", r.cpuCores }, { "model", r.cpuModel } };
+    j["cuda"] = ordered { { "built", r.gpus.cudaBuilt }, { "runtime_version", textOrNull(r.gpus.runtimeVersion) },
+        { "message", textOrNull(r.gpus.message) } };
+    j["gpus"] = ordered::array();
+    for (const GpuInfo& g : r.gpus.gpus)
+        j["gpus"].push_back(ordered { { "index", g.index }, { "name", g.name }, { "memory_bytes", g.memoryBytes },
+            { "compute_capability", std::to_string(g.computeMajor) + "." + std::to_string(g.computeMinor) } });
+    j["mpirun"] = ordered { { "path", textOrNull(r.mpirunPath) }, { "version", textOrNull(r.mpirunVersion) },
+        { "problem", textOrNull(r.mpirunProblem) } };
+    j["worker"] = ordered { { "path", textOrNull(r.workerPath) } };
+    return j.dump(2) + "\n";
+}
+
+} // namespace dps::launch

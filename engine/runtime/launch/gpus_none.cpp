@@ -1,0 +1,13 @@
+// listGpus() for a build without the CUDA backend.
+#include "gpus.h"
+
+namespace dps::launch {
+
+GpuStatus listGpus()
+{
+    GpuStatus status;
+    status.message = "cuda: not built";
+    return status;
+}
+
+} // namespace dps::launch

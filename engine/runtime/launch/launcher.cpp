@@ -1,0 +1,678 @@
+#include "launcher.h"
+
+#include "measured.h"
+#include "process.h"
+#include "progress.h"
+#include "report.h"
+#include "schedule/errors.h"
+#include "schedule/validator.h"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <ostream>
+#include <poll.h>
+#include <sstream>
+#include <system_error>
+#include <unistd.h>
+
+namespace dps::launch {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string envValue(const char* name)
+{
+    const char* value = std::getenv(name);
+    return value ? value : "";
+}
+
+bool isExecutableFile(const fs::path& path)
+{
+    std::error_code ec;
+    return fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::string readText(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw IoError(path + ": cannot read: " + std::strerror(errno));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+const Variant& selectVariant(const Project& project, const std::string& name)
+{
+    if (name.empty())
+        return project.active();
+    if (const Variant* v = project.find(name))
+        return *v;
+    std::string known;
+    for (const Variant& v : project.variants)
+        known += (known.empty() ? "" : ", ") + v.name;
+    throw FormatError("the project has no variant \"" + name + "\" (its variants: " + known + ")");
+}
+
+void checkRanks(const Variant& variant, const Schedule& schedule)
+{
+    const int listed = static_cast<int>(schedule.order.size());
+    if (schedule.ranks != variant.ranks || listed != variant.ranks)
+        throw ConstraintError("run.ranks",
+            "variant \"" + variant.name + "\": " + std::to_string(variant.ranks) + " ranks, but its schedule has "
+                + std::to_string(listed) + " rank lists");
+}
+
+void checkValid(const Variant& variant, const Schedule& schedule)
+{
+    const ValidationReport report = validate(schedule);
+    if (report.valid())
+        return;
+    std::string first;
+    for (const Diagnostic& d : report.diagnostics)
+        if (d.severity == Severity::Error && first.empty())
+            first = format(d);
+    throw ConstraintError("run.invalid-schedule",
+        "variant \"" + variant.name + "\": the schedule is invalid (" + std::to_string(report.errorCount())
+            + " errors), first: " + first);
+}
+
+/// A private folder for the project file that runs; removed with everything in it.
+class TempDir {
+public:
+    explicit TempDir(const fs::path& parent)
+    {
+        std::string pattern = (parent / "dpstudio-run-XXXXXX").string();
+        if (!::mkdtemp(pattern.data()))
+            throw IoError(parent.string() + ": cannot create a temporary folder: " + std::strerror(errno));
+        m_path = pattern;
+    }
+    ~TempDir()
+    {
+        std::error_code ec;
+        fs::remove_all(m_path, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const fs::path& path() const { return m_path; }
+
+private:
+    fs::path m_path;
+};
+
+// ------------------------------------------------------------------------------------- signals
+
+int g_signalPipe[2] = { -1, -1 };
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void onSignal(int sig)
+{
+    g_signal = sig;
+    const char byte = 1;
+    if (g_signalPipe[1] >= 0) [[maybe_unused]]
+        const ssize_t n = ::write(g_signalPipe[1], &byte, 1);
+}
+
+/// While alive: SIGINT, SIGTERM and SIGHUP end the run (noted, and a byte on a pipe wakes the loop);
+/// SIGPIPE is ignored so a vanished reader of our stdout cannot kill us before the ranks are ended.
+class SignalGuard {
+public:
+    explicit SignalGuard(bool enabled)
+        : m_enabled(enabled)
+    {
+        if (!m_enabled)
+            return;
+        g_signal = 0;
+        if (::pipe2(g_signalPipe, O_CLOEXEC | O_NONBLOCK) != 0)
+            g_signalPipe[0] = g_signalPipe[1] = -1;
+        struct sigaction action { };
+        action.sa_handler = onSignal;
+        sigemptyset(&action.sa_mask);
+        for (std::size_t i = 0; i < kSignals.size(); ++i)
+            ::sigaction(kSignals[i], &action, &m_old[i]);
+        struct sigaction ignore { };
+        ignore.sa_handler = SIG_IGN;
+        ::sigaction(SIGPIPE, &ignore, &m_oldPipe);
+    }
+    ~SignalGuard()
+    {
+        if (!m_enabled)
+            return;
+        for (std::size_t i = 0; i < kSignals.size(); ++i)
+            ::sigaction(kSignals[i], &m_old[i], nullptr);
+        ::sigaction(SIGPIPE, &m_oldPipe, nullptr);
+        for (int& fd : g_signalPipe) {
+            if (fd >= 0)
+                ::close(fd);
+            fd = -1;
+        }
+    }
+    SignalGuard(const SignalGuard&) = delete;
+    SignalGuard& operator=(const SignalGuard&) = delete;
+
+    int fd() const { return m_enabled ? g_signalPipe[0] : -1; }
+    bool raised() const { return m_enabled && g_signal != 0; }
+
+private:
+    static constexpr std::array<int, 3> kSignals { SIGINT, SIGTERM, SIGHUP };
+    bool m_enabled;
+    std::array<struct sigaction, 3> m_old {};
+    struct sigaction m_oldPipe { };
+};
+
+// ------------------------------------------------------------------------------------- session
+
+/// One `dpstudio run`: the child, the stream it produces and how it ended.
+class Session {
+public:
+    Session(const RunOptions& options, std::ostream& out, std::ostream& err)
+        : m_options(options)
+        , m_out(out)
+        , m_err(err)
+    {
+    }
+    int run();
+
+private:
+    enum class Stop { None, Timeout, Cancel };
+
+    int launch(const PreparedRun& prepared, const fs::path& mpirun, const fs::path& worker);
+    void pump(ChildProcess& child, const SignalGuard& signals);
+    void superviseStep(ChildProcess& child, const SignalGuard& signals, bool& exited);
+    void readReady(ChildProcess& child, int fd, LineSplitter& splitter);
+    void onStdoutLine(const std::string& line);
+    void onStderrLine(const std::string& line);
+    void human(const std::string& text);
+    void forward(const std::string& line);
+    void forwardJson(const std::string& line, EventKind kind);
+    void flushHeldJson(bool includingDone);
+    void writeJson(const std::string& line);
+    void showProgress();
+    void clearProgress();
+    int outcome(const ExitStatus& status);
+    std::string failureText(const ExitStatus& status) const;
+    void report(const PreparedRun& prepared);
+    fs::path scratchParent() const;
+
+    const RunOptions& m_options;
+    std::ostream& m_out;
+    std::ostream& m_err;
+    ProgressTracker m_tracker;
+    MpirunFailureScanner m_scanner;
+    Stop m_stop = Stop::None;
+    Clock::time_point m_deadline;
+    std::optional<Clock::time_point> m_killAt;
+    std::optional<Clock::time_point> m_drainUntil;
+    Clock::time_point m_nextTrack;
+    LineSplitter m_stdoutLines;
+    LineSplitter m_stderrLines;
+    std::vector<std::string> m_beforeHello; ///< progress lines that arrived before hello
+    std::optional<std::string> m_doneLine; ///< the done line, forwarded when the stream ends
+    bool m_progressShown = false;
+    bool m_streamEnded = false; ///< no progress line after the run ended
+    Clock::time_point m_lastDraw;
+    int m_lastStepShown = -2;
+};
+
+int Session::run()
+{
+    PreparedRun prepared;
+    try {
+        prepared = prepareRun(m_options);
+    } catch (const IoError& e) {
+        human(std::string("error: ") + e.what());
+        return kRunUsage;
+    } catch (const Error& e) {
+        human(std::string("error: ") + e.what() + "; nothing was started");
+        return kRunContent;
+    }
+    const std::optional<fs::path> mpirun = findMpirun();
+    if (!mpirun || !isExecutableFile(*mpirun)) {
+        const std::string env = envValue("DPSTUDIO_MPIRUN");
+        human("mpirun not found: install openmpi-bin or set DPSTUDIO_MPIRUN"
+            + (env.empty() ? std::string() : " (DPSTUDIO_MPIRUN=" + env + " is not an executable file)"));
+        return kRunFailed;
+    }
+    const std::optional<fs::path> worker = findWorker();
+    if (!worker) {
+        human("dpstudio-worker not found: set DPSTUDIO_WORKER, or install it next to dpstudio or in "
+              "../libexec relative to it");
+        return kRunFailed;
+    }
+    try {
+        return launch(prepared, *mpirun, *worker);
+    } catch (const IoError& e) {
+        human(std::string("error: ") + e.what());
+        return kRunUsage;
+    }
+}
+
+fs::path Session::scratchParent() const
+{
+    // With a hostfile the other hosts read the project too: keep it beside the output, which is
+    // expected on a shared folder; on one machine the system's temporary folder does.
+    if (m_options.hostfile.empty())
+        return fs::temp_directory_path();
+    return fs::absolute(m_options.output).parent_path();
+}
+
+int Session::launch(const PreparedRun& prepared, const fs::path& mpirun, const fs::path& worker)
+{
+    RunOptions options = m_options;
+    options.output = fs::absolute(m_options.output).string();
+    if (!options.traceDir.empty())
+        options.traceDir = fs::absolute(m_options.traceDir).string();
+    if (!fs::is_directory(fs::path(options.output).parent_path()))
+        throw IoError(m_options.output + ": cannot write: its folder does not exist");
+    const TempDir scratch(scratchParent());
+    const fs::path projectFile = scratch.path() / "project.dpstudio.json";
+    saveProject(prepared.project, projectFile);
+
+    const std::vector<std::string> argv
+        = mpirunCommand(options, mpirun, worker, projectFile, prepared.variant, prepared.schedule.ranks);
+    const SignalGuard signals(m_options.handleSignals);
+    adoptOrphans();
+    std::optional<ChildProcess> child;
+    try {
+        child.emplace(argv, environmentWith(mpirunEnvironment(::geteuid() == 0)));
+    } catch (const std::system_error& e) {
+        human("cannot start " + mpirun.string() + ": " + e.code().message());
+        return kRunFailed;
+    }
+    if (!m_options.progressJson)
+        human("running variant \"" + prepared.variant + "\" on " + std::to_string(prepared.schedule.ranks)
+            + " ranks: " + joinCommandLine(argv));
+    pump(*child, signals);
+    const int code = outcome(child->finish());
+    if (code == kRunOk || (code == kRunContent && m_tracker.done()))
+        report(prepared);
+    return code;
+}
+
+void Session::pump(ChildProcess& child, const SignalGuard& signals)
+{
+    m_deadline
+        = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(m_options.timeoutS));
+    m_nextTrack = Clock::now();
+    bool exited = false;
+    for (;;) {
+        superviseStep(child, signals, exited);
+        const bool drained = child.stdoutFd() < 0 && child.stderrFd() < 0;
+        if (exited && (drained || Clock::now() >= *m_drainUntil))
+            break;
+        pollfd fds[3] = { { child.stdoutFd(), POLLIN, 0 }, { child.stderrFd(), POLLIN, 0 },
+            { exited ? -1 : signals.fd(), POLLIN, 0 } };
+        if (::poll(fds, 3, 25) < 0 && errno != EINTR)
+            break;
+        if (fds[0].revents != 0)
+            readReady(child, fds[0].fd, m_stdoutLines);
+        if (fds[1].revents != 0)
+            readReady(child, fds[1].fd, m_stderrLines);
+        if (fds[2].revents != 0) {
+            char drain[64];
+            while (::read(fds[2].fd, drain, sizeof drain) > 0) { }
+        }
+    }
+    flushHeldJson(true);
+    clearProgress();
+    m_streamEnded = true;
+}
+
+/// One look at the clock, the signals and the child: track its descendants, start or escalate the
+/// ending, and once it exited give its output a short while to drain.
+void Session::superviseStep(ChildProcess& child, const SignalGuard& signals, bool& exited)
+{
+    const auto now = Clock::now();
+    if (!exited && child.hasExited()) {
+        exited = true;
+        child.finish();
+        m_drainUntil = now + std::chrono::seconds(2);
+        return;
+    }
+    if (exited)
+        return;
+    if (now >= m_nextTrack) {
+        child.trackDescendants();
+        m_nextTrack = now + std::chrono::milliseconds(200);
+    }
+    if (m_stop == Stop::None && (signals.raised() || now >= m_deadline)) {
+        m_stop = signals.raised() ? Stop::Cancel : Stop::Timeout;
+        child.trackDescendants(); // the whole tree, before SIGTERM orphans parts of it
+        child.signalGroup(SIGTERM);
+        m_killAt = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(m_options.graceS));
+    }
+    if (m_killAt && now >= *m_killAt) {
+        exited = true;
+        child.finish();
+        m_drainUntil = now + std::chrono::seconds(2);
+    }
+}
+
+void Session::readReady(ChildProcess& child, int fd, LineSplitter& splitter)
+{
+    char buffer[65536];
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    const bool isStdout = fd == child.stdoutFd();
+    auto deliver = [&](const std::string& line) { isStdout ? onStdoutLine(line) : onStderrLine(line); };
+    if (n > 0) {
+        for (const std::string& line : splitter.feed(buffer, static_cast<std::size_t>(n)))
+            deliver(line);
+        return;
+    }
+    if (const std::string rest = splitter.takeRest(); !rest.empty())
+        deliver(rest);
+    child.closeOutput(fd);
+}
+
+void Session::onStdoutLine(const std::string& line)
+{
+    const std::optional<ProgressEvent> event = parseProgressLine(line);
+    if (!event) {
+        forward(line);
+        return;
+    }
+    m_tracker.apply(*event);
+    if (event->kind == EventKind::Hello && event->formatVersion > kProgressFormatVersion)
+        human("warning: the worker's progress format_version " + std::to_string(event->formatVersion)
+            + " is newer than this build reads (" + std::to_string(kProgressFormatVersion) + ")");
+    if (m_options.progressJson) {
+        forwardJson(line, event->kind);
+        return;
+    }
+    if (event->kind == EventKind::Error)
+        human("rank " + std::to_string(event->rank) + ": " + event->message);
+    showProgress();
+}
+
+/// Forwards an event line unchanged, but in the contract's order: the ranks' streams reach mpirun
+/// independently, so progress that overtook rank 0's hello waits for it, and done is held back until
+/// the stream ends so that it stays last.
+void Session::forwardJson(const std::string& line, EventKind kind)
+{
+    if (kind == EventKind::Done) {
+        if (m_doneLine)
+            writeJson(*m_doneLine);
+        m_doneLine = line;
+        return;
+    }
+    if (kind == EventKind::Progress && !m_tracker.hello()) {
+        m_beforeHello.push_back(line);
+        return;
+    }
+    writeJson(line);
+    if (kind == EventKind::Hello)
+        flushHeldJson(false);
+}
+
+void Session::flushHeldJson(bool includingDone)
+{
+    for (const std::string& held : m_beforeHello)
+        writeJson(held);
+    m_beforeHello.clear();
+    if (includingDone && m_doneLine)
+        writeJson(*m_doneLine);
+    if (includingDone)
+        m_doneLine.reset();
+}
+
+void Session::writeJson(const std::string& line)
+{
+    m_out << line << '\n';
+    m_out.flush();
+}
+
+void Session::onStderrLine(const std::string& line)
+{
+    m_scanner.feed(line);
+    forward(line);
+}
+
+void Session::forward(const std::string& line)
+{
+    clearProgress();
+    m_err << line << '\n';
+    m_err.flush();
+    showProgress();
+}
+
+void Session::human(const std::string& text)
+{
+    clearProgress();
+    m_err << "dpstudio: " << text << '\n';
+    m_err.flush();
+    showProgress();
+}
+
+void Session::clearProgress()
+{
+    if (!m_progressShown)
+        return;
+    m_err << "\r\033[K";
+    m_err.flush();
+    m_progressShown = false;
+}
+
+void Session::showProgress()
+{
+    if (m_options.progressJson || !m_tracker.hello() || m_streamEnded)
+        return;
+    if (m_options.interactive) {
+        const auto now = Clock::now();
+        if (m_progressShown && now - m_lastDraw < std::chrono::milliseconds(100))
+            return; // at most ten redraws a second
+        m_lastDraw = now;
+        m_err << "\r\033[Kdpstudio: " << m_tracker.render();
+        m_err.flush();
+        m_progressShown = true;
+        return;
+    }
+    const int step = m_tracker.currentStep();
+    if (step == m_lastStepShown || step < 0)
+        return;
+    m_lastStepShown = step;
+    m_err << "dpstudio: " << m_tracker.render() << '\n';
+    m_err.flush();
+}
+
+std::string Session::failureText(const ExitStatus& status) const
+{
+    std::string text;
+    if (!m_tracker.errors().empty()) {
+        const ProgressEvent& e = m_tracker.errors().front();
+        text = "rank " + std::to_string(e.rank) + ": " + e.message;
+    }
+    if (const auto& f = m_scanner.failure()) {
+        const std::string crash = "rank " + std::to_string(f->rank) + " " + f->cause;
+        text = text.empty() ? crash : text + "; mpirun: " + crash;
+    }
+    return text.empty() ? "mpirun ended with " + status.describe() : text;
+}
+
+int Session::outcome(const ExitStatus& status)
+{
+    if (m_stop == Stop::Cancel) {
+        human("cancelled: mpirun and its ranks were ended");
+        return kRunCancelled;
+    }
+    if (m_stop == Stop::Timeout) {
+        const std::string behind = m_tracker.laggards();
+        std::ostringstream s;
+        s << "run timed out after " << m_options.timeoutS << " s" << (behind.empty() ? "" : " (" + behind + ")")
+          << ": mpirun and its ranks were ended";
+        human(s.str());
+        return kRunFailed;
+    }
+    const auto& done = m_tracker.done();
+    if (status.exitCode == 0 && !done) {
+        human("run failed: mpirun ended without the worker's done event");
+        return kRunFailed;
+    }
+    if (done && done->correctnessPassed == false) {
+        human("correctness check failed: " + done->correctnessSummary);
+        return kRunContent;
+    }
+    if (status.exitCode == 0)
+        return kRunOk;
+    const auto& crash = m_scanner.failure();
+    const bool signalled = crash && crash->cause.starts_with("exited on signal");
+    if (status.exitCode == 1 && !signalled) {
+        human("run refused or its check failed: " + failureText(status));
+        return kRunContent;
+    }
+    human("run failed: " + failureText(status));
+    return kRunFailed;
+}
+
+void Session::report(const PreparedRun& prepared)
+{
+    std::ostream& sink = m_options.progressJson ? m_err : m_out;
+    try {
+        const MeasuredTrace measured = loadMeasured(m_options.output);
+        const SimResult predicted = predictRun(prepared.project, prepared.variant, measured.backend);
+        sink << formatComparison(compareRun(predicted, measured), measured);
+        sink.flush();
+    } catch (const Error& e) {
+        human(std::string("no predicted-vs-measured table: ") + e.what());
+    }
+}
+
+} // namespace
+
+// ----------------------------------------------------------------------------------------- public
+
+std::optional<fs::path> findMpirun()
+{
+    const std::string env = envValue("DPSTUDIO_MPIRUN");
+    if (!env.empty())
+        return fs::path(env);
+    std::istringstream path(envValue("PATH"));
+    std::string dir;
+    while (std::getline(path, dir, ':')) {
+        const fs::path candidate = fs::path(dir.empty() ? "." : dir) / "mpirun";
+        if (isExecutableFile(candidate))
+            return candidate;
+    }
+    return std::nullopt;
+}
+
+std::string mpirunVersion(const fs::path& mpirun)
+{
+    const std::optional<std::string> text = captureOutput({ mpirun.string(), "--version" }, std::chrono::seconds(10));
+    if (!text)
+        return {};
+    std::istringstream lines(*text);
+    std::string line;
+    while (std::getline(lines, line))
+        if (line.find_first_not_of(" \t\r") != std::string::npos)
+            return line;
+    return {};
+}
+
+fs::path selfExecutable()
+{
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? fs::path() : exe;
+}
+
+std::optional<fs::path> findWorker(const fs::path& exe, const std::vector<fs::path>& extra)
+{
+    const std::string env = envValue("DPSTUDIO_WORKER");
+    if (!env.empty())
+        return isExecutableFile(env) ? std::optional<fs::path>(env) : std::nullopt;
+    std::vector<fs::path> candidates;
+    if (!exe.empty()) {
+        candidates.push_back(exe.parent_path() / "dpstudio-worker");
+        candidates.push_back((exe.parent_path() / ".." / "libexec" / "dpstudio-worker").lexically_normal());
+    }
+    candidates.insert(candidates.end(), extra.begin(), extra.end());
+    for (const fs::path& c : candidates)
+        if (isExecutableFile(c))
+            return c;
+    return std::nullopt;
+}
+
+PreparedRun prepareRun(const RunOptions& options)
+{
+    PreparedRun run;
+    run.project = loadProject(options.project);
+    const Variant& variant = selectVariant(run.project, options.variant);
+    run.variant = variant.name;
+    run.project.activeVariant = variant.name;
+    if (!options.costsFile.empty())
+        applyCostsFile(run.project.costs, parseCostsFile(readText(options.costsFile), options.costsFile));
+    effectivePartition(run.project, variant);
+    run.schedule = buildSchedule(run.project, variant);
+    checkRanks(variant, run.schedule);
+    checkValid(variant, run.schedule);
+    if (!options.hostfile.empty())
+        readText(options.hostfile);
+    return run;
+}
+
+std::vector<std::string> mpirunCommand(const RunOptions& options, const fs::path& mpirun, const fs::path& worker,
+    const fs::path& projectFile, const std::string& variant, int ranks)
+{
+    std::vector<std::string> argv { mpirun.string(), "-np", std::to_string(ranks) };
+    if (options.hostfile.empty())
+        argv.insert(argv.end(), { "--oversubscribe", "--mca", "btl", "self,vader" });
+    else
+        argv.insert(argv.end(), { "--hostfile", options.hostfile, "--mca", "btl", "self,vader,tcp" });
+    argv.insert(argv.end(), { "--mca", "btl_vader_single_copy_mechanism", "none" });
+    if (options.threads > 1)
+        argv.insert(argv.end(), { "--bind-to", "none" });
+    argv.insert(argv.end(),
+        { worker.string(), "--project", projectFile.string(), "--variant", variant, "--backend", options.backend,
+            "--steps", std::to_string(options.steps), "--warmup", std::to_string(options.warmup), "--threads",
+            std::to_string(options.threads), "--output", options.output });
+    if (!options.traceDir.empty())
+        argv.insert(argv.end(), { "--trace-dir", options.traceDir });
+    if (!options.argv.empty())
+        argv.insert(argv.end(), { "--command", joinCommandLine(options.argv) });
+    return argv;
+}
+
+std::vector<std::string> mpirunEnvironment(bool asRoot)
+{
+    if (!asRoot)
+        return {};
+    return { "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1" };
+}
+
+std::string joinCommandLine(const std::vector<std::string>& argv)
+{
+    std::string line;
+    for (const std::string& word : argv) {
+        if (!line.empty())
+            line += ' ';
+        const bool plain = !word.empty()
+            && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=.,/:@%")
+                == std::string::npos;
+        if (plain) {
+            line += word;
+            continue;
+        }
+        line += '\'';
+        for (char c : word)
+            line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        line += '\'';
+    }
+    return line;
+}
+
+int runProject(const RunOptions& options, std::ostream& out, std::ostream& err)
+{
+    Session session(options, out, err);
+    return session.run();
+}
+
+} // namespace dps::launch

@@ -1,0 +1,88 @@
+#pragma once
+// `dpstudio run`: validates a project, starts `mpirun … dpstudio-worker …` (Open MPI) as a child process
+// group, follows its progress stream, enforces the timeout, forwards cancellation, and prints predicted
+// against measured. No MPI headers: mpirun is only a child process.
+#include "project/project.h"
+#include "schedule/schedule.h"
+
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dps::launch {
+
+/// Exit codes of `dpstudio run` (the ones of every dpstudio command, ARCHITECTURE.md).
+enum RunExit : int {
+    kRunOk = 0, ///< the run finished and its correctness check passed
+    kRunContent = 1, ///< bad project (refused before starting) or the correctness check failed
+    kRunUsage = 2, ///< a file that cannot be read or written at all
+    kRunFailed = 3, ///< a rank crashed, the run timed out, mpirun or the worker is missing
+    kRunCancelled = 130, ///< Ctrl-C or SIGTERM
+};
+
+/// What to run and how; mirrors app/cli's RunArgs (the GUI builds the same command line).
+struct RunOptions {
+    std::string project; ///< project file (*.dpstudio.json)
+    std::string variant; ///< empty = the project's active variant
+    std::string backend = "auto"; ///< auto | cpu | cuda
+    int steps = 3; ///< measured steps
+    int warmup = 1; ///< warm-up steps (not measured)
+    std::string hostfile; ///< Open MPI hostfile; empty = this machine only
+    double timeoutS = 600; ///< seconds before a hung run is ended
+    int threads = 1; ///< BLAS threads per rank
+    bool progressJson = false; ///< forward the worker's JSON lines on stdout, humans' text on stderr
+    std::string output; ///< measured.json to write
+    std::string traceDir; ///< Chrome traces, one per rank plus a combined one; empty = none
+    std::string costsFile; ///< costs.json laid over the project's costs (prediction and the project run)
+    std::vector<std::string> argv; ///< the dpstudio command line, recorded in the measured trace
+    double graceS = 3.0; ///< after SIGTERM, seconds before SIGKILL
+    bool handleSignals = true; ///< catch SIGINT/SIGTERM while running and end the run with 130
+    bool interactive = false; ///< redraw one progress line in place (stderr is a terminal)
+};
+
+/// Where mpirun is: $DPSTUDIO_MPIRUN when set (even if it does not exist: then the run reports it
+/// missing), else the first executable `mpirun` on PATH; nullopt when none.
+std::optional<std::filesystem::path> findMpirun();
+/// First line of `mpirun --version` (e.g. "mpirun (Open MPI) 4.1.4"); empty when it cannot be run.
+std::string mpirunVersion(const std::filesystem::path& mpirun);
+
+/// This executable, from /proc/self/exe (empty when unreadable).
+std::filesystem::path selfExecutable();
+/// Where dpstudio-worker is: $DPSTUDIO_WORKER; else next to `exe`; else `exe`/../libexec/dpstudio-worker;
+/// else the first of `extra` that exists. nullopt when none is an executable file.
+std::optional<std::filesystem::path> findWorker(
+    const std::filesystem::path& exe = selfExecutable(), const std::vector<std::filesystem::path>& extra = {});
+
+/// A project checked and ready to run: the variant made active, --costs applied.
+struct PreparedRun {
+    Project project;
+    std::string variant;
+    Schedule schedule;
+};
+
+/// Loads and checks the project before anything starts: the variant exists, its layer partition covers
+/// the model's layers, the schedule builds, has the variant's ranks and passes the validator; applies
+/// --costs. Throws IoError when a file cannot be read, FormatError/ConstraintError naming what is wrong.
+PreparedRun prepareRun(const RunOptions& options);
+
+/// The mpirun command line: mpirun -np RANKS, then on one machine `--oversubscribe --mca btl self,vader
+/// --mca btl_vader_single_copy_mechanism none`, with a hostfile `--hostfile F --mca btl self,vader,tcp`;
+/// then the worker and its arguments (docs/worker-protocol.md). Paths are passed as given.
+std::vector<std::string> mpirunCommand(const RunOptions& options, const std::filesystem::path& mpirun,
+    const std::filesystem::path& worker, const std::filesystem::path& projectFile, const std::string& variant,
+    int ranks);
+/// Environment entries added for mpirun: as root, OMPI_ALLOW_RUN_AS_ROOT=1 and
+/// OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; nothing else.
+std::vector<std::string> mpirunEnvironment(bool asRoot);
+/// A command line joined for humans and the trace, quoting words that need it.
+std::string joinCommandLine(const std::vector<std::string>& argv);
+
+/// Runs the project end to end and returns the exit code (RunExit). Writes the progress stream (with
+/// progressJson) and the final table to `out` or `err` as the options say; every message for humans goes
+/// to `err`, prefixed "dpstudio: ". Never throws for a failed run; every process it started is ended
+/// before it returns.
+int runProject(const RunOptions& options, std::ostream& out, std::ostream& err);
+
+} // namespace dps::launch

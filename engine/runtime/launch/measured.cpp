@@ -1,0 +1,294 @@
+#include "measured.h"
+
+#include "schedule/errors.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace dps {
+
+namespace {
+
+using nlohmann::json;
+using ordered = nlohmann::ordered_json;
+
+/// Reads fields of one JSON object, naming `path` in every error.
+class Fields {
+public:
+    Fields(const json& object, std::string path, const std::string& source)
+        : m_object(object)
+        , m_path(std::move(path))
+        , m_source(source)
+    {
+        if (!m_object.is_object())
+            fail(m_path.empty() ? "the top level" : m_path, "must be an object");
+    }
+
+    [[noreturn]] void fail(const std::string& field, const std::string& what) const
+    {
+        throw FormatError(m_source + ": " + field + ": " + what);
+    }
+    std::string name(const char* key) const { return m_path.empty() ? key : m_path + "." + key; }
+
+    const json* find(const char* key) const
+    {
+        const auto it = m_object.find(key);
+        return it == m_object.end() ? nullptr : &*it;
+    }
+    const json& require(const char* key) const
+    {
+        const json* value = find(key);
+        if (!value)
+            fail(name(key), "missing");
+        return *value;
+    }
+    double number(const char* key, bool required) const
+    {
+        const json* value = required ? &require(key) : find(key);
+        if (!value)
+            return 0.0;
+        if (!value->is_number())
+            fail(name(key), "must be a number");
+        return value->get<double>();
+    }
+    std::int64_t integer(const char* key, bool required) const
+    {
+        const json* value = required ? &require(key) : find(key);
+        if (!value)
+            return 0;
+        if (!value->is_number_integer())
+            fail(name(key), "must be an integer");
+        return value->get<std::int64_t>();
+    }
+    std::string text(const char* key) const
+    {
+        const json* value = find(key);
+        if (!value || value->is_null())
+            return {};
+        if (!value->is_string())
+            fail(name(key), "must be a string");
+        return value->get<std::string>();
+    }
+    const json& array(const char* key) const
+    {
+        const json& value = require(key);
+        if (!value.is_array())
+            fail(name(key), "must be an array");
+        return value;
+    }
+    Fields child(const json& value, const std::string& childPath) const { return { value, childPath, m_source }; }
+
+private:
+    const json& m_object;
+    std::string m_path;
+    const std::string& m_source;
+};
+
+MeasuredAction readAction(const Fields& f, const std::string& path)
+{
+    MeasuredAction a;
+    const std::string text = f.text("action");
+    if (text.empty())
+        f.fail(f.name("action"), "missing");
+    try {
+        a.action = parseAction(text);
+    } catch (const Error& e) {
+        f.fail(f.name("action"), e.what());
+    }
+    a.step = static_cast<int>(f.integer("step", true));
+    a.startUs = f.number("start_us", true);
+    a.endUs = f.number("end_us", true);
+    a.waitUs = f.number("wait_us", false);
+    a.bytesSent = f.integer("bytes_sent", false);
+    a.bytesReceived = f.integer("bytes_received", false);
+    a.memoryBytes = f.integer("memory_bytes", false);
+    a.activationBytes = f.integer("activation_bytes", false);
+    return a;
+}
+
+MeasuredRank readRank(const Fields& f, const std::string& path)
+{
+    MeasuredRank rank;
+    rank.rank = static_cast<int>(f.integer("rank", true));
+    const json& actions = f.array("actions");
+    for (std::size_t i = 0; i < actions.size(); ++i) {
+        const std::string p = path + ".actions[" + std::to_string(i) + "]";
+        rank.actions.push_back(readAction(f.child(actions[i], p), p));
+    }
+    return rank;
+}
+
+MeasuredCorrectness readCorrectness(const Fields& top)
+{
+    MeasuredCorrectness c;
+    const json* value = top.find("correctness");
+    if (!value)
+        return c;
+    const Fields f = top.child(*value, "correctness");
+    const json& passed = f.require("passed");
+    if (!passed.is_boolean())
+        f.fail("correctness.passed", "must be true or false");
+    c.passed = passed.get<bool>();
+    c.maxLossError = f.number("max_loss_error", false);
+    c.maxGradError = f.number("max_grad_error", false);
+    c.message = f.text("message");
+    if (const json* t = f.find("thresholds")) {
+        const Fields tf = f.child(*t, "correctness.thresholds");
+        c.lossThreshold = tf.number("loss", false);
+        c.gradThreshold = tf.number("grad", false);
+    }
+    return c;
+}
+
+void checkVersion(const Fields& f, const std::string& source)
+{
+    const std::int64_t version = f.integer("format_version", true);
+    if (version > kMeasuredFormatVersion)
+        throw FormatError(source + ": format_version " + std::to_string(version)
+            + " is newer than this build of DualPipe Studio reads (" + std::to_string(kMeasuredFormatVersion)
+            + "); update DualPipe Studio");
+    if (version < 1)
+        f.fail("format_version", "must be at least 1");
+}
+
+void readHeader(const Fields& f, MeasuredTrace& t)
+{
+    t.command = f.text("command");
+    t.host = f.text("host");
+    t.cpu = f.text("cpu");
+    t.mpiVersion = f.text("mpi_version");
+    t.backend = f.text("backend");
+    t.comm = f.text("comm");
+    t.variant = f.text("variant");
+    t.threads = f.find("threads") ? static_cast<int>(f.integer("threads", false)) : 1;
+    t.warmup = static_cast<int>(f.integer("warmup", false));
+    if (const json* project = f.find("project"); project && !project->is_null())
+        t.projectJson = project->dump();
+}
+
+void readSteps(const Fields& f, MeasuredTrace& t)
+{
+    const json& steps = f.array("steps");
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const Fields sf = f.child(steps[i], "steps[" + std::to_string(i) + "]");
+        t.steps.push_back({ static_cast<int>(sf.integer("step", true)), sf.number("makespan_us", true) });
+    }
+    t.medianStep = static_cast<int>(f.integer("median_step", true));
+}
+
+ordered actionJson(const MeasuredAction& a)
+{
+    ordered o;
+    o["action"] = toString(a.action);
+    o["step"] = a.step;
+    o["start_us"] = a.startUs;
+    o["end_us"] = a.endUs;
+    o["wait_us"] = a.waitUs;
+    o["bytes_sent"] = a.bytesSent;
+    o["bytes_received"] = a.bytesReceived;
+    o["memory_bytes"] = a.memoryBytes;
+    o["activation_bytes"] = a.activationBytes;
+    return o;
+}
+
+ordered correctnessJson(const MeasuredCorrectness& c)
+{
+    ordered o;
+    o["passed"] = c.passed;
+    o["max_loss_error"] = c.maxLossError;
+    o["max_grad_error"] = c.maxGradError;
+    o["thresholds"] = ordered { { "loss", c.lossThreshold }, { "grad", c.gradThreshold } };
+    if (!c.message.empty())
+        o["message"] = c.message;
+    return o;
+}
+
+} // namespace
+
+double MeasuredTrace::medianMakespanUs() const
+{
+    for (const MeasuredStep& s : steps)
+        if (s.step == medianStep)
+            return s.makespanUs;
+    return 0.0;
+}
+
+std::vector<const MeasuredAction*> MeasuredTrace::actionsOf(int rank, int step) const
+{
+    std::vector<const MeasuredAction*> result;
+    for (const MeasuredRank& r : ranks)
+        if (r.rank == rank)
+            for (const MeasuredAction& a : r.actions)
+                if (a.step == step)
+                    result.push_back(&a);
+    return result;
+}
+
+MeasuredTrace parseMeasured(const std::string& text, const std::string& source)
+{
+    json root;
+    try {
+        root = json::parse(text);
+    } catch (const json::parse_error& e) {
+        throw FormatError(source + ": not valid JSON: " + e.what());
+    }
+    const Fields f(root, "", source);
+    checkVersion(f, source);
+    MeasuredTrace t;
+    t.formatVersion = static_cast<int>(f.integer("format_version", true));
+    readHeader(f, t);
+    t.correctness = readCorrectness(f);
+    readSteps(f, t);
+    const json& ranks = f.array("ranks");
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+        const std::string p = "ranks[" + std::to_string(i) + "]";
+        t.ranks.push_back(readRank(f.child(ranks[i], p), p));
+    }
+    return t;
+}
+
+MeasuredTrace loadMeasured(const std::filesystem::path& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw IoError(path.string() + ": cannot read: " + std::strerror(errno));
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return parseMeasured(ss.str(), path.string());
+}
+
+std::string serializeMeasured(const MeasuredTrace& t)
+{
+    ordered o;
+    o["format_version"] = t.formatVersion;
+    o["command"] = t.command;
+    o["host"] = t.host;
+    o["cpu"] = t.cpu;
+    o["mpi_version"] = t.mpiVersion;
+    o["backend"] = t.backend;
+    o["comm"] = t.comm;
+    o["variant"] = t.variant;
+    o["threads"] = t.threads;
+    o["warmup"] = t.warmup;
+    o["correctness"] = correctnessJson(t.correctness);
+    o["steps"] = ordered::array();
+    for (const MeasuredStep& s : t.steps)
+        o["steps"].push_back(ordered { { "step", s.step }, { "makespan_us", s.makespanUs } });
+    o["median_step"] = t.medianStep;
+    o["ranks"] = ordered::array();
+    for (const MeasuredRank& r : t.ranks) {
+        ordered rank { { "rank", r.rank }, { "actions", ordered::array() } };
+        for (const MeasuredAction& a : r.actions)
+            rank["actions"].push_back(actionJson(a));
+        o["ranks"].push_back(std::move(rank));
+    }
+    if (!t.projectJson.empty())
+        o["project"] = ordered::parse(t.projectJson);
+    return o.dump(2) + "\n";
+}
+
+} // namespace dps
