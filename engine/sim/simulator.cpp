@@ -1,1 +1,546 @@
-// PENDING: being written.
+// The timed discrete-event simulator.
+//
+// A slot's start time is max(its rank free, the arrival of each input), so the timeline is the longest
+// path through the dependency graph (per-rank order + data dependencies) and does not depend on the order
+// in which ready slots are processed. The kernel therefore keeps, per rank, a pointer into its list and a
+// stack of ranks that may progress; a rank runs slots until one lacks an input, then parks on the
+// (stage, microbatch) key it waits for. Completing a slot wakes only the ranks parked on the keys it
+// produced. Every slot runs once and a rank is woken at most once per production it waits for, so the
+// work is O(ops + stages × microbatches). State lives in flat arrays indexed by stage × microbatches +
+// microbatch; nothing is allocated per action.
+#include "simulator.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace dps {
+
+namespace {
+
+/// A time not produced yet (every produced time compares greater).
+constexpr double kNotYet = -std::numeric_limits<double>::infinity();
+
+bool produced(double t)
+{
+    return t > kNotYet;
+}
+
+/// Asks for the cache line at p ahead of its use (a hint; nothing where the compiler has no builtin).
+inline void prefetch(const void* p)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(p);
+#else
+    (void)p;
+#endif
+}
+
+/// What a parked rank waits for (for the deadlock report).
+enum class WaitKind : std::uint8_t { None, PrevForward, OwnForward, NextGradient, InputGrad, OutOfRange };
+
+/// Per-stage costs flattened for the hot loop (µs and bytes).
+struct StageTable {
+    double durationUs[4] = { 0.0, 0.0, 0.0, 0.0 }; ///< by OpKind: F, I, W, B
+    double liveBytesDelta[4] = { 0.0, 0.0, 0.0, 0.0 }; ///< by OpKind: the memory ledger's change
+    bool overlapTyped = false; ///< an F&B time is typed for slots whose forward is this stage
+    double overlapUs = 0.0; ///< that time
+    double messageBytes = 0.0; ///< across the boundary s ↔ s+1, each direction
+    double transferUs = 0.0; ///< latency + messageBytes / bandwidth
+    double staticBytes = 0.0; ///< parameters + gradients + optimizer state
+    double parameterBytes = 0.0;
+};
+
+/// One production of a (stage, microbatch) — its forward, or its gradient (I or B) — with the ranks
+/// parked waiting for it: 16 bytes, read and written together, mostly shortly after each other.
+struct Production {
+    double endUs = kNotYet; ///< when it ended, or kNotYet
+    std::int32_t rank = -1; ///< rank that ran it
+    std::int32_t waitHead = -1; ///< first rank parked waiting for it, −1 none
+};
+
+/// Inputs of one slot: the latest arrival and the cross-rank messages it consumes (at most one per
+/// half: the activation of F(s−1) for an F, the gradient of stage s+1 for an I or B).
+struct Arrival {
+    double readyUs = 0.0;
+    int fromRank = -1;
+    int messages = 0;
+    int sender[2];
+    double bytes[2];
+
+    /// An input produced at timeUs by producerRank (+ transferUs when that is another rank).
+    void add(double timeUs, int producerRank, int consumerRank, double transferUs, double messageBytes)
+    {
+        int src = -1;
+        if (producerRank != consumerRank) {
+            src = producerRank;
+            timeUs += transferUs;
+            if (messages < 2) {
+                sender[messages] = src;
+                bytes[messages++] = messageBytes;
+            }
+        }
+        const bool tieToRank = timeUs == readyUs && src >= 0 && (fromRank < 0 || src < fromRank);
+        if (timeUs > readyUs || tieToRank) {
+            readyUs = timeUs;
+            fromRank = src;
+        }
+    }
+};
+
+/// In-flight change by OpKind: F +1, I −1, W 0, B −1.
+constexpr int kInflightDelta[4] = { 1, -1, 0, -1 };
+
+/// Per-rank state of the run.
+struct RankState {
+    std::size_t pos = 0; ///< next slot in the rank's list
+    std::size_t limit = 0; ///< first slot with an op outside the schedule's sizes (else the list size)
+    double freeUs = 0.0; ///< end of the last slot
+    double busyUs = 0.0;
+    double activationBytes = 0.0;
+    double peakActivationBytes = 0.0;
+    int inflight = 0;
+    int peakInflight = 0;
+    WaitKind waitKind = WaitKind::None;
+    Op waitOp; ///< the op whose input is missing
+};
+
+/// State of I(s, m) for the W that needs it.
+constexpr std::uint8_t kInputGradNotYet = 0;
+constexpr std::uint8_t kInputGradDone = 1;
+
+class Kernel {
+public:
+    Kernel(const Schedule& schedule, const CostModel& costs, const SimOptions& options)
+        : m_schedule(schedule)
+        , m_costs(costs)
+        , m_options(options)
+    {
+    }
+
+    SimResult run()
+    {
+        inferSizes();
+        prepareStages();
+        prepareRanks();
+        drain();
+        finish();
+        return std::move(m_result);
+    }
+
+private:
+    // ---- setup ----
+
+    /// Stages and microbatches: the schedule's own, or inferred from its ops when unset.
+    void inferSizes()
+    {
+        m_stages = m_schedule.stages;
+        m_microbatches = m_schedule.microbatches;
+        if (m_stages > 0 && m_microbatches > 0)
+            return;
+        int maxStage = -1;
+        int maxMicrobatch = -1;
+        for (const auto& row : m_schedule.order)
+            for (const Action& a : row)
+                for (int i = 0; i < a.size(); ++i) {
+                    maxStage = std::max(maxStage, a.at(i).stage);
+                    maxMicrobatch = std::max(maxMicrobatch, a.at(i).microbatch);
+                }
+        if (m_stages <= 0)
+            m_stages = maxStage + 1;
+        if (m_microbatches <= 0)
+            m_microbatches = maxMicrobatch + 1;
+    }
+
+    /// Flattens the cost model; stages beyond it get StageCost's defaults (unit costs).
+    void prepareStages()
+    {
+        m_table.resize(static_cast<std::size_t>(std::max(m_stages, 0)));
+        for (std::size_t s = 0; s < m_table.size(); ++s) {
+            const StageCost c = s < m_costs.stages.size() ? m_costs.stages[s] : StageCost {};
+            StageTable& t = m_table[s];
+            t.durationUs[static_cast<int>(OpKind::F)] = c.forwardUs;
+            t.durationUs[static_cast<int>(OpKind::I)] = c.inputGradUs;
+            t.durationUs[static_cast<int>(OpKind::W)] = c.weightGradUs;
+            t.durationUs[static_cast<int>(OpKind::B)] = c.backward();
+            t.overlapTyped = c.overlapUs.has_value();
+            t.overlapUs = c.overlapUs.value_or(0.0);
+            // F makes the activation live; I frees it and keeps what W needs; W frees that; B frees all.
+            t.liveBytesDelta[static_cast<int>(OpKind::F)] = c.activationBytes;
+            t.liveBytesDelta[static_cast<int>(OpKind::I)] = c.weightGradKeptBytes - c.activationBytes;
+            t.liveBytesDelta[static_cast<int>(OpKind::W)] = -c.weightGradKeptBytes;
+            t.liveBytesDelta[static_cast<int>(OpKind::B)] = -c.activationBytes;
+            t.messageBytes = c.messageBytes;
+            t.transferUs = m_costs.transferTime(c.messageBytes);
+            t.parameterBytes = c.parameterBytes;
+            t.staticBytes = c.parameterBytes + c.gradientBytes + c.parameterCount * m_costs.optimizerBytesPerParameter;
+        }
+        const std::size_t keys = m_table.size() * static_cast<std::size_t>(std::max(m_microbatches, 0));
+        m_forward.assign(keys, Production {});
+        m_gradient.assign(keys, Production {});
+        m_inputGrad.assign(keys, kInputGradNotYet);
+    }
+
+    /// Rank states, static memory of the stages each rank holds, result vectors (reserved exactly: the
+    /// timeline and the memory curve of a rank are appended in its list order).
+    void prepareRanks()
+    {
+        const std::size_t ranks = m_schedule.order.size();
+        m_state.assign(ranks, RankState {});
+        m_nextWaiter.assign(ranks, -1);
+        m_result.ranks.assign(ranks, RankResult {});
+        if (m_options.recordTiming)
+            m_result.timing.resize(ranks);
+        std::vector<int> heldBy(m_table.size(), -1);
+        for (std::size_t r = 0; r < ranks; ++r) {
+            const std::size_t ops = scanRow(static_cast<int>(r), heldBy);
+            RankResult& rr = m_result.ranks[r];
+            if (m_options.recordTiming)
+                m_result.timing[r].reserve(m_schedule.order[r].size());
+            if (m_options.recordMemory) {
+                rr.memory.reserve(ops + 1);
+                rr.memory.push_back(MemoryPoint { 0.0, rr.staticBytes, 0.0, 0 });
+            }
+        }
+    }
+
+    bool inRange(const Op& op) const
+    {
+        return op.stage >= 0 && op.stage < m_stages && op.microbatch >= 0 && op.microbatch < m_microbatches;
+    }
+
+    /// One pass over rank r's list: the static bytes of every distinct stage in it (a DualPipe or V
+    /// rank: two) and the first slot with an op outside the sizes (so the hot loop needs no range
+    /// checks; the rank is reported stuck there). Returns the number of ops.
+    std::size_t scanRow(int r, std::vector<int>& heldBy)
+    {
+        const std::vector<Action>& row = m_schedule.order[static_cast<std::size_t>(r)];
+        RankState& st = m_state[static_cast<std::size_t>(r)];
+        st.limit = row.size();
+        std::size_t ops = 0;
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            const bool ok = hold(r, row[i].op, heldBy) && (!row[i].overlapped || hold(r, row[i].backward, heldBy));
+            if (!ok && st.limit == row.size())
+                st.limit = i;
+            ops += row[i].overlapped ? 2 : 1;
+        }
+        return ops;
+    }
+
+    /// Counts op's stage as held by rank r (once); false when op is outside the sizes.
+    bool hold(int r, const Op& op, std::vector<int>& heldBy)
+    {
+        if (!inRange(op))
+            return false;
+        int& holder = heldBy[static_cast<std::size_t>(op.stage)];
+        if (holder != r) {
+            holder = r;
+            RankResult& rr = m_result.ranks[static_cast<std::size_t>(r)];
+            rr.staticBytes += m_table[static_cast<std::size_t>(op.stage)].staticBytes;
+            rr.parameterBytes += m_table[static_cast<std::size_t>(op.stage)].parameterBytes;
+        }
+        return true;
+    }
+
+    // ---- execution ----
+
+    /// Runs every rank as far as it goes; ranks parked on a key rejoin the stack when it is produced.
+    void drain()
+    {
+        const int ranks = static_cast<int>(m_state.size());
+        m_ready.reserve(static_cast<std::size_t>(ranks));
+        for (int r = ranks - 1; r >= 0; --r)
+            m_ready.push_back(r);
+        while (!m_ready.empty()) {
+            const int r = m_ready.back();
+            m_ready.pop_back();
+            runRank(r);
+        }
+    }
+
+    /// Runs rank r's slots in order until one lacks an input (the rank parks) or the list ends.
+    void runRank(int r)
+    {
+        RankState& st = m_state[static_cast<std::size_t>(r)];
+        const Action* row = m_schedule.order[static_cast<std::size_t>(r)].data();
+        if (st.pos + 3 < st.limit)
+            prefetch(row + st.pos + 3); // a later visit reads it; a thousand ranks defeat hardware prefetch
+        while (st.pos < st.limit && runSlot(r, st, row[st.pos])) {
+            if (st.pos < st.limit)
+                prefetchOwnKey(row[st.pos]);
+        }
+        if (st.pos == st.limit && st.limit < m_schedule.order[static_cast<std::size_t>(r)].size()) {
+            const Action& bad = row[st.pos];
+            park(r, inRange(bad.op) ? bad.backward : bad.op, WaitKind::OutOfRange, nullptr);
+        }
+    }
+
+    /// Starts loading the productions of the (stage, microbatch) a slot's last half works on: an I/B
+    /// reads the forward written long ago and writes a gradient nobody touched yet.
+    void prefetchOwnKey(const Action& a) const
+    {
+        const Op& op = a.overlapped ? a.backward : a.op;
+        const std::size_t k = key(op.stage, op.microbatch);
+        prefetch(&m_forward[k]);
+        prefetch(&m_gradient[k]);
+    }
+
+    std::size_t key(int stage, int microbatch) const
+    {
+        return static_cast<std::size_t>(stage) * static_cast<std::size_t>(m_microbatches)
+            + static_cast<std::size_t>(microbatch);
+    }
+
+    /// Runs slot `a` of rank r if all its inputs exist; otherwise parks the rank and returns false.
+    bool runSlot(int r, RankState& st, const Action& a)
+    {
+        Arrival arrival;
+        if (!gather(r, a.op, arrival) || (a.overlapped && !gather(r, a.backward, arrival)))
+            return false;
+        const double durationUs = a.overlapped
+            ? overlapUs(a.op.stage, a.backward.stage)
+            : m_table[static_cast<std::size_t>(a.op.stage)].durationUs[static_cast<int>(a.op.kind)];
+        const double startUs = std::max(st.freeUs, arrival.readyUs);
+        const double endUs = startUs + durationUs;
+        if (m_options.recordTiming)
+            m_result.timing[static_cast<std::size_t>(r)].push_back(
+                SlotTiming { startUs, endUs, arrival.readyUs, arrival.fromRank });
+        for (int i = 0; i < arrival.messages; ++i)
+            countMessage(arrival.sender[i], r, arrival.bytes[i]);
+        st.freeUs = endUs;
+        st.busyUs += durationUs;
+        st.pos++;
+        complete(r, st, a.op, endUs);
+        if (a.overlapped)
+            complete(r, st, a.backward, endUs);
+        return true;
+    }
+
+    /// CostModel::overlapTime from the flattened table (stages the cost model does not list: defaults).
+    double overlapUs(int fStage, int bStage) const
+    {
+        const StageTable& f = m_table[static_cast<std::size_t>(fStage)];
+        if (f.overlapTyped)
+            return f.overlapUs;
+        return m_costs.overlapFactor
+            * (f.durationUs[static_cast<int>(OpKind::F)]
+                + m_table[static_cast<std::size_t>(bStage)].durationUs[static_cast<int>(OpKind::B)]);
+    }
+
+    /// Adds op's inputs to `arrival`; false (rank parked) when one has not been produced yet.
+    bool gather(int r, const Op& op, Arrival& arrival)
+    {
+        switch (op.kind) {
+        case OpKind::F:
+            return op.stage == 0 || gatherPrevForward(r, op, arrival);
+        case OpKind::I:
+        case OpKind::B:
+            return gatherBackward(r, op, arrival);
+        case OpKind::W: {
+            const std::size_t k = key(op.stage, op.microbatch);
+            return m_inputGrad[k] == kInputGradDone || park(r, op, WaitKind::InputGrad, &m_gradient[k]);
+        }
+        }
+        return true;
+    }
+
+    /// F(s, m) needs the activation of F(s−1, m) (+ transfer when it ran on another rank).
+    bool gatherPrevForward(int r, const Op& op, Arrival& arrival)
+    {
+        Production& prev = m_forward[key(op.stage - 1, op.microbatch)];
+        if (!produced(prev.endUs))
+            return park(r, op, WaitKind::PrevForward, &prev);
+        const StageTable& boundary = m_table[static_cast<std::size_t>(op.stage - 1)];
+        arrival.add(prev.endUs, prev.rank, r, boundary.transferUs, boundary.messageBytes);
+        return true;
+    }
+
+    /// I/B(s, m) need F(s, m) and, below the last stage, the gradient of I/B(s+1, m) (+ transfer when
+    /// that ran on another rank; for a valid schedule that is F(s+1, m)'s rank, as refsim.py decides it).
+    bool gatherBackward(int r, const Op& op, Arrival& arrival)
+    {
+        const std::size_t k = key(op.stage, op.microbatch);
+        Production& own = m_forward[k];
+        if (!produced(own.endUs))
+            return park(r, op, WaitKind::OwnForward, &own);
+        if (op.stage < m_stages - 1) {
+            Production& next = m_gradient[k + static_cast<std::size_t>(m_microbatches)];
+            if (!produced(next.endUs))
+                return park(r, op, WaitKind::NextGradient, &next);
+            const StageTable& boundary = m_table[static_cast<std::size_t>(op.stage)];
+            arrival.add(next.endUs, next.rank, r, boundary.transferUs, boundary.messageBytes);
+        }
+        arrival.add(own.endUs, r, r, 0.0, 0.0);
+        return true;
+    }
+
+    /// Parks rank r waiting for `awaited` (nullptr: an input that never comes) and remembers why;
+    /// always returns false.
+    bool park(int r, const Op& op, WaitKind kind, Production* awaited)
+    {
+        RankState& st = m_state[static_cast<std::size_t>(r)];
+        st.waitKind = kind;
+        st.waitOp = op;
+        if (awaited) {
+            m_nextWaiter[static_cast<std::size_t>(r)] = awaited->waitHead;
+            awaited->waitHead = r;
+        }
+        return false;
+    }
+
+    /// Moves every rank parked on `done` back to the ready stack (they re-check their inputs).
+    void wake(Production& done)
+    {
+        int r = done.waitHead;
+        done.waitHead = -1;
+        while (r >= 0) {
+            const int next = m_nextWaiter[static_cast<std::size_t>(r)];
+            m_nextWaiter[static_cast<std::size_t>(r)] = -1;
+            m_state[static_cast<std::size_t>(r)].waitKind = WaitKind::None;
+            m_ready.push_back(r);
+            r = next;
+        }
+    }
+
+    /// Sends never block: bytes count for the sender and the receiver when the receiver consumes them.
+    void countMessage(int sender, int receiver, double bytes)
+    {
+        m_result.ranks[static_cast<std::size_t>(sender)].p2pBytesSent += bytes;
+        m_result.ranks[static_cast<std::size_t>(receiver)].p2pBytesReceived += bytes;
+    }
+
+    /// Records what op produced, updates rank r's memory ledger and wakes the ranks parked on it.
+    void complete(int r, RankState& st, const Op& op, double endUs)
+    {
+        const std::size_t k = key(op.stage, op.microbatch);
+        const int kind = static_cast<int>(op.kind);
+        st.activationBytes += m_table[static_cast<std::size_t>(op.stage)].liveBytesDelta[kind];
+        st.inflight += kInflightDelta[kind];
+        recordMemory(r, st, endUs);
+        if (op.kind == OpKind::W)
+            return;
+        Production& made = op.kind == OpKind::F ? m_forward[k] : m_gradient[k];
+        made.endUs = endUs;
+        made.rank = r;
+        if (op.kind == OpKind::I)
+            m_inputGrad[k] = kInputGradDone;
+        if (made.waitHead >= 0)
+            wake(made);
+    }
+
+    /// Updates the peaks; with recordMemory also appends a point (an overlapped slot appends two at
+    /// its end: after its F, then after its B, so the curve's maximum is the peak).
+    void recordMemory(int r, RankState& st, double timeUs)
+    {
+        st.peakActivationBytes = std::max(st.peakActivationBytes, st.activationBytes);
+        st.peakInflight = std::max(st.peakInflight, st.inflight);
+        if (!m_options.recordMemory)
+            return;
+        RankResult& rr = m_result.ranks[static_cast<std::size_t>(r)];
+        rr.memory.push_back(
+            MemoryPoint { timeUs, rr.staticBytes + st.activationBytes, st.activationBytes, st.inflight });
+    }
+
+    // ---- results ----
+
+    void finish()
+    {
+        double makespan = 0.0;
+        for (const RankState& st : m_state)
+            makespan = std::max(makespan, st.freeUs);
+        m_result.makespanUs = makespan;
+        double idle = 0.0;
+        for (std::size_t r = 0; r < m_state.size(); ++r) {
+            RankResult& rr = m_result.ranks[r];
+            rr.busyUs = m_state[r].busyUs;
+            rr.idleUs = makespan - rr.busyUs;
+            rr.peakActivationBytes = m_state[r].peakActivationBytes;
+            rr.peakInflight = m_state[r].peakInflight;
+            rr.peakMemoryBytes = rr.staticBytes + rr.peakActivationBytes;
+            idle += rr.idleUs;
+            m_result.totalP2pBytes += rr.p2pBytesSent;
+        }
+        const double capacity = makespan * static_cast<double>(m_result.ranks.size());
+        m_result.bubbleRate = capacity > 0.0 ? idle / capacity : 0.0;
+        reportDeadlock();
+    }
+
+    /// Lists every rank that did not reach the end of its list and what it waits for.
+    void reportDeadlock()
+    {
+        for (std::size_t r = 0; r < m_state.size(); ++r) {
+            const RankState& st = m_state[r];
+            if (st.pos >= m_schedule.order[r].size())
+                continue;
+            StuckRank stuck;
+            stuck.rank = static_cast<int>(r);
+            stuck.position = static_cast<int>(st.pos);
+            stuck.action = toString(m_schedule.order[r][st.pos]);
+            stuck.waitsFor = describeWait(st);
+            m_result.stuck.push_back(std::move(stuck));
+        }
+        if (m_result.stuck.empty())
+            return;
+        m_result.deadlocked = true;
+        std::string msg = "deadlock: " + std::to_string(m_result.stuck.size()) + " rank(s) cannot progress";
+        for (const StuckRank& s : m_result.stuck)
+            msg += "; rank " + std::to_string(s.rank) + " at position " + std::to_string(s.position) + " (" + s.action
+                + ") waits for " + s.waitsFor;
+        m_result.deadlockMessage = std::move(msg);
+    }
+
+    /// " on rank R" where the placement knows the producer's rank, else "".
+    std::string onRank(int stage, int microbatch) const
+    {
+        const int rank = m_schedule.placement.rankOf(stage, microbatch);
+        return rank >= 0 ? " on rank " + std::to_string(rank) : std::string {};
+    }
+
+    std::string describeWait(const RankState& st) const
+    {
+        const Op& op = st.waitOp;
+        const std::string mb = std::to_string(op.microbatch);
+        switch (st.waitKind) {
+        case WaitKind::PrevForward:
+            return "the activation of " + toString(Op { op.stage - 1, op.microbatch, OpKind::F })
+                + onRank(op.stage - 1, op.microbatch);
+        case WaitKind::OwnForward:
+            return toString(Op { op.stage, op.microbatch, OpKind::F }) + ", its forward";
+        case WaitKind::NextGradient:
+            return "the gradient of " + std::to_string(op.stage + 1) + "I" + mb + " or " + std::to_string(op.stage + 1)
+                + "B" + mb + onRank(op.stage + 1, op.microbatch);
+        case WaitKind::InputGrad:
+            return toString(Op { op.stage, op.microbatch, OpKind::I }) + ", its backward for inputs";
+        case WaitKind::OutOfRange:
+            return "nothing: " + toString(op) + " is outside the schedule's " + std::to_string(m_stages)
+                + " stages and " + std::to_string(m_microbatches) + " microbatches";
+        case WaitKind::None:
+            break;
+        }
+        return "an input that never arrives";
+    }
+
+    const Schedule& m_schedule;
+    const CostModel& m_costs;
+    const SimOptions& m_options;
+    SimResult m_result;
+    int m_stages = 0;
+    int m_microbatches = 0;
+    std::vector<StageTable> m_table;
+    // Per (stage, microbatch), index stage × microbatches + microbatch:
+    std::vector<Production> m_forward; ///< F(s, m)
+    std::vector<Production> m_gradient; ///< I or B(s, m): the gradient for stage s−1 (a W waits here for its I)
+    std::vector<std::uint8_t> m_inputGrad; ///< whether I(s, m) ran (then W(s, m) may run)
+    std::vector<int> m_nextWaiter; ///< next rank parked on the same key, −1 none
+    std::vector<RankState> m_state;
+    std::vector<int> m_ready; ///< ranks that may progress
+};
+
+} // namespace
+
+SimResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options)
+{
+    return Kernel(schedule, costs, options).run();
+}
+
+} // namespace dps

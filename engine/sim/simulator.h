@@ -42,9 +42,18 @@ struct SimOptions {
     bool recordMemory = true; ///< fill RankResult::memory (the peaks are always computed)
 };
 
+/// A rank that cannot progress in a deadlocked schedule.
+struct StuckRank {
+    int rank = -1;
+    int position = -1; ///< index of the slot it is stuck on in order[rank]
+    std::string action; ///< PyTorch text of that slot
+    std::string waitsFor; ///< the input that never arrives, e.g. "the gradient of 1I0 or 1B0 on rank 1"
+};
+
 struct SimResult {
     bool deadlocked = false;
     std::string deadlockMessage; ///< which ranks are stuck on which action, when deadlocked
+    std::vector<StuckRank> stuck; ///< one entry per rank that did not finish its list, when deadlocked
     double makespanUs = 0.0;
     double bubbleRate = 0.0; ///< Σ idle / (ranks × makespan)
     double totalP2pBytes = 0.0;
@@ -59,7 +68,13 @@ struct SimResult {
 /// bandwidth; sends never block the sender. Ties break by rank, then list position. A deadlock is
 /// reported in the result (never simulated forever). Does not throw for bad schedules; behaviour on a
 /// schedule the validator rejects for structural reasons (duplicates, out-of-range) is a deadlock report.
-/// O(ops) time; memory O(ops) with recordTiming.
+/// Stages and microbatches are the schedule's (inferred from its ops when 0); stages the cost model does
+/// not list get StageCost's defaults. Whether a message crosses ranks is decided by the rank that ran its
+/// producer (F for an activation, I or B for a gradient) — the placement's rank for a valid schedule, as
+/// tests/tools/refsim.py decides it. Memory
+/// points are recorded at time 0 and at every slot end (an overlapped slot records two: after its F,
+/// then after its backward), so the curve's maximum is the peak.
+/// O(ops + stages × microbatches) time; memory O(ops) with recordTiming.
 SimResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options = {});
 
 /// A closed-form largest per-rank idle time and whether it applies.
@@ -72,9 +87,11 @@ struct ClosedForm {
 };
 
 /// The closed form of the schedule's largest per-rank idle time, from the costs of stage 0 (the forms
-/// assume uniform stages; with uneven stages applicable is false): 1F1B and interleaved (p−1)(F+B)
-/// (interleaved: /v), GPipe (p−1)(F+B), ZB-H1 (p−1)(F+B−2W), DualPipe/DualPipeV (PP/2−1)(F&B+B−3W)
-/// valid for B ≤ F&B ≤ F+B (DeepSeek's DualPipe README table).
+/// assume uniform stages and free communication; otherwise applicable is false): 1F1B and interleaved
+/// (p−1)(F+B) (interleaved: /v of a 1F1B stage = (p−1)(F+B) of its own stages, for microbatches ≥ ranks),
+/// GPipe (p−1)(F+B), ZB-H1 (p−1)(F+B−2W) (for W ≤ F, W ≤ I), DualPipe/DualPipeV (PP/2−1)(F&B+B−3W), PP =
+/// model stages, valid for B ≤ F&B ≤ F+B (DeepSeek's DualPipe README table) and exact only for F = I,
+/// W ≤ F, B = I + W (checked against the simulator). ZB-V and Custom: available is false.
 ClosedForm closedFormLargestIdle(const Schedule& schedule, const CostModel& costs);
 
 } // namespace dps
