@@ -1,0 +1,71 @@
+#pragma once
+// Comm over NCCL for ranks that each have their own GPU: one communicator (its unique id broadcast over the
+// bootstrap comm, normally MPI), ncclSend/ncclRecv in group calls on a dedicated stream, device buffers.
+//
+// NCCL has no tags: it matches sends and receives in issue order per rank pair, a large send waits until its
+// receive is issued, and one communicator's operations run one after another. So this comm issues the
+// executor's tagged messages in the order of the transfer plan (transferorder.h) through a
+// TransferSequencer (transfersequencer.h); receives the executor has not posted yet when the order reaches
+// them go to staging buffers (counted as Communication memory). Collectives (barrier, gather, broadcast,
+// reduceSum) and abort go through the bootstrap comm.
+//
+// Exists only in builds with DPS_HAVE_NCCL; needs no NCCL header.
+#include "runtime/comm.h"
+#include "transferorder.h"
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace dps::runtime {
+
+class CudaBackend;
+
+class NcclComm final : public Comm {
+public:
+    /// Collective over `bootstrap`: rank 0 creates the unique id, every rank joins the communicator on
+    /// `backend`'s device. Throws RuntimeError (rank, call, file, line) when NCCL fails. Both must outlive
+    /// this comm.
+    NcclComm(Comm& bootstrap, CudaBackend& backend);
+    ~NcclComm() override;
+    NcclComm(const NcclComm&) = delete;
+    NcclComm& operator=(const NcclComm&) = delete;
+
+    /// Collective: the order in which this rank issues the step's transfers, every step. `tagOf` gives the
+    /// executor's tag of a transfer (RankExecutor::messageTag of its consumer), `messageBytes` the size of
+    /// every transfer (for staging). Opens the NCCL connections to every peer of the plan and to
+    /// `extraPeers` (e.g. ranks holding a replica of one of this rank's stages), so no connection is set up
+    /// in the middle of a step.
+    void setTransferPlan(const TransferPlan& plan, const std::function<int(const Transfer&)>& tagOf,
+        std::size_t messageBytes, const std::vector<int>& extraPeers = {});
+    /// A wait longer than this aborts the communicator and throws (0 = wait forever, the default: the
+    /// launcher's --timeout ends a hung run).
+    void setWaitTimeout(double seconds);
+
+    int rank() const override;
+    int size() const override;
+    std::string name() const override { return "nccl"; }
+    std::string version() const override;
+    int maxTag() const override;
+    bool acceptsDevicePointers() const override { return true; }
+
+    RequestId isend(const void* data, std::size_t bytes, int peer, int tag) override;
+    RequestId irecv(void* data, std::size_t bytes, int peer, int tag) override;
+    void wait(RequestId request) override;
+    bool test(RequestId request) override;
+
+    void barrier() override;
+    std::vector<std::vector<char>> gather(const std::vector<char>& mine, int root) override;
+    void broadcast(std::vector<char>& data, int root) override;
+    void reduceSum(double* data, std::size_t count, int root) override;
+    [[noreturn]] void abort(int exitCode) override;
+
+    /// Staging buffers alive now (for tests and the trace).
+    std::size_t stagingBuffers() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace dps::runtime
