@@ -1,0 +1,361 @@
+// RunController against the fake dpstudio: progress, log lines, exit-code messages, cancel without
+// orphans; and the plain pieces under it (progress stream, exit mapping, command line).
+#include "offscreen.h"
+
+#include "run/processtree.h"
+#include "run/progressstream.h"
+#include "run/runcontroller.h"
+#include "run/runexit.h"
+
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace dps::ui;
+
+class TestRunController : public QObject {
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+
+    QString projectPath() const { return m_dir.filePath(QStringLiteral("demo.dpstudio.json")); }
+
+    RunRequest request(const QString& output = QStringLiteral("measured.json")) const
+    {
+        RunRequest r;
+        r.project = projectPath();
+        r.variant = QStringLiteral("dualpipev");
+        r.backend = QStringLiteral("cpu");
+        r.steps = 2;
+        r.warmup = 1;
+        r.output = m_dir.filePath(output);
+        return r;
+    }
+
+    /// A controller running the fake with `scenario`.
+    std::unique_ptr<RunController> controller(const QString& scenario) const
+    {
+        auto c = std::make_unique<RunController>();
+        c->setProgram(QStringLiteral(DPS_FAKE_DPSTUDIO));
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("FAKE_DPSTUDIO_SCENARIO"), scenario);
+        env.insert(QStringLiteral("FAKE_DPSTUDIO_ARGS_FILE"), m_dir.filePath(QStringLiteral("args.txt")));
+        env.insert(QStringLiteral("FAKE_DPSTUDIO_PID_FILE"), m_dir.filePath(QStringLiteral("child.pid")));
+        c->setProcessEnvironment(env);
+        return c;
+    }
+
+    /// Runs `scenario` to its end and returns the failure message (empty when it did not fail).
+    QString failureOf(const QString& scenario)
+    {
+        auto c = controller(scenario);
+        QSignalSpy failed(c.get(), &RunController::failed);
+        if (!c->start(request()))
+            return QStringLiteral("did not start");
+        if (!QTest::qWaitFor([&] { return !failed.isEmpty(); }, 5000))
+            return {};
+        return failed.first().first().toString();
+    }
+
+    qint64 childPid() const
+    {
+        QFile file(m_dir.filePath(QStringLiteral("child.pid")));
+        return file.open(QIODevice::ReadOnly) ? file.readAll().trimmed().toLongLong() : 0;
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        QFile project(projectPath());
+        QVERIFY(project.open(QIODevice::WriteOnly));
+        project.write("{}\n");
+    }
+
+    void init() { QFile::remove(m_dir.filePath(QStringLiteral("child.pid"))); }
+
+    // ---------------------------------------------------------------------------- plain pieces
+
+    void streamFollowsRanks()
+    {
+        ProgressStream s;
+        QCOMPARE(s.feed(R"({"event":"hello","format_version":1,"ranks":2,"steps":3,"warmup":1})").kind,
+            ProgressStream::LineKind::Hello);
+        QCOMPARE(s.progress().perRank.size(), 2);
+        s.feed(R"({"event":"progress","rank":0,"step":1,"done":2,"total":4})");
+        s.feed(R"({"event":"progress","rank":1,"step":0,"done":4,"total":4})");
+        const RunProgress p = s.progress();
+        QCOMPARE(p.perRank[0].fraction, (1 + 0.5) / 4);
+        QCOMPARE(p.perRank[1].fraction, 1.0 / 4);
+        QCOMPARE(p.overall, (1.5 / 4 + 1.0 / 4) / 2);
+        QCOMPARE(p.currentStep, 0);
+        QVERIFY(p.inWarmup());
+    }
+
+    void streamKeepsOtherLinesAsLog()
+    {
+        ProgressStream s;
+        for (const char* line :
+            { "plain words", "{broken json", R"({"no_event":1})", "[1,2]", R"({"event":"mystery"})" }) {
+            const auto parsed = s.feed(line);
+            QCOMPARE(parsed.kind, ProgressStream::LineKind::Log);
+            QCOMPARE(parsed.text, QString::fromUtf8(line));
+        }
+        QCOMPARE(s.progress().overall, 0.0);
+    }
+
+    void streamReadsDoneAndErrors()
+    {
+        ProgressStream s;
+        s.feed(R"({"event":"error","rank":3,"message":"out of memory"})");
+        QCOMPARE(s.errors().size(), 1);
+        QCOMPARE(s.errors().front().text(), QStringLiteral("rank 3: out of memory"));
+        QVERIFY(s.progress().perRank[3].failed);
+        s.feed(
+            R"({"event":"done","output":"m.json","correctness":{"passed":false},"median_step":1,"step_makespan_us":[5,7,9]})");
+        QCOMPARE(s.done()->correctnessPassed, std::optional<bool>(false));
+        QCOMPARE(s.done()->medianMakespanUs(), 7.0);
+        QCOMPARE(s.progress().overall, 1.0);
+    }
+
+    void exitCodesBecomeMessages()
+    {
+        ExitFacts f;
+        f.exitCode = 3;
+        f.firstError = QStringLiteral("rank 1: exited on signal 11");
+        QCOMPARE(describeExit(f).message, QStringLiteral("The run failed: rank 1: exited on signal 11"));
+        f.exitCode = 1;
+        f.lastError = QStringLiteral("rank 0: bad world size");
+        QCOMPARE(describeExit(f).message,
+            QStringLiteral("The correctness check failed or the project is invalid: rank 0: bad world size"));
+        f.exitCode = 130;
+        QCOMPARE(describeExit(f).kind, ExitReport::Kind::Cancelled);
+        f = ExitFacts();
+        f.exitCode = 15;
+        f.crashed = true;
+        f.cancelRequested = true;
+        QCOMPARE(describeExit(f).kind, ExitReport::Kind::Cancelled);
+        f.cancelRequested = false;
+        QVERIFY(describeExit(f).message.startsWith(QStringLiteral("dpstudio crashed (signal 15")));
+        f = ExitFacts();
+        f.exitCode = 3;
+        f.lastHumanLine = QStringLiteral("run failed: rank 1 exited on signal 9 (Killed)");
+        QCOMPARE(describeExit(f).message, QStringLiteral("The run failed: rank 1 exited on signal 9 (Killed)"));
+        f.exitCode = 2;
+        f.lastHumanLine = QStringLiteral("error: /p.json: cannot read: No such file or directory");
+        QCOMPARE(describeExit(f).message,
+            QStringLiteral(
+                "dpstudio refused the arguments or could not read a file: /p.json: cannot read: No such file "
+                "or directory"));
+        f = ExitFacts();
+        f.exitCode = 42;
+        f.lastHumanLine = QStringLiteral("odd");
+        QCOMPARE(describeExit(f).message, QStringLiteral("dpstudio exited with unexpected code 42: odd"));
+    }
+
+    void commandLineCarriesTheRequest()
+    {
+        RunRequest r = request();
+        r.hostfile = QStringLiteral("hosts");
+        r.threads = 4;
+        r.timeoutS = 90;
+        const QStringList args = runArguments(r);
+        QCOMPARE(args.mid(0, 5),
+            QStringList({ QStringLiteral("run"), r.project, QStringLiteral("--progress-json"), QStringLiteral("-o"),
+                r.output }));
+        for (const QString& pair : { QStringLiteral("--variant dualpipev"), QStringLiteral("--backend cpu"),
+                 QStringLiteral("--steps 2"), QStringLiteral("--warmup 1"), QStringLiteral("--threads 4"),
+                 QStringLiteral("--hostfile hosts"), QStringLiteral("--timeout 90") })
+            QVERIFY2(args.join(QLatin1Char(' ')).contains(pair), qPrintable(pair));
+    }
+
+    // ---------------------------------------------------------------------------- with the fake
+
+    void refusesBadRequestsUpFront()
+    {
+        auto c = controller(QStringLiteral("ok"));
+        QSignalSpy failed(c.get(), &RunController::failed);
+        QSignalSpy started(c.get(), &RunController::started);
+        RunRequest r = request();
+        r.project = m_dir.filePath(QStringLiteral("missing.dpstudio.json"));
+        QVERIFY(!c->start(r));
+        r = request();
+        r.steps = 0;
+        QVERIFY(!c->start(r));
+        r = request();
+        r.output = m_dir.filePath(QStringLiteral("no/such/folder/m.json"));
+        QVERIFY(!c->start(r));
+        c->setProgram(m_dir.filePath(QStringLiteral("no-such-dpstudio")));
+        QVERIFY(!c->start(request()));
+        QCOMPARE(failed.size(), 4);
+        QVERIFY(failed.at(0).first().toString().contains(QStringLiteral("does not exist")));
+        QVERIFY(failed.at(3).first().toString().contains(QStringLiteral("dpstudio was not found")));
+        QTest::qWait(50);
+        QCOMPARE(started.size(), 0);
+    }
+
+    void progressReachesHundredPercent()
+    {
+        auto c = controller(QStringLiteral("ok"));
+        QSignalSpy started(c.get(), &RunController::started);
+        QSignalSpy progress(c.get(), &RunController::progressChanged);
+        QSignalSpy finished(c.get(), &RunController::finished);
+        QSignalSpy failed(c.get(), &RunController::failed);
+        QVERIFY(c->start(request()));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 5000);
+        QCOMPARE(started.size(), 1);
+        QCOMPARE(failed.size(), 0);
+        const auto last = progress.last().first().value<RunProgress>();
+        QCOMPARE(last.overall, 1.0);
+        QCOMPARE(last.perRank.size(), 2);
+        QCOMPARE(last.perRank[1].done, 4);
+        QCOMPARE(last.perRank[1].total, 4);
+        QCOMPARE(last.perRank[1].step, 2);
+        const auto outcome = finished.first().first().value<RunOutcome>();
+        QCOMPARE(outcome.measuredPath, m_dir.filePath(QStringLiteral("measured.json")));
+        QVERIFY(QFile::exists(outcome.measuredPath));
+        QCOMPARE(outcome.correctnessPassed, std::optional<bool>(true));
+        QCOMPARE(outcome.medianStepUs, 1200.5);
+        QVERIFY2(outcome.summary.startsWith(QStringLiteral("median step 1.20 ms · correctness passed · cpu backend")),
+            qPrintable(outcome.summary));
+        QVERIFY(!c->isRunning());
+    }
+
+    void argumentsReachTheProgram()
+    {
+        auto c = controller(QStringLiteral("ok"));
+        QSignalSpy finished(c.get(), &RunController::finished);
+        QVERIFY(c->start(request()));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 5000);
+        QFile args(m_dir.filePath(QStringLiteral("args.txt")));
+        QVERIFY(args.open(QIODevice::ReadOnly));
+        QCOMPARE(
+            QString::fromUtf8(args.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts), runArguments(request()));
+    }
+
+    void otherLinesGoToTheLog()
+    {
+        auto c = controller(QStringLiteral("noise"));
+        QSignalSpy output(c.get(), &RunController::outputReceived);
+        QSignalSpy finished(c.get(), &RunController::finished);
+        QVERIFY(c->start(request()));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 5000);
+        QHash<QString, OutputChannel> lines;
+        for (const QList<QVariant>& args : output)
+            lines.insert(args.at(0).toString(), args.at(1).value<OutputChannel>());
+        QCOMPARE(lines.value(QStringLiteral("plain text on stdout, not an event"), OutputChannel::Event),
+            OutputChannel::Stdout);
+        QCOMPARE(lines.value(QStringLiteral("{not json either"), OutputChannel::Event), OutputChannel::Stdout);
+        QCOMPARE(lines.value(QStringLiteral("[rank 0] a note on stderr"), OutputChannel::Event), OutputChannel::Stderr);
+        QVERIFY(lines.contains(QStringLiteral("dpstudio: a message for humans")));
+        for (const QString& line : lines.keys())
+            QVERIFY2(!line.contains(QStringLiteral("\"event\":\"progress\"")), qPrintable(line));
+    }
+
+    void crashIsReportedWithItsMessage()
+    {
+        QCOMPARE(failureOf(QStringLiteral("crash")),
+            QStringLiteral("The run failed: rank 1: exited on signal 11 (Segmentation fault)"));
+    }
+
+    void exitOneNamesTheError()
+    {
+        QCOMPARE(failureOf(QStringLiteral("error-exit1")),
+            QStringLiteral("The correctness check failed or the project is invalid: rank 0: the world size is 3 but "
+                           "variant dualpipev has 2 ranks"));
+        QCOMPARE(failureOf(QStringLiteral("refused")),
+            QStringLiteral("The correctness check failed or the project is invalid: variant 'dualpipev': the layer "
+                           "partition covers 6 of 8 layers"));
+    }
+
+    void failedCheckKeepsTheMeasurement()
+    {
+        auto c = controller(QStringLiteral("check-failed"));
+        QSignalSpy failed(c.get(), &RunController::failed);
+        QVERIFY(c->start(request(QStringLiteral("failed-check.json"))));
+        QTRY_COMPARE_WITH_TIMEOUT(failed.size(), 1, 5000);
+        QVERIFY2(failed.first().first().toString().startsWith(
+                     QStringLiteral("The correctness check failed: max loss error 0.03")),
+            qPrintable(failed.first().first().toString()));
+        QCOMPARE(c->lastOutcome().measuredPath, m_dir.filePath(QStringLiteral("failed-check.json")));
+        QCOMPARE(c->lastOutcome().correctnessPassed, std::optional<bool>(false));
+    }
+
+    void otherExitsAreExplained()
+    {
+        QCOMPARE(failureOf(QStringLiteral("bad-args")),
+            QStringLiteral("dpstudio refused the arguments or could not read a file: --steps: 0 is not in 1..1000000"));
+        QVERIFY(failureOf(QStringLiteral("signal")).startsWith(QStringLiteral("dpstudio crashed (signal 11")));
+    }
+
+    void cancelEndsTheRunAndItsChildren()
+    {
+        auto c = controller(QStringLiteral("slow"));
+        QSignalSpy progress(c.get(), &RunController::progressChanged);
+        QSignalSpy cancelled(c.get(), &RunController::cancelled);
+        QSignalSpy failed(c.get(), &RunController::failed);
+        QVERIFY(c->start(request()));
+        QTRY_VERIFY_WITH_TIMEOUT(c->progress().overall > 0.0 && childPid() > 0, 5000);
+        const qint64 dpstudio = c->processId(), child = childPid();
+        QVERIFY(processIsAlive(dpstudio));
+        QVERIFY(processIsAlive(child));
+        QVERIFY(descendantProcesses(dpstudio).contains(child));
+        c->stop();
+        QVERIFY(c->isStopping());
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.size(), 1, 5000);
+        QCOMPARE(failed.size(), 0);
+        QCOMPARE(cancelled.first().first().toString(), QStringLiteral("The run was cancelled."));
+        QVERIFY(!c->isRunning());
+        QTRY_VERIFY_WITH_TIMEOUT(!processIsAlive(child), 2000);
+        QVERIFY(!processIsAlive(dpstudio));
+    }
+
+    void cancelKillsWhatIgnoresTerm()
+    {
+        auto c = controller(QStringLiteral("ignore-term"));
+        c->setGracePeriodMs(300);
+        QSignalSpy cancelled(c.get(), &RunController::cancelled);
+        QSignalSpy failed(c.get(), &RunController::failed);
+        QVERIFY(c->start(request()));
+        QTRY_VERIFY_WITH_TIMEOUT(childPid() > 0 && c->progress().overall > 0.0, 5000);
+        const qint64 dpstudio = c->processId(), child = childPid();
+        c->stop();
+        QTest::qWait(150);
+        QVERIFY(c->isRunning()); // SIGTERM alone does not end it
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.size(), 1, 5000);
+        QCOMPARE(failed.size(), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(!processIsAlive(child), 2000);
+        QVERIFY(!processIsAlive(dpstudio));
+    }
+
+    void destroyingTheControllerLeavesNoProcess()
+    {
+        auto c = controller(QStringLiteral("slow"));
+        c->setGracePeriodMs(1000);
+        QVERIFY(c->start(request()));
+        QTRY_VERIFY_WITH_TIMEOUT(childPid() > 0 && c->processId() > 0, 5000);
+        const qint64 dpstudio = c->processId(), child = childPid();
+        c.reset();
+        QTRY_VERIFY_WITH_TIMEOUT(!processIsAlive(child), 2000);
+        QVERIFY(!processIsAlive(dpstudio));
+    }
+
+    void oneRunAtATime()
+    {
+        auto c = controller(QStringLiteral("slow"));
+        QSignalSpy failed(c.get(), &RunController::failed);
+        QSignalSpy cancelled(c.get(), &RunController::cancelled);
+        QVERIFY(c->start(request()));
+        QVERIFY(!c->start(request()));
+        QCOMPARE(failed.size(), 1);
+        QVERIFY(failed.first().first().toString().contains(QStringLiteral("already")));
+        QTRY_VERIFY_WITH_TIMEOUT(childPid() > 0 && c->progress().overall > 0.0, 5000);
+        c->stop();
+        QTRY_COMPARE_WITH_TIMEOUT(cancelled.size(), 1, 5000);
+    }
+};
+
+DPS_OFFSCREEN_TEST_MAIN(TestRunController)
+#include "tst_runcontroller.moc"

@@ -1,0 +1,105 @@
+#pragma once
+// The worker's progress stream as `dpstudio run --progress-json` forwards it on stdout (JSON lines,
+// docs/worker-protocol.md): hello, progress, done, error. ProgressStream follows it line by line and
+// gives the state the run panel draws. Lines that are not events are log lines.
+#include <QByteArray>
+#include <QMetaType>
+#include <QString>
+#include <QVector>
+
+#include <optional>
+
+class QJsonObject;
+
+namespace dps::ui {
+
+/// Newest progress-stream format this build understands.
+inline constexpr int kProgressStreamVersion = 1;
+
+/// One rank's position: `step` counts warm-up steps too; `done`/`total` are its actions in that step.
+struct RankProgress {
+    int rank = 0;
+    int step = -1; ///< −1 before its first progress event
+    int done = 0;
+    int total = 0;
+    double fraction = 0.0; ///< of the whole run (warm-up included), 0…1
+    bool failed = false; ///< an error event named this rank
+};
+
+/// Where a run stands, as one value (emitted by RunController::progressChanged).
+struct RunProgress {
+    int ranks = 0; ///< from hello; 0 before it
+    int steps = 0; ///< measured steps, from hello
+    int warmup = 0; ///< warm-up steps, from hello
+    QString backend; ///< from hello, e.g. "cpu"
+    QString comm; ///< from hello, e.g. "mpi"
+    QVector<RankProgress> perRank;
+    double overall = 0.0; ///< mean of the ranks' fractions; 1 once done arrived
+    int currentStep = -1; ///< the step every rank has reached (the slowest rank's); −1 before any
+    qint64 elapsedMs = 0; ///< since the process started
+    bool done = false; ///< the done event arrived
+
+    int totalSteps() const { return steps + warmup; }
+    bool inWarmup() const { return currentStep >= 0 && currentStep < warmup; }
+};
+
+/// The worker's done event.
+struct RunDoneEvent {
+    QString output; ///< the measured.json written
+    std::optional<bool> correctnessPassed;
+    double maxLossError = 0.0;
+    double maxGradError = 0.0;
+    QString correctnessMessage; ///< "message" of the correctness object, when given
+    int medianStep = -1;
+    QVector<double> stepMakespanUs; ///< one per measured step
+
+    /// Makespan of the median step (µs); 0 when the event did not carry it.
+    double medianMakespanUs() const;
+};
+
+/// An error event: which rank and why.
+struct RunErrorEvent {
+    int rank = -1;
+    QString message;
+
+    /// "rank 1: out of memory" (or the message alone when no rank was named).
+    QString text() const;
+};
+
+class ProgressStream {
+public:
+    enum class LineKind { Log, Hello, Progress, Done, Error };
+
+    /// What a line was and how it reads in the log (empty for progress events, which are not logged).
+    struct Line {
+        LineKind kind = LineKind::Log;
+        QString text;
+    };
+
+    /// Reads one stdout line (without its line end) and updates the state.
+    Line feed(const QByteArray& line);
+
+    /// The state now (elapsedMs left at 0: the caller knows the clock).
+    RunProgress progress() const;
+    const std::optional<RunDoneEvent>& done() const { return m_done; }
+    const QVector<RunErrorEvent>& errors() const { return m_errors; }
+    /// format_version of hello (0 before it).
+    int formatVersion() const { return m_formatVersion; }
+
+private:
+    Line applyHello(const QJsonObject& o);
+    Line applyProgress(const QJsonObject& o);
+    Line applyDone(const QJsonObject& o);
+    Line applyError(const QJsonObject& o);
+    RankProgress& rankAt(int rank);
+    double fractionOf(const RankProgress& r) const;
+
+    RunProgress m_state;
+    std::optional<RunDoneEvent> m_done;
+    QVector<RunErrorEvent> m_errors;
+    int m_formatVersion = 0;
+};
+
+} // namespace dps::ui
+
+Q_DECLARE_METATYPE(dps::ui::RunProgress)

@@ -1,0 +1,84 @@
+#include "runexit.h"
+
+#include <cstring>
+
+namespace dps::ui {
+
+namespace {
+
+using Kind = ExitReport::Kind;
+
+/// dpstudio's message without the words the headline already says ("run failed: …", "error: …").
+QString withoutPrefix(QString text)
+{
+    for (const char* prefix : { "error: ", "run failed: ", "run refused or its check failed: " })
+        if (text.startsWith(QLatin1String(prefix)))
+            return text.mid(static_cast<qsizetype>(qstrlen(prefix)));
+    return text;
+}
+
+/// The most precise explanation at hand: the error event, the correctness result, dpstudio's last word.
+QString detailOf(const ExitFacts& f, const QString& errorEvent)
+{
+    if (!errorEvent.isEmpty())
+        return errorEvent;
+    if (f.correctnessPassed == false && !f.correctnessText.isEmpty())
+        return f.correctnessText;
+    if (!f.lastHumanLine.isEmpty())
+        return withoutPrefix(f.lastHumanLine);
+    return QStringLiteral("no reason was given (see the log)");
+}
+
+ExitReport contentFailure(const ExitFacts& f)
+{
+    if (f.correctnessPassed == false && f.lastError.isEmpty())
+        return { Kind::Failed, QStringLiteral("The correctness check failed: %1").arg(detailOf(f, {})) };
+    return { Kind::Failed,
+        QStringLiteral("The correctness check failed or the project is invalid: %1").arg(detailOf(f, f.lastError)) };
+}
+
+ExitReport cancelled(const ExitFacts& f)
+{
+    return { Kind::Cancelled,
+        f.cancelRequested ? QStringLiteral("The run was cancelled.")
+                          : QStringLiteral("The run was cancelled from outside the designer (exit code 130).") };
+}
+
+} // namespace
+
+QString signalName(int signal)
+{
+    const char* name = ::strsignal(signal);
+    return name ? QString::fromLocal8Bit(name) : QStringLiteral("signal %1").arg(signal);
+}
+
+ExitReport describeExit(const ExitFacts& f)
+{
+    if (!f.crashed && f.exitCode == 0)
+        return { Kind::Succeeded, QStringLiteral("The run finished.") };
+    if (f.cancelRequested || (!f.crashed && f.exitCode == 130))
+        return cancelled(f);
+    if (f.crashed)
+        return { Kind::Failed,
+            QStringLiteral("dpstudio crashed (signal %1, %2): %3")
+                .arg(f.exitCode)
+                .arg(signalName(f.exitCode), detailOf(f, f.firstError)) };
+    switch (f.exitCode) {
+    case 1:
+        return contentFailure(f);
+    case 2:
+        return {
+            Kind::Failed,
+            QStringLiteral("dpstudio refused the arguments or could not read a file: %1").arg(detailOf(f, f.lastError))
+        };
+    case 3:
+        return { Kind::Failed, QStringLiteral("The run failed: %1").arg(detailOf(f, f.firstError)) };
+    default:
+        return {
+            Kind::Failed,
+            QStringLiteral("dpstudio exited with unexpected code %1: %2").arg(f.exitCode).arg(detailOf(f, f.firstError))
+        };
+    }
+}
+
+} // namespace dps::ui
