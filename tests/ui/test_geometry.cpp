@@ -1,0 +1,170 @@
+// The plain pieces of the timeline: time↔pixel mapping, row mapping, hit-testing and drop positions,
+// plus the layer-partition helpers. No Qt.
+#include "blockindex.h"
+#include "partitioning.h"
+#include "timemapping.h"
+
+#include <gtest/gtest.h>
+
+using namespace dps::ui;
+
+TEST(TimeMapping, MapsBothWays)
+{
+    const TimeMapping m(100.0, 300.0, 50.0, 450.0);
+    EXPECT_DOUBLE_EQ(m.scale(), 2.0);
+    EXPECT_DOUBLE_EQ(m.toPixel(100.0), 50.0);
+    EXPECT_DOUBLE_EQ(m.toPixel(300.0), 450.0);
+    EXPECT_DOUBLE_EQ(m.toPixel(200.0), 250.0);
+    EXPECT_DOUBLE_EQ(m.toTime(250.0), 200.0);
+    EXPECT_DOUBLE_EQ(m.toPixel(0.0), -150.0) << "outside the range maps outside the span";
+    EXPECT_DOUBLE_EQ(m.toWidth(10.0), 20.0);
+    for (double t : { 100.0, 123.4, 299.9 })
+        EXPECT_NEAR(m.toTime(m.toPixel(t)), t, 1e-9);
+}
+
+TEST(TimeMapping, EmptyRangeDoesNotDivideByZero)
+{
+    const TimeMapping m(5.0, 5.0, 0.0, 100.0);
+    EXPECT_DOUBLE_EQ(m.scale(), 0.0);
+    EXPECT_DOUBLE_EQ(m.toTime(42.0), 5.0);
+}
+
+TEST(TimeMapping, ZoomKeepsTheAnchorInPlace)
+{
+    const TimeMapping m(0.0, 1000.0, 0.0, 500.0);
+    const TimeMapping z = m.zoomed(4.0, 400.0);
+    EXPECT_DOUBLE_EQ(z.spanUs(), 250.0);
+    EXPECT_NEAR(z.toPixel(400.0), m.toPixel(400.0), 1e-9);
+    const TimeMapping back = z.zoomed(0.25, 400.0);
+    EXPECT_NEAR(back.startUs(), 0.0, 1e-9);
+    EXPECT_NEAR(back.endUs(), 1000.0, 1e-9);
+    EXPECT_DOUBLE_EQ(m.zoomed(0.0, 1.0).spanUs(), 1000.0) << "a non-positive factor is ignored";
+}
+
+TEST(TimeMapping, PanMovesByPixels)
+{
+    const TimeMapping m(0.0, 1000.0, 0.0, 500.0);
+    const TimeMapping p = m.panned(50.0);
+    EXPECT_DOUBLE_EQ(p.startUs(), 100.0);
+    EXPECT_DOUBLE_EQ(p.endUs(), 1100.0);
+}
+
+TEST(TimeMapping, ClampKeepsTheViewInsideTheData)
+{
+    const TimeMapping m(-500.0, 500.0, 0.0, 100.0);
+    const TimeMapping c = m.clamped(0.0, 2000.0, 1.0);
+    EXPECT_DOUBLE_EQ(c.startUs(), 0.0);
+    EXPECT_DOUBLE_EQ(c.spanUs(), 1000.0);
+    const TimeMapping tooWide = TimeMapping(-10.0, 5000.0, 0, 100).clamped(0.0, 2000.0, 1.0);
+    EXPECT_DOUBLE_EQ(tooWide.startUs(), 0.0);
+    EXPECT_DOUBLE_EQ(tooWide.endUs(), 2000.0);
+    const TimeMapping tooNarrow = TimeMapping(100.0, 100.001, 0, 100).clamped(0.0, 2000.0, 1.0);
+    EXPECT_NEAR(tooNarrow.spanUs(), 1.0, 1e-9);
+}
+
+TEST(RowMapping, RowsBandsAndGaps)
+{
+    const RowMapping rows(8, 0.0, 400.0, 0.8);
+    EXPECT_DOUBLE_EQ(rows.rowHeight(), 50.0);
+    EXPECT_DOUBLE_EQ(rows.rowCenter(0), 25.0);
+    EXPECT_DOUBLE_EQ(rows.rowCenter(7), 375.0);
+    EXPECT_DOUBLE_EQ(rows.bandTop(1), 55.0);
+    EXPECT_DOUBLE_EQ(rows.bandBottom(1), 95.0);
+    EXPECT_EQ(rows.rowAt(75.0), 1);
+    EXPECT_EQ(rows.rowAt(52.0), -1) << "the gap between rows hits nothing";
+    EXPECT_EQ(rows.nearestRow(52.0), 1);
+    EXPECT_EQ(rows.rowAt(-1.0), -1);
+    EXPECT_EQ(rows.rowAt(400.0), -1);
+    EXPECT_EQ(RowMapping().rowAt(10.0), -1);
+}
+
+namespace {
+
+BlockIndex threeBlocks()
+{
+    BlockIndex index(2);
+    const auto a = dps::Action::single(0, dps::OpKind::F, 0);
+    const auto b = dps::Action::single(0, dps::OpKind::F, 1);
+    const auto c = dps::Action::single(0, dps::OpKind::B, 0);
+    index.add({ 0.0, 10.0, a, 0, 0 });
+    index.add({ 10.0, 20.0, b, 0, 1 });
+    index.add({ 30.0, 50.0, c, 0, 2 });
+    index.add({ 5.0, 15.0, a, 1, 0 });
+    return index;
+}
+
+} // namespace
+
+TEST(BlockIndex, VisibleRangeIsABinarySearch)
+{
+    const BlockIndex index = threeBlocks();
+    EXPECT_EQ(index.size(), 4u);
+    EXPECT_DOUBLE_EQ(index.endUs(), 50.0);
+    EXPECT_EQ(index.visible(0, 0.0, 100.0), std::make_pair(0, 3));
+    EXPECT_EQ(index.visible(0, 12.0, 25.0), std::make_pair(1, 2));
+    EXPECT_EQ(index.visible(0, 21.0, 29.0), std::make_pair(2, 2)) << "idle gap: nothing visible";
+    EXPECT_EQ(index.visible(0, 60.0, 70.0), std::make_pair(3, 3));
+    EXPECT_EQ(index.visible(5, 0.0, 1.0), std::make_pair(0, 0)) << "unknown rank";
+}
+
+TEST(BlockIndex, HitTestFindsTheBlockUnderATime)
+{
+    const BlockIndex index = threeBlocks();
+    ASSERT_NE(index.hit(0, 15.0), nullptr);
+    EXPECT_EQ(index.hit(0, 15.0)->position, 1);
+    EXPECT_EQ(index.hit(0, 25.0), nullptr) << "idle";
+    ASSERT_NE(index.hit(0, 29.0, 2.0), nullptr) << "within tolerance of the next block";
+    EXPECT_EQ(index.hit(0, 29.0, 2.0)->position, 2);
+    EXPECT_EQ(index.hit(1, 0.0), nullptr);
+    EXPECT_EQ(index.hit(1, 7.0)->rank, 1);
+    EXPECT_EQ(index.block(0, 3), nullptr);
+    EXPECT_EQ(index.block(0, 2)->action.op.kind, dps::OpKind::B);
+}
+
+TEST(BlockIndex, DropPositionCountsCentresBefore)
+{
+    const BlockIndex index = threeBlocks();
+    EXPECT_EQ(index.dropPosition(0, 0, 100.0), 2) << "dragged past everything";
+    EXPECT_EQ(index.dropPosition(0, 2, -5.0), 0) << "dragged before everything";
+    EXPECT_EQ(index.dropPosition(0, 0, 16.0), 1) << "past the centre of block 1";
+    EXPECT_EQ(index.dropPosition(0, 0, 14.0), 0) << "not past the centre of block 1";
+    EXPECT_EQ(index.dropPosition(0, 1, 15.0), 1) << "dropped where it was";
+}
+
+TEST(MoveElement, MovesAndIgnoresBadIndices)
+{
+    std::vector<int> v { 0, 1, 2, 3 };
+    moveElement(v, 0, 2);
+    EXPECT_EQ(v, (std::vector<int> { 1, 2, 0, 3 }));
+    moveElement(v, 3, 0);
+    EXPECT_EQ(v, (std::vector<int> { 3, 1, 2, 0 }));
+    moveElement(v, 4, 0);
+    moveElement(v, 1, -1);
+    EXPECT_EQ(v, (std::vector<int> { 3, 1, 2, 0 }));
+}
+
+TEST(Partitioning, EvenSplitGivesTheRemainderToEarlierStages)
+{
+    EXPECT_EQ(evenPartition(16, 8), (std::vector<int>(8, 2)));
+    EXPECT_EQ(evenPartition(10, 4), (std::vector<int> { 3, 3, 2, 2 }));
+    EXPECT_TRUE(evenPartition(4, 0).empty());
+}
+
+TEST(Partitioning, BalanceMinimisesTheSlowestStage)
+{
+    EXPECT_EQ(balancedPartition(16, std::vector<double>(8, 1.0)), evenPartition(16, 8));
+    // Stage 0 is three times slower per layer: it gets fewer layers.
+    const auto p = balancedPartition(12, { 3.0, 1.0, 1.0 });
+    EXPECT_EQ(totalLayers(p), 12);
+    EXPECT_EQ(p, (std::vector<int> { 2, 5, 5 }));
+    EXPECT_EQ(balancedPartition(2, { 1.0, 1.0, 1.0 }), (std::vector<int> { 1, 1, 0 })) << "fewer layers than stages";
+}
+
+TEST(Partitioning, MovingABoundaryKeepsTheTotal)
+{
+    const std::vector<int> p { 4, 4, 4, 4 };
+    EXPECT_EQ(movedBoundary(p, 1, 10), (std::vector<int> { 4, 6, 2, 4 }));
+    EXPECT_EQ(movedBoundary(p, 1, 100), (std::vector<int> { 4, 7, 1, 4 })) << "each side keeps a layer";
+    EXPECT_EQ(movedBoundary(p, 0, -3), (std::vector<int> { 1, 7, 4, 4 }));
+    EXPECT_EQ(movedBoundary(p, 3, 5), p) << "no boundary after the last stage";
+}

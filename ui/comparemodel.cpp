@@ -1,0 +1,185 @@
+#include "comparemodel.h"
+
+#include "formatting.h"
+
+#include <QFont>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace dps::ui {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+template <typename F> double maxOverRanks(const SimulationSnapshot& s, F f)
+{
+    double best = 0.0;
+    for (const auto& r : s.sim.ranks)
+        best = std::max(best, f(r));
+    return best;
+}
+} // namespace
+
+CompareModel::CompareModel(QObject* parent)
+    : QAbstractTableModel(parent)
+{
+}
+
+void CompareModel::setSnapshot(const CompareSnapshotPtr& snapshot)
+{
+    beginResetModel();
+    m_snapshot = snapshot;
+    m_columns = snapshot ? static_cast<int>(snapshot->variants.size()) + 1 : 1;
+    endResetModel();
+}
+
+int CompareModel::rowCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : MetricCount;
+}
+
+int CompareModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : m_columns;
+}
+
+QString CompareModel::metricName(int metric)
+{
+    static const char* const names[] = { "Kind", "Devices", "Stages", "Microbatches", "Parameters per device",
+        "Peak activation memory", "Peak memory", "Bubble rate", "Makespan", "Largest idle (simulated)",
+        "Largest idle (closed form)", "P2P volume" };
+    return metric >= 0 && metric < MetricCount ? tr(names[metric]) : QString();
+}
+
+double CompareModel::value(const SimulationSnapshot& s, int metric) const
+{
+    if (!s.schedule)
+        return kNaN;
+    switch (metric) {
+    case Devices:
+        return s.schedule->ranks;
+    case Stages:
+        return s.schedule->stages;
+    case Microbatches:
+        return s.schedule->microbatches;
+    default:
+        break;
+    }
+    if (!s.timed)
+        return kNaN;
+    switch (metric) {
+    case ParametersPerDevice: {
+        double most = 0.0;
+        for (const auto& m : s.staticMemory)
+            most = std::max(most, m.parameterCount);
+        return most;
+    }
+    case PeakActivations:
+        return maxOverRanks(s, [](const RankResult& r) { return r.peakActivationBytes; });
+    case PeakMemory:
+        return maxOverRanks(s, [](const RankResult& r) { return r.peakMemoryBytes; });
+    case Bubble:
+        return s.sim.bubbleRate;
+    case Makespan:
+        return s.sim.makespanUs;
+    case LargestIdle:
+        return s.largestIdle().first;
+    case ClosedFormIdle:
+        return s.closedForm.available && s.closedForm.applicable ? s.closedForm.valueUs : kNaN;
+    case P2pVolume:
+        return s.sim.totalP2pBytes;
+    default:
+        return kNaN;
+    }
+}
+
+QString CompareModel::text(const SimulationSnapshot& s, int metric) const
+{
+    if (metric == Kind)
+        return s.schedule ? QString::fromUtf8(kindDisplayName(s.schedule->kind).data()) : tr("cannot build");
+    const double v = value(s, metric);
+    if (std::isnan(v)) {
+        if (metric == ClosedFormIdle && s.timed)
+            return s.closedForm.available ? tr("not applicable") : tr("none for this kind");
+        return s.error.empty() ? tr("invalid order") : QStringLiteral("—");
+    }
+    switch (metric) {
+    case ParametersPerDevice:
+        return formatCount(v);
+    case PeakActivations:
+    case PeakMemory:
+    case P2pVolume:
+        return formatBytes(v);
+    case Bubble:
+        return formatPercent(v);
+    case Makespan:
+    case LargestIdle:
+    case ClosedFormIdle:
+        return formatTime(v);
+    default:
+        return QString::number(v, 'f', 0);
+    }
+}
+
+bool CompareModel::isBest(int metric, int variant) const
+{
+    static const int lowerIsBetter[]
+        = { ParametersPerDevice, PeakActivations, PeakMemory, Bubble, Makespan, P2pVolume };
+    if (!std::count(std::begin(lowerIsBetter), std::end(lowerIsBetter), metric) || m_snapshot->variants.size() < 2)
+        return false;
+    const double mine = value(*m_snapshot->variants[variant], metric);
+    if (std::isnan(mine))
+        return false;
+    for (const auto& other : m_snapshot->variants) {
+        const double v = value(*other, metric);
+        if (!std::isnan(v) && v < mine - 1e-9 * std::abs(mine))
+            return false;
+    }
+    return true;
+}
+
+QVariant CompareModel::data(const QModelIndex& index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid))
+        return {};
+    if (index.column() == 0)
+        return role == Qt::DisplayRole ? QVariant(metricName(index.row())) : QVariant();
+    const SimulationSnapshot& s = *m_snapshot->variants[index.column() - 1];
+    switch (role) {
+    case Qt::DisplayRole:
+        return text(s, index.row());
+    case ValueRole:
+        return value(s, index.row());
+    case Qt::TextAlignmentRole:
+        return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+    case Qt::ToolTipRole:
+        if (index.row() == ClosedFormIdle && s.closedForm.available)
+            return tr("%1 — %2").arg(
+                QString::fromStdString(s.closedForm.formula), QString::fromStdString(s.closedForm.reason));
+        return index.row() == Bubble ? tr("Σ idle ÷ (ranks × makespan)") : QVariant();
+    case Qt::FontRole: {
+        if (!isBest(index.row(), index.column() - 1))
+            return {};
+        QFont font;
+        font.setBold(true);
+        return font;
+    }
+    default:
+        return {};
+    }
+}
+
+QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return {};
+    if (section == 0)
+        return tr("Metric");
+    if (!m_snapshot || section < 1 || section > static_cast<int>(m_snapshot->variants.size()))
+        return {};
+    return QString::fromStdString(m_snapshot->variants[section - 1]->variantName);
+}
+
+} // namespace dps::ui

@@ -1,0 +1,501 @@
+#include "mainwindow.h"
+
+#include "compareview.h"
+#include "diagnosticsmodel.h"
+#include "filecontroller.h"
+#include "formatting.h"
+#include "memorychart.h"
+#include "messagebanner.h"
+#include "metricspanel.h"
+#include "partitioneditor.h"
+#include "projectdocument.h"
+#include "projectpanel.h"
+#include "timelineview.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDeadlineTimer>
+#include <QDockWidget>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QToolBar>
+#include <QUndoView>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace dps::ui {
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent)
+    , m_document(new ProjectDocument(this))
+    , m_files(new FileController(m_document, this, this))
+{
+    setObjectName(QStringLiteral("mainWindow"));
+    setWindowIcon(QIcon(QStringLiteral(":/icons/dualpipe-studio.svg")));
+    setCentralWidget(setupDesignPage());
+    m_compare = new CompareView(this);
+    m_compare->setWindowFlag(Qt::Window);
+    m_compare->setWindowTitle(tr("Compare variants — DualPipe Studio"));
+    m_compare->resize(1400, 900);
+    setupDocks();
+    setupActions();
+    setupToolBar();
+    setupConnections();
+    updateTitle();
+    resize(1600, 1000);
+    requestSimulation();
+}
+
+MainWindow::~MainWindow() = default;
+
+QWidget* MainWindow::setupDesignPage()
+{
+    m_banner = new MessageBanner;
+    m_status = new QLabel;
+    m_status->setTextFormat(Qt::RichText);
+    m_status->setWordWrap(true);
+    m_timeline = new TimelineView;
+    m_timeline->setEditable(true);
+    m_diagnostics = new DiagnosticsModel(this);
+    m_diagnosticsView = new QTableView;
+    m_diagnosticsView->setModel(m_diagnostics);
+    m_diagnosticsView->verticalHeader()->hide();
+    m_diagnosticsView->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
+    m_diagnosticsView->horizontalHeader()->setStretchLastSection(true);
+    m_diagnosticsView->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_diagnosticsView->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_diagnosticsView->setToolTip(tr("The validator's findings; click one to mark its block on the chart"));
+    auto* chart = new QWidget;
+    auto* chartLayout = new QVBoxLayout(chart);
+    chartLayout->setContentsMargins(0, 0, 0, 0);
+    chartLayout->addWidget(new TimelineLegend);
+    chartLayout->addWidget(m_timeline, 1);
+    m_noFindings = new QLabel(tr("The validator has no findings: the order is valid."));
+    m_noFindings->setAlignment(Qt::AlignCenter);
+    m_noFindings->setEnabled(false);
+    m_diagnosticsStack = new QStackedWidget;
+    m_diagnosticsStack->addWidget(m_noFindings);
+    m_diagnosticsStack->addWidget(m_diagnosticsView);
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(chart);
+    split->addWidget(m_diagnosticsStack);
+    split->setStretchFactor(0, 5);
+    split->setStretchFactor(1, 1);
+    split->setSizes({ 600, 110 });
+    auto* page = new QWidget;
+    auto* layout = new QVBoxLayout(page);
+    layout->setContentsMargins(6, 6, 6, 6);
+    layout->addWidget(m_banner);
+    layout->addWidget(m_status);
+    layout->addWidget(split, 1);
+    return page;
+}
+
+QDockWidget* MainWindow::addPanel(
+    const QString& objectName, const QString& title, QWidget* panel, Qt::DockWidgetArea area)
+{
+    auto* dock = new QDockWidget(title, this);
+    dock->setObjectName(objectName);
+    dock->setWidget(panel);
+    addDockWidget(area, dock);
+    if (m_viewMenu)
+        m_viewMenu->insertAction(m_viewMenu->actions().value(0), dock->toggleViewAction());
+    return dock;
+}
+
+void MainWindow::setupDocks()
+{
+    setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
+    setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
+    setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
+    m_projectPanel = new ProjectPanel(m_document);
+    m_partition = new PartitionEditor(m_document);
+    m_metrics = new MetricsPanel;
+    m_memory = new MemoryChart;
+    auto* project = addPanel(QStringLiteral("projectDock"), tr("Project"), m_projectPanel, Qt::LeftDockWidgetArea);
+    auto* partition
+        = addPanel(QStringLiteral("partitionDock"), tr("Layer partition"), m_partition, Qt::LeftDockWidgetArea);
+    auto* metrics = addPanel(QStringLiteral("metricsDock"), tr("Metrics"), m_metrics, Qt::RightDockWidgetArea);
+    auto* history = addPanel(
+        QStringLiteral("historyDock"), tr("History"), new QUndoView(m_document->undoStack()), Qt::RightDockWidgetArea);
+    auto* memory = addPanel(QStringLiteral("memoryDock"), tr("Memory"), m_memory, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(metrics, history);
+    metrics->raise();
+    resizeDocks({ project, metrics }, { 400, 420 }, Qt::Horizontal);
+    resizeDocks({ project, partition }, { 640, 300 }, Qt::Vertical);
+    resizeDocks({ memory }, { 250 }, Qt::Vertical);
+}
+
+void MainWindow::createActions()
+{
+    auto& a = m_actions;
+    a.newFile = new QAction(tr("&New"), this);
+    a.open = new QAction(tr("&Open…"), this);
+    a.save = new QAction(tr("&Save"), this);
+    a.saveAs = new QAction(tr("Save &As…"), this);
+    a.importCsv = new QAction(tr("&Import PyTorch CSV…"), this);
+    a.exportConfig = new QAction(tr("Export &Validated Config…"), this);
+    a.exportCsv = new QAction(tr("Export PyTorch &CSV…"), this);
+    a.exportTrace = new QAction(tr("Export Chrome &Trace…"), this);
+    a.exportChart = new QAction(tr("Export C&hart (PNG, SVG, PDF)…"), this);
+    a.quit = new QAction(tr("&Quit"), this);
+    a.undo = m_document->undoStack()->createUndoAction(this, tr("&Undo"));
+    a.redo = m_document->undoStack()->createRedoAction(this, tr("&Redo"));
+    a.regenerate = new QAction(tr("Re&generate Order"), this);
+    a.zoomIn = new QAction(tr("Zoom &In"), this);
+    a.zoomOut = new QAction(tr("Zoom &Out"), this);
+    a.fit = new QAction(tr("&Fit Timeline"), this);
+    a.compare = new QAction(tr("&Compare Variants"), this);
+}
+
+void MainWindow::assignShortcuts()
+{
+    auto& a = m_actions;
+    a.newFile->setShortcut(QKeySequence::New);
+    a.open->setShortcut(QKeySequence::Open);
+    a.save->setShortcut(QKeySequence::Save);
+    a.saveAs->setShortcut(QKeySequence::SaveAs);
+    a.importCsv->setShortcut(QKeySequence(tr("Ctrl+I")));
+    a.exportConfig->setShortcut(QKeySequence(tr("Ctrl+E")));
+    a.exportChart->setShortcut(QKeySequence(tr("Ctrl+Shift+E")));
+    a.quit->setShortcut(QKeySequence::Quit);
+    a.undo->setShortcut(QKeySequence::Undo);
+    a.redo->setShortcuts({ QKeySequence::Redo, QKeySequence(tr("Ctrl+Y")) });
+    a.regenerate->setShortcut(QKeySequence(tr("Ctrl+R")));
+    a.zoomIn->setShortcut(QKeySequence::ZoomIn);
+    a.zoomOut->setShortcut(QKeySequence::ZoomOut);
+    a.fit->setShortcut(QKeySequence(tr("Ctrl+0")));
+    a.compare->setShortcut(QKeySequence(tr("Ctrl+2")));
+}
+
+void MainWindow::setupActions()
+{
+    createActions();
+    assignShortcuts();
+    applyIcons();
+    setupFileMenu();
+    setupEditMenu();
+    setupViewMenu();
+    setupHelpMenu();
+}
+
+void MainWindow::applyIcons()
+{
+    auto& a = m_actions;
+    const QPalette p = QApplication::palette();
+    const std::pair<QAction*, const char*> icons[]
+        = { { a.newFile, "new" }, { a.open, "open" }, { a.save, "save" }, { a.importCsv, "import" },
+              { a.exportConfig, "export" }, { a.undo, "undo" }, { a.redo, "redo" }, { a.regenerate, "regenerate" },
+              { a.zoomIn, "zoom-in" }, { a.zoomOut, "zoom-out" }, { a.fit, "zoom-fit" }, { a.compare, "compare" } };
+    for (const auto& [action, name] : icons)
+        action->setIcon(themedIcon(QLatin1String(name), p));
+}
+
+void MainWindow::setupFileMenu()
+{
+    auto& a = m_actions;
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addActions({ a.newFile, a.open });
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    file->addActions({ a.save, a.saveAs });
+    file->addSeparator();
+    file->addAction(a.importCsv);
+    QMenu* exports = file->addMenu(tr("&Export"));
+    exports->addActions({ a.exportConfig, a.exportCsv, a.exportTrace, a.exportChart });
+    file->addSeparator();
+    file->addAction(a.quit);
+    rebuildRecentMenu();
+}
+
+void MainWindow::setupEditMenu()
+{
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    edit->addActions({ m_actions.undo, m_actions.redo });
+    edit->addSeparator();
+    edit->addAction(m_actions.regenerate);
+}
+
+void MainWindow::setupViewMenu()
+{
+    m_viewMenu = menuBar()->addMenu(tr("&View"));
+    for (QDockWidget* dock : findChildren<QDockWidget*>())
+        m_viewMenu->addAction(dock->toggleViewAction());
+    m_viewMenu->addSeparator();
+    m_viewMenu->addAction(m_actions.compare);
+    m_viewMenu->addSeparator();
+    m_viewMenu->addActions({ m_actions.zoomIn, m_actions.zoomOut, m_actions.fit });
+    QMenu* theme = m_viewMenu->addMenu(tr("&Theme"));
+    m_themeGroup = new QActionGroup(this);
+    for (ThemeMode mode : { ThemeMode::System, ThemeMode::Light, ThemeMode::Dark }) {
+        QAction* action = theme->addAction(themeModeName(mode).replace(0, 1, themeModeName(mode).at(0).toUpper()));
+        action->setCheckable(true);
+        action->setData(static_cast<int>(mode));
+        m_themeGroup->addAction(action);
+    }
+    connect(m_themeGroup, &QActionGroup::triggered, this,
+        [this](QAction* action) { setThemeMode(static_cast<ThemeMode>(action->data().toInt()), true); });
+}
+
+void MainWindow::setupHelpMenu()
+{
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Keyboard Shortcuts"), this, [this] {
+        QMessageBox::information(this, tr("Keyboard shortcuts"),
+            tr("<table cellspacing=4>"
+               "<tr><td><b>Ctrl+N / Ctrl+O / Ctrl+S</b></td><td>new, open, save the project</td></tr>"
+               "<tr><td><b>Ctrl+Z / Ctrl+Shift+Z</b></td><td>undo, redo any edit</td></tr>"
+               "<tr><td><b>Ctrl+R</b></td><td>regenerate the order from the kind</td></tr>"
+               "<tr><td><b>Ctrl+I</b></td><td>import a PyTorch schedule CSV</td></tr>"
+               "<tr><td><b>Ctrl+E / Ctrl+Shift+E</b></td><td>export the validated config, the chart</td></tr>"
+               "<tr><td><b>Ctrl+2</b></td><td>compare the variants</td></tr>"
+               "<tr><td><b>+ / − / Home</b></td><td>zoom in, out, fit (timeline focused; also Ctrl++ / Ctrl+− / "
+               "Ctrl+0)</td></tr>"
+               "<tr><td><b>← / →</b></td><td>pan the timeline</td></tr>"
+               "<tr><td><b>wheel / drag empty space</b></td><td>zoom, pan</td></tr>"
+               "<tr><td><b>drag a block</b></td><td>move it along its rank's order (Esc cancels)</td></tr>"
+               "</table>"));
+    });
+    help->addAction(tr("&About DualPipe Studio"), this, [this] {
+        QMessageBox::about(this, tr("About DualPipe Studio"),
+            tr("<b>DualPipe Studio %1</b><p>Design, simulate and compare pipeline-parallel training schedules: "
+               "DualPipe, DualPipeV, 1F1B, ZB-H1, ZB-V, GPipe and interleaved 1F1B.</p>")
+                .arg(QApplication::applicationVersion()));
+    });
+}
+
+void MainWindow::setupToolBar()
+{
+    auto& a = m_actions;
+    QToolBar* bar = addToolBar(tr("Main"));
+    bar->setObjectName(QStringLiteral("mainToolBar"));
+    bar->setIconSize(QSize(20, 20));
+    bar->addActions({ a.newFile, a.open, a.save });
+    bar->addSeparator();
+    bar->addActions({ a.undo, a.redo, a.regenerate });
+    bar->addSeparator();
+    bar->addActions({ a.zoomIn, a.zoomOut, a.fit });
+    bar->addSeparator();
+    bar->addActions({ a.importCsv, a.exportConfig, a.compare });
+}
+
+void MainWindow::setupConnections()
+{
+    auto& a = m_actions;
+    connect(a.newFile, &QAction::triggered, m_files, &FileController::newProject);
+    connect(a.open, &QAction::triggered, m_files, &FileController::open);
+    connect(a.save, &QAction::triggered, m_files, &FileController::save);
+    connect(a.saveAs, &QAction::triggered, m_files, &FileController::saveAs);
+    connect(a.importCsv, &QAction::triggered, m_files, &FileController::importCsv);
+    connect(a.exportConfig, &QAction::triggered, m_files, &FileController::exportConfig);
+    connect(a.exportCsv, &QAction::triggered, m_files, &FileController::exportCsv);
+    connect(a.exportTrace, &QAction::triggered, m_files, &FileController::exportTrace);
+    connect(a.exportChart, &QAction::triggered, this, [this] {
+        m_files->exportChart(
+            m_compare->isActiveWindow() ? static_cast<QCustomPlot*>(m_compare->timeline()) : m_timeline);
+    });
+    connect(a.quit, &QAction::triggered, this, &QWidget::close);
+    connect(a.regenerate, &QAction::triggered, m_document, &ProjectDocument::regenerate);
+    connect(a.zoomIn, &QAction::triggered, this, [this] { m_timeline->zoomBy(1.5); });
+    connect(a.zoomOut, &QAction::triggered, this, [this] { m_timeline->zoomBy(1 / 1.5); });
+    connect(a.fit, &QAction::triggered, m_timeline, &TimelineView::fitAll);
+    connect(a.compare, &QAction::triggered, this, &MainWindow::showCompare);
+    connectFiles();
+    connectViews();
+}
+
+void MainWindow::connectViews()
+{
+    connect(m_document, &ProjectDocument::changed, this, &MainWindow::requestSimulation);
+    connect(m_document, &ProjectDocument::titleChanged, this, &MainWindow::updateTitle);
+    connect(&m_simulation, &SimulationService::snapshotChanged, this, &MainWindow::showSnapshot);
+    connect(&m_compareService, &CompareService::variantsChanged, m_compare, &CompareView::setSnapshot);
+    connect(&m_compareService, &CompareService::sweepChanged, m_compare, &CompareView::setSweep);
+    connect(m_compare, &CompareView::sweepParameterChanged, this, [this] {
+        m_compareStale = true;
+        requestComparison();
+    });
+    connect(m_compare, &CompareView::shown, this, &MainWindow::requestComparison);
+    connect(m_timeline, &TimelineView::blockMoveRequested, m_document, &ProjectDocument::moveAction);
+    connect(
+        m_timeline->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), m_memory, &MemoryChart::setTimeRange);
+    connect(m_metrics, &MetricsPanel::rankActivated, m_memory, &MemoryChart::setRank);
+    connect(m_timeline, &QCustomPlot::afterReplot, this, [this] {
+        const QCPAxisRect* rect = m_timeline->axisRect();
+        m_memory->alignTimeAxis(m_timeline->mapToGlobal(QPoint(rect->left(), 0)).x(),
+            m_timeline->mapToGlobal(QPoint(rect->right(), 0)).x());
+    });
+    connect(m_diagnosticsView, &QTableView::clicked, this, [this](const QModelIndex& index) {
+        m_timeline->markBlock(
+            { index.data(DiagnosticsModel::RankRole).toInt(), index.data(DiagnosticsModel::PositionRole).toInt() });
+    });
+}
+
+void MainWindow::connectFiles()
+{
+    connect(m_files, &FileController::failed, this,
+        [this](const QString& text) { m_banner->showMessage(MessageBanner::Kind::Error, text); });
+    connect(m_files, &FileController::warned, this,
+        [this](const QString& text) { m_banner->showMessage(MessageBanner::Kind::Warning, text); });
+    connect(m_files, &FileController::succeeded, this, &MainWindow::showInfo);
+    connect(m_files, &FileController::opened, m_banner, &MessageBanner::clear);
+    connect(m_files, &FileController::recentFilesChanged, this, &MainWindow::rebuildRecentMenu);
+}
+
+void MainWindow::showInfo(const QString& text)
+{
+    m_banner->showMessage(MessageBanner::Kind::Info, text);
+    QTimer::singleShot(6000, m_banner, [banner = m_banner, text] {
+        if (banner->kind() == MessageBanner::Kind::Info && banner->text() == text)
+            banner->clear();
+    });
+}
+
+void MainWindow::rebuildRecentMenu()
+{
+    m_recentMenu->clear();
+    const QStringList files = m_files->recentFiles();
+    for (const QString& path : files) {
+        QAction* action = m_recentMenu->addAction(QFileInfo(path).fileName());
+        action->setToolTip(path);
+        connect(action, &QAction::triggered, this, [this, path] {
+            if (m_files->maybeSave())
+                m_files->openFile(path);
+        });
+    }
+    m_recentMenu->addSeparator();
+    m_recentMenu->addAction(tr("Clear the List"), m_files, &FileController::clearRecentFiles)
+        ->setEnabled(!files.isEmpty());
+}
+
+void MainWindow::requestSimulation()
+{
+    m_simulation.request(m_document->project(), m_document->activeVariant().name);
+    m_compareStale = true;
+    requestComparison();
+}
+
+void MainWindow::requestComparison()
+{
+    if (!m_compareStale || !m_compare->isVisible())
+        return;
+    m_compareStale = false;
+    const Project& p = m_document->project();
+    m_compareService.requestVariants(p);
+    m_compareService.requestSweep(p, m_compare->sweepParameter());
+    m_compare->setCurrentValue(m_compare->sweepParameter() == SweepParameter::Microbatches
+            ? m_document->activeVariant().microbatches
+            : p.costs.overlapFactor);
+}
+
+void MainWindow::showSnapshot(const SnapshotPtr& snapshot)
+{
+    m_timeline->setSnapshot(snapshot);
+    m_diagnostics->setSnapshot(snapshot);
+    m_diagnosticsStack->setCurrentWidget(
+        m_diagnostics->rowCount() > 0 ? static_cast<QWidget*>(m_diagnosticsView) : m_noFindings);
+    m_metrics->setSnapshot(snapshot);
+    m_memory->setSnapshot(snapshot);
+    m_partition->setSnapshot(snapshot);
+    m_files->setSnapshot(snapshot);
+    m_memory->setTimeRange(m_timeline->xAxis->range());
+    updateStatusLine(*snapshot);
+    m_actions.regenerate->setEnabled(snapshot->handEdited);
+}
+
+void MainWindow::updateStatusLine(const SimulationSnapshot& s)
+{
+    const QString name = QString::fromStdString(s.variantName).toHtmlEscaped();
+    if (!s.error.empty()) {
+        m_status->setText(tr("<span style='color:#d03030'>✖</span> <b>%1</b> cannot be built: %2")
+                              .arg(name, QString::fromStdString(s.error).toHtmlEscaped()));
+        return;
+    }
+    const QString shape = tr("%1, %2 ranks × %3 microbatches")
+                              .arg(QString::fromUtf8(kindDisplayName(s.schedule->kind).data()))
+                              .arg(s.schedule->ranks)
+                              .arg(s.schedule->microbatches);
+    if (!s.valid()) {
+        m_status->setText(
+            tr("<span style='color:#d03030'>✖</span> <b>%1</b> (%2): the order is invalid — %3 "
+               "error(s), listed under the chart. Move blocks back, undo (Ctrl+Z) or regenerate (Ctrl+R).")
+                .arg(name, shape)
+                .arg(s.report.errorCount()));
+        return;
+    }
+    m_status->setText(tr("<span style='color:#3a9a3a'>✔</span> <b>%1</b> (%2%3): valid · makespan %4 · bubble %5 — "
+                         "drag a block along its row to reorder; wheel or +/− to zoom, drag empty space to pan")
+                          .arg(name, shape, s.handEdited ? tr(", edited by hand") : QString(),
+                              formatTime(s.sim.makespanUs), formatPercent(s.sim.bubbleRate)));
+}
+
+void MainWindow::updateTitle()
+{
+    setWindowTitle(tr("%1 — DualPipe Studio").arg(m_document->displayName()));
+}
+
+void MainWindow::showCompare()
+{
+    m_compare->show();
+    m_compare->raise();
+    m_compare->activateWindow();
+}
+
+bool MainWindow::waitUntilIdle(int timeoutMs)
+{
+    QDeadlineTimer deadline(timeoutMs);
+    bool idle = false;
+    while (!idle && !deadline.hasExpired()) {
+        m_simulation.waitUntilIdle(static_cast<int>(deadline.remainingTime()));
+        m_compareService.waitUntilIdle(static_cast<int>(deadline.remainingTime()));
+        QApplication::processEvents();
+        idle = m_simulation.isIdle() && m_compareService.isIdle();
+    }
+    return idle;
+}
+
+void MainWindow::setThemeMode(ThemeMode mode, bool remember)
+{
+    applyThemeMode(mode);
+    applyIcons();
+    if (remember)
+        QSettings().setValue(QStringLiteral("theme"), themeModeName(mode));
+    for (QAction* action : m_themeGroup->actions())
+        action->setChecked(action->data().toInt() == static_cast<int>(mode));
+}
+
+void MainWindow::restoreLayout()
+{
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("mainWindow/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("mainWindow/state")).toByteArray());
+}
+
+void MainWindow::saveLayout()
+{
+    QSettings settings;
+    settings.setValue(QStringLiteral("mainWindow/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("mainWindow/state"), saveState());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    if (!m_files->maybeSave()) {
+        event->ignore();
+        return;
+    }
+    saveLayout();
+    m_compare->close();
+    event->accept();
+}
+
+} // namespace dps::ui

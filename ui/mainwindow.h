@@ -1,0 +1,116 @@
+#pragma once
+// The designer's main window. It wires the document, the simulation service, the file controller and the
+// views; it owns no data itself. Panels live in dock widgets so a later panel (the Run panel of issue 7)
+// is one addPanel() call, and the timeline can draw a measured set of blocks over the predicted one.
+#include "simulationservice.h"
+#include "theme.h"
+
+#include <QMainWindow>
+
+class QAction;
+class QActionGroup;
+class QDockWidget;
+class QLabel;
+class QMenu;
+class QStackedWidget;
+class QTableView;
+
+namespace dps::ui {
+
+class CompareView;
+class DiagnosticsModel;
+class FileController;
+class MemoryChart;
+class MessageBanner;
+class MetricsPanel;
+class PartitionEditor;
+class ProjectDocument;
+class ProjectPanel;
+class TimelineView;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    ProjectDocument* document() const { return m_document; }
+    FileController* files() const { return m_files; }
+    TimelineView* timeline() const { return m_timeline; }
+    MemoryChart* memoryChart() const { return m_memory; }
+    MetricsPanel* metrics() const { return m_metrics; }
+    ProjectPanel* projectPanel() const { return m_projectPanel; }
+    PartitionEditor* partitionEditor() const { return m_partition; }
+    CompareView* compareView() const { return m_compare; }
+    DiagnosticsModel* diagnostics() const { return m_diagnostics; }
+    MessageBanner* banner() const { return m_banner; }
+    SimulationService* simulation() { return &m_simulation; }
+    /// The newest snapshot of the active variant.
+    SnapshotPtr snapshot() const { return m_simulation.current(); }
+
+    /// Adds a panel as a dock widget (e.g. the Run panel); its visibility goes into the View menu.
+    QDockWidget* addPanel(const QString& objectName, const QString& title, QWidget* panel, Qt::DockWidgetArea area);
+    /// Opens the comparison window (a separate top-level window, so it can sit on a second screen).
+    void showCompare();
+    /// Waits until every requested simulation has been delivered (tests, screenshots).
+    bool waitUntilIdle(int timeoutMs = 20000);
+    /// Restores the window layout saved by the last session (not done for screenshots).
+    void restoreLayout();
+    /// Applies a palette; `remember` stores it for the next session.
+    void setThemeMode(ThemeMode mode, bool remember = false);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    QWidget* setupDesignPage();
+    void setupDocks();
+    void setupActions();
+    void createActions();
+    void assignShortcuts();
+    void setupFileMenu();
+    void setupEditMenu();
+    void setupViewMenu();
+    void setupHelpMenu();
+    void setupToolBar();
+    /// Gives the actions their icons, drawn for the current palette.
+    void applyIcons();
+    void setupConnections();
+    void connectViews();
+    void connectFiles();
+    void rebuildRecentMenu();
+    void requestSimulation();
+    void requestComparison();
+    void showSnapshot(const SnapshotPtr& snapshot);
+    void updateStatusLine(const SimulationSnapshot& snapshot);
+    void updateTitle();
+    void saveLayout();
+    void showInfo(const QString& text);
+
+    ProjectDocument* m_document;
+    SimulationService m_simulation;
+    CompareService m_compareService;
+    FileController* m_files;
+    MessageBanner* m_banner = nullptr;
+    QLabel* m_status = nullptr;
+    TimelineView* m_timeline = nullptr;
+    DiagnosticsModel* m_diagnostics = nullptr;
+    QTableView* m_diagnosticsView = nullptr;
+    QLabel* m_noFindings = nullptr;
+    QStackedWidget* m_diagnosticsStack = nullptr;
+    ProjectPanel* m_projectPanel = nullptr;
+    PartitionEditor* m_partition = nullptr;
+    MetricsPanel* m_metrics = nullptr;
+    MemoryChart* m_memory = nullptr;
+    CompareView* m_compare = nullptr;
+    QMenu* m_viewMenu = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QActionGroup* m_themeGroup = nullptr;
+    struct Actions {
+        QAction *newFile, *open, *save, *saveAs, *importCsv, *exportConfig, *exportCsv, *exportTrace, *exportChart,
+            *quit, *undo, *redo, *regenerate, *zoomIn, *zoomOut, *fit, *compare;
+    } m_actions {};
+    bool m_compareStale = true;
+};
+
+} // namespace dps::ui

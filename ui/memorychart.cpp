@@ -1,0 +1,295 @@
+#include "memorychart.h"
+
+#include "formatting.h"
+#include "timelineview.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+namespace dps::ui {
+
+namespace {
+
+/// Divisor and unit name for a byte range.
+std::pair<double, QString> byteUnit(double maxBytes)
+{
+    if (maxBytes >= 1024.0 * 1024.0 * 1024.0)
+        return { 1024.0 * 1024.0 * 1024.0, QStringLiteral("GiB") };
+    if (maxBytes >= 1024.0 * 1024.0)
+        return { 1024.0 * 1024.0, QStringLiteral("MiB") };
+    if (maxBytes >= 1024.0)
+        return { 1024.0, QStringLiteral("KiB") };
+    return { 1.0, QStringLiteral("B") };
+}
+
+double peakOver(const SimulationSnapshot& s, int rank)
+{
+    double peak = 0.0;
+    for (int r = 0; r < static_cast<int>(s.sim.ranks.size()); ++r)
+        if (rank < 0 || rank == r)
+            peak = std::max(peak, s.sim.ranks[r].peakMemoryBytes);
+    return peak;
+}
+
+} // namespace
+
+MemoryChart::MemoryChart(QWidget* parent)
+    : QWidget(parent)
+    , m_rankBox(new QComboBox(this))
+    , m_summary(new QLabel(this))
+    , m_plot(new QCustomPlot(this))
+{
+    auto* top = new QHBoxLayout;
+    top->addWidget(new QLabel(tr("Show:"), this));
+    top->addWidget(m_rankBox);
+    top->addWidget(m_summary, 1);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(top);
+    layout->addWidget(m_plot, 1);
+    m_rankBox->setToolTip(tr("One rank as stacked areas, or every rank's total as lines"));
+    m_plot->setMinimumHeight(120);
+    m_plot->legend->setFont(QFont(font().family(), 8));
+    // The legend goes in a row above the plot so it never hides a curve.
+    m_plot->plotLayout()->insertRow(0);
+    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+    m_plot->plotLayout()->addElement(0, 0, m_plot->legend);
+    m_plot->plotLayout()->setRowStretchFactor(0, 0.001);
+    m_plot->plotLayout()->setRowSpacing(0);
+    m_plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    m_plot->legend->setMargins(QMargins(4, 2, 4, 0));
+    m_colors = ChartColors::fromPalette(palette());
+    connect(m_rankBox, qOverload<int>(&QComboBox::activated), this,
+        [this](int index) { setRank(m_rankBox->itemData(index).toInt()); });
+    fillRankCombo();
+}
+
+void MemoryChart::setSnapshot(const SnapshotPtr& snapshot)
+{
+    m_snapshot = snapshot && snapshot->timed ? snapshot : nullptr;
+    if (m_snapshot && m_rank >= m_snapshot->ranks())
+        m_rank = -1;
+    fillRankCombo();
+    rebuild();
+}
+
+void MemoryChart::setRank(int rank)
+{
+    m_rank = rank;
+    const int index = m_rankBox->findData(rank);
+    if (index >= 0)
+        m_rankBox->setCurrentIndex(index);
+    rebuild();
+}
+
+void MemoryChart::fillRankCombo()
+{
+    const QSignalBlocker block(m_rankBox);
+    m_rankBox->clear();
+    m_rankBox->addItem(tr("All ranks"), -1);
+    const int ranks = m_snapshot ? m_snapshot->ranks() : 0;
+    for (int r = 0; r < ranks; ++r)
+        m_rankBox->addItem(tr("Rank %1").arg(r), r);
+    m_rankBox->setCurrentIndex(std::max(0, m_rankBox->findData(m_rank)));
+}
+
+void MemoryChart::setTimeRange(const QCPRange& range)
+{
+    m_plot->xAxis->setRange(range);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void MemoryChart::alignTimeAxis(int globalLeft, int globalRight)
+{
+    const int left = globalLeft - m_plot->mapToGlobal(QPoint(0, 0)).x();
+    const int right = m_plot->mapToGlobal(QPoint(m_plot->width(), 0)).x() - globalRight;
+    if (left < 40 || right < 0)
+        return; // too narrow to align: keep the automatic margins
+    const QMargins before = m_plot->axisRect()->margins();
+    m_plot->axisRect()->setAutoMargins(QCP::msTop | QCP::msBottom);
+    m_plot->axisRect()->setMargins(QMargins(left, before.top(), right, before.bottom()));
+    if (before.left() != left || before.right() != right)
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void MemoryChart::changeEvent(QEvent* event)
+{
+    if (event->type() == QEvent::PaletteChange) {
+        m_colors = ChartColors::fromPalette(palette());
+        rebuild();
+    }
+    QWidget::changeEvent(event);
+}
+
+void MemoryChart::styleAxes()
+{
+    m_plot->setBackground(m_colors.background);
+    for (QCPAxis* axis : { m_plot->xAxis, m_plot->yAxis }) {
+        axis->setBasePen(QPen(m_colors.axis));
+        axis->setTickPen(QPen(m_colors.axis));
+        axis->setSubTickPen(QPen(m_colors.axis));
+        axis->setTickLabelColor(m_colors.text);
+        axis->setLabelColor(m_colors.text);
+        axis->grid()->setPen(QPen(m_colors.grid, 1, Qt::DotLine));
+    }
+    m_plot->legend->setBrush(Qt::NoBrush);
+    m_plot->legend->setTextColor(m_colors.text);
+    m_plot->legend->setBorderPen(Qt::NoPen);
+}
+
+void MemoryChart::rebuild()
+{
+    m_plot->clearGraphs();
+    m_plot->clearItems();
+    styleAxes();
+    m_plot->xAxis->setVisible(m_snapshot != nullptr);
+    m_plot->yAxis->setVisible(m_snapshot != nullptr);
+    m_plot->legend->setVisible(m_snapshot != nullptr);
+    if (!m_snapshot) {
+        m_summary->clear();
+        auto* note = new QCPItemText(m_plot);
+        note->setClipToAxisRect(false);
+        note->position->setType(QCPItemPosition::ptViewportRatio);
+        note->position->setCoords(0.5, 0.5);
+        note->setColor(m_colors.axis);
+        note->setText(tr("No memory curve: the order is invalid or the variant cannot be built.\n"
+                         "Fix it (see the list under the chart) or undo."));
+        m_plot->replot();
+        return;
+    }
+    const double peak = peakOver(*m_snapshot, m_rank);
+    const auto [divisor, unit] = byteUnit(std::max(peak, 1.0));
+    m_plot->yAxis->setLabel(tr("memory (%1)").arg(unit));
+    if (m_rank >= 0)
+        drawStacked(m_rank, divisor);
+    else
+        drawAllRanks(divisor);
+    const int peakRank = m_rank >= 0 ? m_rank : m_snapshot->peakMemoryRank();
+    markPeak(peakRank, divisor);
+    const double top = peak / divisor * 1.25;
+    m_plot->yAxis->setRange(0, top > 0 ? top : 1);
+    drawLimit(divisor, top);
+    setTimeAxisUnit(m_plot->xAxis, m_snapshot->sim.makespanUs);
+    m_plot->legend->setVisible(true);
+    m_plot->legend->setWrap(9);
+    m_plot->legend->setColumnSpacing(10);
+    m_plot->replot();
+}
+
+void MemoryChart::addStep(
+    const QVector<double>& t, const QVector<double>& v, const QColor& color, const QString& name, bool filled)
+{
+    QCPGraph* g = m_plot->addGraph();
+    g->setName(name);
+    g->setLineStyle(QCPGraph::lsStepLeft);
+    g->setPen(QPen(color.darker(filled ? 115 : 100), filled ? 1.0 : 1.6));
+    if (filled) {
+        QColor fill = color;
+        fill.setAlpha(m_colors.dark ? 150 : 120);
+        g->setBrush(fill);
+        if (m_plot->graphCount() > 1)
+            g->setChannelFillGraph(m_plot->graph(m_plot->graphCount() - 2));
+    }
+    g->setData(t, v, true);
+}
+
+void MemoryChart::drawStacked(int rank, double divisor)
+{
+    const SimulationSnapshot& s = *m_snapshot;
+    const StaticMemory sm = rank < static_cast<int>(s.staticMemory.size()) ? s.staticMemory[rank] : StaticMemory {};
+    const auto& points = s.sim.ranks[rank].memory;
+    QVector<double> t { 0.0 };
+    QVector<double> act { 0.0 };
+    for (const auto& p : points) {
+        t << p.timeUs;
+        act << p.activationBytes;
+    }
+    t << s.sim.makespanUs;
+    act << act.back();
+    const auto level = [&](double bytes) { return QVector<double>(t.size(), bytes / divisor); };
+    addStep(t, level(sm.parameters), seriesColor(0), tr("parameters"), true);
+    addStep(t, level(sm.parameters + sm.gradients), seriesColor(3), tr("gradients"), true);
+    addStep(t, level(sm.total()), seriesColor(6), tr("optimizer state"), true);
+    QVector<double> total(t.size());
+    for (int i = 0; i < t.size(); ++i)
+        total[i] = (sm.total() + act[i]) / divisor;
+    addStep(t, total, seriesColor(2), tr("live activations"), true);
+    m_summary->setText(tr("rank %1: peak %2 · parameters %3 · peak in-flight %4")
+                           .arg(rank)
+                           .arg(formatBytes(s.sim.ranks[rank].peakMemoryBytes), formatBytes(sm.parameters))
+                           .arg(s.sim.ranks[rank].peakInflight));
+}
+
+void MemoryChart::drawAllRanks(double divisor)
+{
+    const SimulationSnapshot& s = *m_snapshot;
+    for (int r = 0; r < s.ranks(); ++r) {
+        QVector<double> t { 0.0 }, v { s.sim.ranks[r].staticBytes / divisor };
+        for (const auto& p : s.sim.ranks[r].memory) {
+            t << p.timeUs;
+            v << p.totalBytes / divisor;
+        }
+        t << s.sim.makespanUs;
+        v << v.back();
+        addStep(t, v, seriesColor(r), tr("rank %1").arg(r), false);
+    }
+    const int peakRank = s.peakMemoryRank();
+    m_summary->setText(peakRank >= 0 ? tr("total per rank; highest peak %1 on rank %2")
+                                           .arg(formatBytes(s.sim.ranks[peakRank].peakMemoryBytes))
+                                           .arg(peakRank)
+                                     : QString());
+}
+
+void MemoryChart::markPeak(int rank, double divisor)
+{
+    if (rank < 0)
+        return;
+    const RankResult& r = m_snapshot->sim.ranks[rank];
+    double when = 0.0;
+    for (const auto& p : r.memory)
+        if (p.totalBytes >= r.peakMemoryBytes - 1e-6) {
+            when = p.timeUs;
+            break;
+        }
+    QCPGraph* g = m_plot->addGraph();
+    g->setName(tr("peak"));
+    g->setLineStyle(QCPGraph::lsNone);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, m_colors.invalid, m_colors.invalid, 7));
+    g->setData(QVector<double> { when }, QVector<double> { r.peakMemoryBytes / divisor });
+    auto* label = new QCPItemText(m_plot);
+    label->position->setCoords(when, r.peakMemoryBytes / divisor);
+    const double share = m_snapshot->sim.makespanUs > 0 ? when / m_snapshot->sim.makespanUs : 0.5;
+    label->setPositionAlignment(
+        Qt::AlignBottom | (share < 0.15 ? Qt::AlignLeft : (share > 0.85 ? Qt::AlignRight : Qt::AlignHCenter)));
+    label->setPadding(QMargins(0, 0, 0, 6));
+    label->setColor(m_colors.text);
+    label->setText(tr("peak %1 (rank %2)").arg(formatBytes(r.peakMemoryBytes)).arg(rank));
+}
+
+void MemoryChart::drawLimit(double divisor, double top)
+{
+    const double limit = m_snapshot->deviceMemoryBytes;
+    if (limit <= 0)
+        return;
+    const double peak = peakOver(*m_snapshot, m_rank);
+    m_summary->setText(m_summary->text()
+        + tr(" · device limit %1 (%2 used at the peak)").arg(formatBytes(limit), formatPercent(peak / limit)));
+    if (limit / divisor > top)
+        return; // far above the curves: named in the summary, not drawn, so the curves stay readable
+    auto* line = new QCPItemStraightLine(m_plot);
+    line->point1->setCoords(0, limit / divisor);
+    line->point2->setCoords(1, limit / divisor);
+    line->setPen(QPen(m_colors.invalid, 1.5, Qt::DashLine));
+    auto* text = new QCPItemText(m_plot);
+    text->setColor(m_colors.invalid);
+    text->setFont(QFont(font().family(), 8));
+    text->position->setCoords(m_snapshot->sim.makespanUs, limit / divisor);
+    text->setPositionAlignment(Qt::AlignBottom | Qt::AlignRight);
+    text->setText(tr("device limit %1").arg(formatBytes(limit)));
+}
+
+} // namespace dps::ui

@@ -1,0 +1,55 @@
+#pragma once
+// Memory over time per rank: for one rank, stacked areas of parameters, gradients, optimizer state and
+// live activations; for all ranks, one line each. The peak is marked and the device limit drawn (or, when
+// it is far above the curves, named in a corner so the curves stay readable).
+#include "snapshot.h"
+#include "theme.h"
+
+#include <QWidget>
+
+class QComboBox;
+class QCustomPlot;
+class QCPRange;
+class QLabel;
+
+namespace dps::ui {
+
+class MemoryChart : public QWidget {
+    Q_OBJECT
+public:
+    explicit MemoryChart(QWidget* parent = nullptr);
+
+    void setSnapshot(const SnapshotPtr& snapshot);
+    /// -1 shows every rank.
+    void setRank(int rank);
+    int rank() const { return m_rank; }
+    /// Follows the timeline's visible time range.
+    void setTimeRange(const QCPRange& range);
+    /// Puts the plot's time axis under the timeline's: its left and right ends at these global x pixels.
+    void alignTimeAxis(int globalLeft, int globalRight);
+    QCustomPlot* plot() const { return m_plot; }
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    void rebuild();
+    void fillRankCombo();
+    void styleAxes();
+    void drawStacked(int rank, double divisor);
+    void drawAllRanks(double divisor);
+    void markPeak(int rank, double divisor);
+    void drawLimit(double divisor, double top);
+    /// Step curve of a rank: (time, value) with the last value held until the makespan.
+    void addStep(
+        const QVector<double>& t, const QVector<double>& v, const QColor& color, const QString& name, bool filled);
+
+    QComboBox* m_rankBox;
+    QLabel* m_summary;
+    QCustomPlot* m_plot;
+    SnapshotPtr m_snapshot;
+    int m_rank = 0;
+    ChartColors m_colors;
+};
+
+} // namespace dps::ui

@@ -1,0 +1,53 @@
+#include "partitioning.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace dps::ui {
+
+std::vector<int> evenPartition(int layers, int stages)
+{
+    if (stages <= 0)
+        return {};
+    std::vector<int> result(stages, layers / stages);
+    for (int s = 0; s < layers % stages; ++s)
+        ++result[s];
+    return result;
+}
+
+std::vector<int> balancedPartition(int layers, const std::vector<double>& costPerLayer)
+{
+    const int stages = static_cast<int>(costPerLayer.size());
+    if (stages == 0)
+        return {};
+    const int base = layers >= stages ? 1 : 0;
+    std::vector<int> result(stages, base);
+    for (int left = layers - base * stages; left > 0; --left) {
+        int best = 0;
+        for (int s = 1; s < stages; ++s)
+            if ((result[s] + 1) * costPerLayer[s] < (result[best] + 1) * costPerLayer[best])
+                best = s;
+        ++result[best];
+    }
+    return result;
+}
+
+std::vector<int> movedBoundary(std::vector<int> partition, int boundary, int layersBefore, int minimum)
+{
+    if (boundary < 0 || boundary + 1 >= static_cast<int>(partition.size()))
+        return partition;
+    const int before = std::accumulate(partition.begin(), partition.begin() + boundary, 0);
+    const int pair = partition[boundary] + partition[boundary + 1];
+    const int lo = std::min(minimum, pair / 2);
+    const int first = std::clamp(layersBefore - before, lo, pair - lo);
+    partition[boundary] = first;
+    partition[boundary + 1] = pair - first;
+    return partition;
+}
+
+int totalLayers(const std::vector<int>& partition)
+{
+    return std::accumulate(partition.begin(), partition.end(), 0);
+}
+
+} // namespace dps::ui

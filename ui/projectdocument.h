@@ -1,0 +1,79 @@
+#pragma once
+// The open project: owns the dps::Project, its file path and the undo stack. Every change goes through
+// one of the edit methods below, which pushes an undoable command holding the project before and after —
+// so undo/redo covers every edit, and views only read project() and listen to changed().
+#include "project/project.h"
+
+#include <QObject>
+#include <QString>
+#include <QUndoStack>
+
+#include <functional>
+#include <optional>
+
+namespace dps::ui {
+
+/// Which per-stage cost a cost override sets.
+enum class CostField { Forward, InputGrad, WeightGrad, Backward, Overlap };
+
+class ProjectDocument : public QObject {
+    Q_OBJECT
+public:
+    explicit ProjectDocument(QObject* parent = nullptr);
+
+    const Project& project() const { return m_project; }
+    /// The active variant (the first one when the name is stale).
+    const Variant& activeVariant() const;
+    QString activeName() const { return QString::fromStdString(m_project.activeVariant); }
+    QString filePath() const { return m_path; }
+    /// Title for the window: file name (or "untitled") with "*" when modified.
+    QString displayName() const;
+    bool isModified() const { return !m_undo.isClean(); }
+    QUndoStack* undoStack() { return &m_undo; }
+
+    /// Replaces the project (new, open): clears the undo history, marks the document clean.
+    void reset(const Project& project, const QString& path = {});
+    /// Marks the current state as saved under `path`.
+    void markSaved(const QString& path);
+
+    // Edits. Each pushes one undo command; `mergeKey` >= 0 merges consecutive edits of the same key.
+    void edit(const QString& text, const std::function<void(Project&)>& change, int mergeKey = -1);
+    void setActiveVariant(const QString& name);
+    /// Adds a copy of the active variant under a fresh name; returns that name.
+    QString addVariant();
+    void removeVariant(const QString& name);
+    /// Renames; refuses (returns false) an empty or duplicate name.
+    bool renameVariant(const QString& from, const QString& to);
+    /// Changes kind/ranks/microbatches/stages per rank of the active variant; resets its hand-edited order and,
+    /// when the stage count changes, its partition.
+    void setVariantShape(ScheduleKind kind, int ranks, int microbatches, int stagesPerRank);
+    void setPartition(const std::vector<int>& layersPerStage);
+    void setStageCost(int stage, CostField field, std::optional<double> valueUs);
+    /// Moves the slot at `from` of `rank` to `to` in the active variant's order (the generated order is
+    /// copied first when the variant has none).
+    void moveAction(int rank, int from, int to);
+    /// Drops the hand-edited order of the active variant: back to the generated one.
+    void regenerate();
+    /// Adds an imported schedule as a new variant (kind Custom) and makes it active.
+    QString addImportedVariant(const Schedule& schedule, const QString& baseName);
+
+    /// A name not used by any variant: base, base-2, base-3, ...
+    QString uniqueName(const QString& base) const;
+
+signals:
+    /// The project content changed (any edit, undo, redo, reset).
+    void changed();
+    /// The title (file name or modified state) changed.
+    void titleChanged(const QString& title);
+
+private:
+    friend class ProjectEditCommand;
+    void assign(const Project& project);
+    Variant* activeMutable(Project& project) const;
+
+    Project m_project;
+    QString m_path;
+    QUndoStack m_undo;
+};
+
+} // namespace dps::ui

@@ -1,0 +1,229 @@
+#include "snapshot.h"
+
+#include "schedule/errors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace dps::ui {
+
+std::pair<double, int> SimulationSnapshot::largestIdle() const
+{
+    std::pair<double, int> best { 0.0, -1 };
+    for (int r = 0; r < static_cast<int>(sim.ranks.size()); ++r)
+        if (best.second < 0 || sim.ranks[r].idleUs > best.first)
+            best = { sim.ranks[r].idleUs, r };
+    return best;
+}
+
+int SimulationSnapshot::peakMemoryRank() const
+{
+    int best = -1;
+    for (int r = 0; r < static_cast<int>(sim.ranks.size()); ++r)
+        if (best < 0 || sim.ranks[r].peakMemoryBytes > sim.ranks[best].peakMemoryBytes)
+            best = r;
+    return best;
+}
+
+namespace {
+
+/// Key of an action for finding it again in another snapshot.
+std::string actionKey(const Action& action)
+{
+    return toString(action);
+}
+
+/// Error diagnostics by (rank, position).
+std::set<std::pair<int, int>> offending(const ValidationReport& report)
+{
+    std::set<std::pair<int, int>> result;
+    for (const auto& d : report.diagnostics)
+        if (d.severity == Severity::Error && d.rank >= 0 && d.position >= 0)
+            result.insert({ d.rank, d.position });
+    return result;
+}
+
+double slotDuration(const Action& action, const CostModel& costs)
+{
+    const auto stageCost = [&](int stage) -> const StageCost* {
+        return stage >= 0 && stage < static_cast<int>(costs.stages.size()) ? &costs.stages[stage] : nullptr;
+    };
+    if (action.overlapped)
+        return costs.overlapTime(action.op.stage, action.backward.stage);
+    const StageCost* c = stageCost(action.op.stage);
+    if (!c)
+        return 1.0;
+    switch (action.op.kind) {
+    case OpKind::F:
+        return c->forwardUs;
+    case OpKind::I:
+        return c->inputGradUs;
+    case OpKind::W:
+        return c->weightGradUs;
+    case OpKind::B:
+        return c->backward();
+    }
+    return 1.0;
+}
+
+void layoutTimed(SimulationSnapshot& s, const std::set<std::pair<int, int>>& bad)
+{
+    const Schedule& schedule = *s.schedule;
+    s.blocks.reset(schedule.ranks);
+    for (int r = 0; r < schedule.ranks; ++r) {
+        double free = 0.0;
+        for (int i = 0; i < static_cast<int>(schedule.order[r].size()); ++i) {
+            const SlotTiming& t = s.sim.timing[r][i];
+            const bool waited = t.startUs > free + 1e-9 && t.readyUs > free + 1e-9;
+            s.blocks.add({ t.startUs, t.endUs, schedule.order[r][i], r, i, bad.count({ r, i }) > 0, waited });
+            free = t.endUs;
+        }
+    }
+}
+
+/// Invalid order: list order per rank, each block at its duration, no earlier than the same action's
+/// start in the previous timed layout.
+void layoutInListOrder(
+    SimulationSnapshot& s, const std::set<std::pair<int, int>>& bad, const SimulationSnapshot* previous)
+{
+    std::map<std::string, double> previousStart;
+    if (previous)
+        for (int r = 0; r < previous->blocks.rankCount(); ++r)
+            for (const auto& b : previous->blocks.blocks(r))
+                previousStart[actionKey(b.action)] = b.startUs;
+    const Schedule& schedule = *s.schedule;
+    s.blocks.reset(schedule.ranks);
+    for (int r = 0; r < schedule.ranks; ++r) {
+        double free = 0.0;
+        for (int i = 0; i < static_cast<int>(schedule.order[r].size()); ++i) {
+            const Action& a = schedule.order[r][i];
+            const auto it = previousStart.find(actionKey(a));
+            const double start = std::max(free, it == previousStart.end() ? free : it->second);
+            const double end = start + slotDuration(a, s.costs);
+            s.blocks.add({ start, end, a, r, i, bad.count({ r, i }) > 0, false });
+            free = end;
+        }
+    }
+}
+
+bool timingComplete(const SimulationSnapshot& s)
+{
+    if (s.sim.deadlocked || s.sim.timing.size() != s.schedule->order.size())
+        return false;
+    for (std::size_t r = 0; r < s.sim.timing.size(); ++r)
+        if (s.sim.timing[r].size() != s.schedule->order[r].size())
+            return false;
+    return true;
+}
+
+void build(SimulationSnapshot& s, const Project& project, const Variant& variant)
+{
+    s.handEdited = variant.order.has_value();
+    s.deviceMemoryBytes = project.cluster.memoryPerDeviceBytes;
+    s.schedule = buildSchedule(project, variant);
+    s.costs = buildCostModel(project, variant);
+}
+
+} // namespace
+
+SnapshotPtr computeSnapshot(const Project& project, const std::string& variantName, std::uint64_t generation,
+    const SimulationSnapshot* previous)
+{
+    auto s = std::make_shared<SimulationSnapshot>();
+    s->generation = generation;
+    s->variantName = variantName;
+    try {
+        const Variant* variant = project.find(variantName);
+        if (!variant)
+            throw FormatError("no variant named '" + variantName + "'");
+        build(*s, project, *variant);
+    } catch (const std::exception& e) {
+        s->error = e.what();
+        s->schedule.reset();
+        return s;
+    }
+    s->report = validate(*s->schedule);
+    const auto bad = offending(s->report);
+    s->sim = simulate(*s->schedule, s->costs);
+    s->closedForm = closedFormLargestIdle(*s->schedule, s->costs);
+    s->timed = s->report.valid() && timingComplete(*s);
+    if (s->timed)
+        layoutTimed(*s, bad);
+    else
+        layoutInListOrder(*s, bad, previous && previous->timed ? previous : nullptr);
+    s->staticMemory = staticMemoryPerRank(*s->schedule, s->costs);
+    return s;
+}
+
+std::vector<StaticMemory> staticMemoryPerRank(const Schedule& schedule, const CostModel& costs)
+{
+    std::vector<std::set<int>> held(static_cast<std::size_t>(std::max(0, schedule.ranks)));
+    for (int s = 0; s < schedule.stages; ++s)
+        for (int m = 0; m < schedule.microbatches; ++m) {
+            const int r = schedule.placement.rankOf(s, m);
+            if (r >= 0 && r < schedule.ranks)
+                held[r].insert(s);
+        }
+    std::vector<StaticMemory> result(held.size());
+    for (std::size_t r = 0; r < held.size(); ++r)
+        for (int s : held[r]) {
+            if (s >= static_cast<int>(costs.stages.size()))
+                continue;
+            const StageCost& c = costs.stages[s];
+            result[r].parameters += c.parameterBytes;
+            result[r].gradients += c.gradientBytes;
+            result[r].optimizer += c.parameterCount * costs.optimizerBytesPerParameter;
+            result[r].parameterCount += c.parameterCount;
+        }
+    return result;
+}
+
+namespace {
+
+std::string formatUs(double us)
+{
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.1f µs", us);
+    return buffer;
+}
+
+/// What the first op of a slot needs from another rank, in words.
+std::string inputName(const Op& op, int lastStage)
+{
+    const int mb = op.microbatch;
+    switch (op.kind) {
+    case OpKind::F:
+        return "the activation of stage " + std::to_string(op.stage - 1) + ", microbatch " + std::to_string(mb);
+    case OpKind::I:
+    case OpKind::B:
+        return op.stage == lastStage
+            ? "its forward"
+            : "the gradient of stage " + std::to_string(op.stage + 1) + ", microbatch " + std::to_string(mb);
+    case OpKind::W:
+        return "its input-gradient step";
+    }
+    return "its inputs";
+}
+
+} // namespace
+
+std::string describeWait(const SimulationSnapshot& snapshot, int rank, int position)
+{
+    const TimelineBlock* b = snapshot.blocks.block(rank, position);
+    if (!b || !snapshot.timed)
+        return "not simulated: the order is invalid";
+    const SlotTiming& t = snapshot.sim.timing[rank][position];
+    const double free = position > 0 ? snapshot.sim.timing[rank][position - 1].endUs : 0.0;
+    if (t.startUs <= free + 1e-9)
+        return "nothing: started as soon as rank " + std::to_string(rank) + " was free";
+    const int lastStage = snapshot.schedule ? snapshot.schedule->stages - 1 : 0;
+    std::string what = b->action.overlapped ? "the inputs of both halves" : inputName(b->action.op, lastStage);
+    if (t.waitedOnRank >= 0)
+        what += " from rank " + std::to_string(t.waitedOnRank);
+    return what + ", ready at " + formatUs(t.readyUs) + " (idle " + formatUs(t.startUs - free) + " before it)";
+}
+
+} // namespace dps::ui

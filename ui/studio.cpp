@@ -1,0 +1,149 @@
+#include "studio.h"
+
+#include "compareview.h"
+#include "filecontroller.h"
+#include "mainwindow.h"
+#include "theme.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QImage>
+#include <QSettings>
+
+#include <cstdio>
+#include <cstring>
+
+static void initUiResources()
+{
+    Q_INIT_RESOURCE(studio);
+}
+
+namespace dps::ui {
+
+bool wantsScreenshot(int argc, char** argv)
+{
+    for (int i = 1; i < argc; ++i)
+        if (std::strncmp(argv[i], "--screenshot", 12) == 0 || std::strncmp(argv[i], "--compare-screenshot", 20) == 0)
+            return true;
+    return false;
+}
+
+void initStudioResources()
+{
+    initUiResources();
+}
+
+bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QString& error)
+{
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QObject::tr("Design, simulate and compare pipeline-parallel schedules."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("project"), QObject::tr("A project file (*.dpstudio.json) to open."),
+        QStringLiteral("[PROJECT]"));
+    const QCommandLineOption shot(QStringLiteral("screenshot"),
+        QObject::tr("Render the main window offscreen to <file> (PNG) and exit."), QStringLiteral("file"));
+    const QCommandLineOption compare(QStringLiteral("compare-screenshot"),
+        QObject::tr("Render the comparison view offscreen to <file> (PNG) and exit."), QStringLiteral("file"));
+    const QCommandLineOption theme(
+        QStringLiteral("theme"), QObject::tr("Palette: system, light or dark."), QStringLiteral("mode"));
+    const QCommandLineOption size(
+        QStringLiteral("size"), QObject::tr("Screenshot size, e.g. 1600x1000."), QStringLiteral("WxH"));
+    parser.addOptions({ shot, compare, theme, size });
+    if (!parser.parse(arguments)) {
+        error = parser.errorText();
+        return false;
+    }
+    if (parser.isSet(QStringLiteral("help")))
+        parser.showHelp(0);
+    if (parser.isSet(QStringLiteral("version")))
+        parser.showVersion();
+    options.screenshot = parser.value(shot);
+    options.compareScreenshot = parser.value(compare);
+    options.theme = parser.value(theme);
+    options.project = parser.positionalArguments().value(0);
+    if (parser.positionalArguments().size() > 1) {
+        error = QObject::tr("one project at most (got %1)").arg(parser.positionalArguments().size());
+        return false;
+    }
+    if (parser.isSet(size)) {
+        const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+        options.size = QSize(wh.value(0).toInt(), wh.value(1).toInt());
+        if (wh.size() != 2 || options.size.width() < 200 || options.size.height() < 200) {
+            error = QObject::tr("--size: expected WxH of at least 200x200, got '%1'").arg(parser.value(size));
+            return false;
+        }
+    }
+    return true;
+}
+
+namespace {
+
+void settle(QWidget& window, const QSize& size)
+{
+    window.resize(size);
+    window.show();
+    QApplication::processEvents();
+}
+
+bool saveImage(const QImage& image, const QString& path)
+{
+    if (image.save(path))
+        return true;
+    std::fprintf(stderr, "dualpipe-studio: cannot write %s\n", qPrintable(path));
+    return false;
+}
+
+int renderShots(MainWindow& window, const StudioOptions& options)
+{
+    if (!options.screenshot.isEmpty() && !saveImage(renderMainWindow(window, options.size), options.screenshot))
+        return 2;
+    if (!options.compareScreenshot.isEmpty()
+        && !saveImage(renderCompareView(window, options.size), options.compareScreenshot))
+        return 2;
+    return 0;
+}
+
+} // namespace
+
+QImage renderMainWindow(MainWindow& window, const QSize& size)
+{
+    settle(window, size);
+    window.waitUntilIdle();
+    QApplication::processEvents();
+    return window.grab().toImage();
+}
+
+QImage renderCompareView(MainWindow& window, const QSize& size)
+{
+    CompareView* view = window.compareView();
+    settle(*view, size);
+    window.showCompare();
+    QApplication::processEvents();
+    window.waitUntilIdle();
+    QApplication::processEvents();
+    return view->grab().toImage();
+}
+
+int runStudio(const StudioOptions& options)
+{
+    const QString savedTheme = QSettings().value(QStringLiteral("theme")).toString();
+    const QString theme
+        = !options.theme.isEmpty() ? options.theme : (options.headless() ? QStringLiteral("light") : savedTheme);
+    MainWindow window;
+    window.setThemeMode(parseThemeMode(theme));
+    window.files()->setRemembersRecent(!options.headless());
+    QString failure;
+    QObject::connect(window.files(), &FileController::failed, [&failure](const QString& text) { failure = text; });
+    if (!options.project.isEmpty() && !window.files()->openFile(options.project) && options.headless()) {
+        std::fprintf(stderr, "dualpipe-studio: %s\n", qPrintable(failure));
+        return 1;
+    }
+    if (options.headless())
+        return renderShots(window, options);
+    window.restoreLayout();
+    window.show();
+    return QApplication::exec();
+}
+
+} // namespace dps::ui

@@ -1,0 +1,42 @@
+#pragma once
+// What app/studio/main.cpp calls: the command line of dualpipe-studio as a value type, and running the
+// window (or rendering it offscreen for --screenshot / --compare-screenshot).
+#include <QSize>
+#include <QString>
+#include <QStringList>
+
+class QImage;
+
+namespace dps::ui {
+
+class MainWindow;
+
+struct StudioOptions {
+    QString project; ///< a project file to open; empty = the embedded default project
+    QString screenshot; ///< --screenshot FILE: render the main window to FILE and exit
+    QString compareScreenshot; ///< --compare-screenshot FILE: render the comparison view to FILE and exit
+    QString theme; ///< --theme system|light|dark (default: the saved choice; light for screenshots)
+    QSize size { 1600, 1000 }; ///< --size WxH of a screenshot
+    bool headless() const { return !screenshot.isEmpty() || !compareScreenshot.isEmpty(); }
+};
+
+/// True when argv asks for a screenshot (checked before the QApplication exists, to pick the offscreen
+/// platform).
+bool wantsScreenshot(int argc, char** argv);
+
+/// Parses the arguments (argv without the program name is fine too). On a usage error returns false and
+/// sets `error`; --help and --version are handled by printing and exiting.
+bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QString& error);
+
+/// Loads the embedded icons and resources of the ui library (call once after the QApplication exists).
+void initStudioResources();
+
+/// Opens the window (or renders the screenshots) and runs the event loop; returns the exit code.
+int runStudio(const StudioOptions& options);
+
+/// Renders the whole main window at `size` after the simulation settled.
+QImage renderMainWindow(MainWindow& window, const QSize& size);
+/// Renders the comparison view at `size` after every variant and the sweep settled.
+QImage renderCompareView(MainWindow& window, const QSize& size);
+
+} // namespace dps::ui

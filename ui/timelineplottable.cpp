@@ -1,0 +1,266 @@
+#include "timelineplottable.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dps::ui {
+
+TimelinePlottable::TimelinePlottable(QCPAxis* keyAxis, QCPAxis* valueAxis)
+    : QCPAbstractPlottable(keyAxis, valueAxis)
+{
+    setSelectable(QCP::stNone);
+    setAntialiased(false);
+}
+
+void TimelinePlottable::setBlocks(std::shared_ptr<const BlockIndex> blocks, double makespanUs)
+{
+    m_blocks = std::move(blocks);
+    m_makespanUs = makespanUs;
+    m_hovered = {};
+    m_marked = {};
+    m_drag = {};
+}
+
+void TimelinePlottable::setMeasuredBlocks(std::shared_ptr<const BlockIndex> measured)
+{
+    m_measured = std::move(measured);
+}
+
+void TimelinePlottable::setDrag(BlockRef block, double offsetUs, int dropPosition)
+{
+    m_drag = { block, offsetUs, dropPosition };
+}
+
+TimeMapping TimelinePlottable::timeMapping() const
+{
+    const QCPAxis* key = keyAxis();
+    if (!key)
+        return {};
+    const QCPRange range = key->range();
+    return { range.lower, range.upper, key->coordToPixel(range.lower), key->coordToPixel(range.upper) };
+}
+
+RowMapping TimelinePlottable::rowMapping() const
+{
+    const QCPAxis* value = valueAxis();
+    const int rows = m_rowOffset + (m_blocks ? m_blocks->rankCount() : 0);
+    if (!value || rows <= 0)
+        return {};
+    const double top = value->coordToPixel(-0.5);
+    const double bottom = value->coordToPixel(rows - 0.5);
+    return { rows, std::min(top, bottom), std::max(top, bottom) };
+}
+
+QRectF TimelinePlottable::blockRect(const TimelineBlock& block) const
+{
+    Frame f { timeMapping(), rowMapping(), {}, {}, 6.0 };
+    return rectIn(f, block);
+}
+
+QRectF TimelinePlottable::rectIn(const Frame& f, const TimelineBlock& block) const
+{
+    const int row = block.rank + m_rowOffset;
+    const double x0 = f.time.toPixel(block.startUs);
+    const double x1 = std::max(f.time.toPixel(block.endUs), x0 + 1.0);
+    return QRectF(QPointF(x0, f.rows.bandTop(row)), QPointF(x1, f.rows.bandBottom(row)));
+}
+
+BlockRef TimelinePlottable::blockAt(const QPointF& pixel) const
+{
+    if (!m_blocks)
+        return {};
+    const RowMapping rows = rowMapping();
+    const int rank = rows.rowAt(pixel.y()) - m_rowOffset;
+    if (rank < 0 || rank >= m_blocks->rankCount())
+        return {};
+    const TimeMapping time = timeMapping();
+    const double tolerance = time.scale() > 0 ? 2.0 / time.scale() : 0.0;
+    const TimelineBlock* b = m_blocks->hit(rank, time.toTime(pixel.x()), tolerance);
+    return b ? BlockRef { b->rank, b->position } : BlockRef {};
+}
+
+double TimelinePlottable::selectTest(const QPointF& pos, bool onlySelectable, QVariant* details) const
+{
+    if ((onlySelectable && mSelectable == QCP::stNone) || !mKeyAxis || !mValueAxis)
+        return -1;
+    const BlockRef ref = blockAt(pos);
+    if (!ref.valid())
+        return -1;
+    if (details)
+        details->setValue(QPoint(ref.rank, ref.position));
+    return 0;
+}
+
+QCPRange TimelinePlottable::getKeyRange(bool& foundRange, QCP::SignDomain) const
+{
+    foundRange = m_blocks && m_blocks->size() > 0;
+    return QCPRange(0.0, std::max(m_makespanUs, m_blocks ? m_blocks->endUs() : 0.0));
+}
+
+QCPRange TimelinePlottable::getValueRange(bool& foundRange, QCP::SignDomain, const QCPRange&) const
+{
+    const int ranks = m_blocks ? m_blocks->rankCount() : 0;
+    foundRange = ranks > 0;
+    return QCPRange(m_rowOffset - (m_title.isEmpty() ? 0.5 : 1.5), m_rowOffset + ranks - 0.5);
+}
+
+TimelinePlottable::Frame TimelinePlottable::frame(QCPPainter* painter) const
+{
+    Frame f { timeMapping(), rowMapping(), clipRect(), painter->font(), 6.0 };
+    const double band = f.rows.bandHeight();
+    f.font.setPointSizeF(std::clamp(band * 0.36, 6.5, 9.0));
+    f.digitWidth = QFontMetricsF(f.font).horizontalAdvance(QLatin1Char('0'));
+    return f;
+}
+
+void TimelinePlottable::draw(QCPPainter* painter)
+{
+    if (!m_blocks || !mKeyAxis || !mValueAxis)
+        return;
+    const Frame f = frame(painter);
+    painter->save();
+    painter->setClipRect(f.clip);
+    painter->setFont(f.font);
+    drawTitle(painter, f);
+    for (int r = 0; r < m_blocks->rankCount(); ++r) {
+        drawIdle(painter, f, r);
+        drawRank(painter, f, r);
+        drawMeasured(painter, f, r);
+    }
+    drawDrag(painter, f);
+    painter->restore();
+}
+
+void TimelinePlottable::drawTitle(QCPPainter* painter, const Frame& f) const
+{
+    if (m_title.isEmpty())
+        return;
+    const double h = f.rows.rowHeight();
+    const double y = mValueAxis->coordToPixel(m_rowOffset - 1.0);
+    QFont bold = f.font;
+    bold.setBold(true);
+    bold.setPointSizeF(9.0);
+    painter->setFont(bold);
+    painter->setPen(m_colors.text);
+    painter->drawText(
+        QRectF(f.clip.left() + 6, y - h / 2, f.clip.width() - 12, h), Qt::AlignLeft | Qt::AlignBottom, m_title);
+    painter->setFont(f.font);
+}
+
+void TimelinePlottable::drawIdle(QCPPainter* painter, const Frame& f, int rank) const
+{
+    const int row = rank + m_rowOffset;
+    const double x0 = f.time.toPixel(0.0);
+    const double x1 = f.time.toPixel(m_makespanUs);
+    const QRectF band(QPointF(x0, f.rows.bandTop(row)), QPointF(x1, f.rows.bandBottom(row)));
+    painter->fillRect(band, m_colors.idle);
+    painter->fillRect(band, QBrush(m_colors.idleHatch, Qt::BDiagPattern));
+}
+
+void TimelinePlottable::drawRank(QCPPainter* painter, const Frame& f, int rank) const
+{
+    const auto [first, last] = m_blocks->visible(rank, f.time.startUs(), f.time.endUs());
+    const auto& list = m_blocks->blocks(rank);
+    for (int i = first; i < last; ++i) {
+        const TimelineBlock& b = list[i];
+        const bool dragged = m_drag.block.valid() && m_drag.block == BlockRef { b.rank, b.position };
+        painter->setOpacity(dragged ? 0.3 : 1.0);
+        drawBlock(painter, f, b, rectIn(f, b));
+    }
+    painter->setOpacity(1.0);
+}
+
+void TimelinePlottable::drawBlock(QCPPainter* painter, const Frame& f, const TimelineBlock& b, const QRectF& rect) const
+{
+    const QColor first = kindColor(b.action.op.kind);
+    const QColor second = b.action.overlapped ? kindColor(b.action.backward.kind) : first;
+    const QRectF top(rect.topLeft(), QPointF(rect.right(), rect.center().y()));
+    const QRectF bottom(QPointF(rect.left(), rect.center().y()), rect.bottomRight());
+    if (b.action.overlapped) {
+        painter->fillRect(top, first);
+        painter->fillRect(bottom, second);
+    } else {
+        painter->fillRect(rect, first);
+    }
+    if (b.invalid) {
+        QColor hatch = m_colors.invalid;
+        hatch.setAlpha(150);
+        painter->fillRect(rect, QBrush(hatch, Qt::BDiagPattern));
+    }
+    if (b.action.overlapped) {
+        drawLabel(painter, f, top, b.action.op.microbatch, first);
+        drawLabel(painter, f, bottom, b.action.backward.microbatch, second);
+    } else {
+        drawLabel(painter, f, rect, b.action.op.microbatch, first);
+    }
+    painter->setBrush(Qt::NoBrush);
+    if (rect.width() >= 4.0) {
+        painter->setPen(QPen(first.darker(150), 1.0));
+        painter->drawRect(rect.adjusted(0, 0, -1, -1));
+    }
+    if (b.invalid) {
+        painter->setPen(QPen(m_colors.invalid, 3.0));
+        painter->drawRect(rect.adjusted(1, 1, -1, -1));
+    }
+    const BlockRef ref { b.rank, b.position };
+    if (ref == m_hovered || ref == m_marked) {
+        painter->setPen(QPen(ref == m_marked ? m_colors.invalid : m_colors.highlight, 2.0));
+        painter->drawRect(rect.adjusted(-1, -1, 0, 0));
+    }
+}
+
+void TimelinePlottable::drawLabel(
+    QCPPainter* painter, const Frame& f, const QRectF& rect, int microbatch, const QColor& fill) const
+{
+    const QString text = QString::number(microbatch);
+    const double width = f.digitWidth * text.size() + 3.0;
+    if (rect.width() < width || rect.height() < f.digitWidth * 1.4)
+        return;
+    painter->setPen(textColorOn(fill));
+    painter->drawText(rect, Qt::AlignCenter, text);
+}
+
+void TimelinePlottable::drawMeasured(QCPPainter* painter, const Frame& f, int rank) const
+{
+    if (!m_measured || rank >= m_measured->rankCount())
+        return;
+    const auto [first, last] = m_measured->visible(rank, f.time.startUs(), f.time.endUs());
+    painter->setPen(QPen(m_colors.measured, 1.5, Qt::DashLine));
+    painter->setBrush(Qt::NoBrush);
+    for (int i = first; i < last; ++i)
+        painter->drawRect(rectIn(f, m_measured->blocks(rank)[i]));
+}
+
+void TimelinePlottable::drawDrag(QCPPainter* painter, const Frame& f) const
+{
+    const TimelineBlock* b = m_drag.block.valid() ? m_blocks->block(m_drag.block.rank, m_drag.block.position) : nullptr;
+    if (!b)
+        return;
+    TimelineBlock moved = *b;
+    moved.startUs += m_drag.offsetUs;
+    moved.endUs += m_drag.offsetUs;
+    const QRectF rect = rectIn(f, moved);
+    painter->setOpacity(0.85);
+    drawBlock(painter, f, moved, rect);
+    painter->setOpacity(1.0);
+    painter->setPen(QPen(m_colors.highlight, 2.0));
+    painter->drawRect(rect);
+    const auto& list = m_blocks->blocks(b->rank);
+    std::vector<const TimelineBlock*> others;
+    for (const auto& o : list)
+        if (o.position != b->position)
+            others.push_back(&o);
+    const int drop = std::clamp(m_drag.dropPosition, 0, static_cast<int>(others.size()));
+    const double x = drop < static_cast<int>(others.size()) ? f.time.toPixel(others[drop]->startUs)
+                                                            : f.time.toPixel(others.empty() ? 0 : others.back()->endUs);
+    const int row = b->rank + m_rowOffset;
+    painter->setPen(QPen(m_colors.highlight, 3.0));
+    painter->drawLine(QPointF(x, f.rows.bandTop(row) - 4), QPointF(x, f.rows.bandBottom(row) + 4));
+}
+
+void TimelinePlottable::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const
+{
+    painter->fillRect(rect, kindColor(OpKind::F));
+}
+
+} // namespace dps::ui

@@ -1,0 +1,97 @@
+#pragma once
+// The one QCustomPlot plottable that draws a whole timeline lane: for each rank a row with its idle band
+// and every block of the visible time range (coloured by kind, overlapped F&B as two halves of one slot,
+// labelled with the microbatch), the marks of invalid blocks, the hovered block, a block being dragged,
+// and, optionally, a second set of measured blocks drawn as outlines over the predicted ones.
+// Drawing and hit-testing both go through TimeMapping/RowMapping.
+#include "blockindex.h"
+#include "theme.h"
+#include "timemapping.h"
+
+#include <qcustomplot.h>
+
+#include <memory>
+
+namespace dps::ui {
+
+/// A block of a lane by rank and position.
+struct BlockRef {
+    int rank = -1;
+    int position = -1;
+    bool valid() const { return rank >= 0 && position >= 0; }
+    friend bool operator==(const BlockRef&, const BlockRef&) = default;
+};
+
+class TimelinePlottable : public QCPAbstractPlottable {
+    Q_OBJECT
+public:
+    TimelinePlottable(QCPAxis* keyAxis, QCPAxis* valueAxis);
+
+    /// The blocks to draw; `makespanUs` ends the idle band of every row.
+    void setBlocks(std::shared_ptr<const BlockIndex> blocks, double makespanUs);
+    const BlockIndex* blocks() const { return m_blocks.get(); }
+    /// Measured blocks (a run's timeline) drawn as outlines over the predicted ones; null hides them.
+    void setMeasuredBlocks(std::shared_ptr<const BlockIndex> measured);
+    /// Value-axis row of rank 0 (rank r sits on row rowOffset + r).
+    void setRowOffset(int offset) { m_rowOffset = offset; }
+    int rowOffset() const { return m_rowOffset; }
+    /// A title drawn in the row above rank 0 (comparison view); empty draws none.
+    void setTitle(const QString& title) { m_title = title; }
+    void setColors(const ChartColors& colors) { m_colors = colors; }
+
+    void setHovered(BlockRef block) { m_hovered = block; }
+    void setMarked(BlockRef block) { m_marked = block; }
+    /// A drag in progress: block `block` moved by `offsetUs`, to land at `dropPosition`.
+    void setDrag(BlockRef block, double offsetUs, int dropPosition);
+    void clearDrag() { m_drag = {}; }
+
+    TimeMapping timeMapping() const;
+    RowMapping rowMapping() const;
+    /// The block under a pixel position (within 2 px horizontally), or an invalid ref.
+    BlockRef blockAt(const QPointF& pixel) const;
+    /// Pixel rectangle of a block.
+    QRectF blockRect(const TimelineBlock& block) const;
+
+    double selectTest(const QPointF& pos, bool onlySelectable, QVariant* details = nullptr) const override;
+    QCPRange getKeyRange(bool& foundRange, QCP::SignDomain inSignDomain = QCP::sdBoth) const override;
+    QCPRange getValueRange(bool& foundRange, QCP::SignDomain inSignDomain = QCP::sdBoth,
+        const QCPRange& inKeyRange = QCPRange()) const override;
+
+protected:
+    void draw(QCPPainter* painter) override;
+    void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override;
+
+private:
+    struct Frame {
+        TimeMapping time;
+        RowMapping rows;
+        QRectF clip;
+        QFont font;
+        double digitWidth = 6.0;
+    };
+    Frame frame(QCPPainter* painter) const;
+    void drawTitle(QCPPainter* painter, const Frame& f) const;
+    void drawIdle(QCPPainter* painter, const Frame& f, int rank) const;
+    void drawRank(QCPPainter* painter, const Frame& f, int rank) const;
+    void drawBlock(QCPPainter* painter, const Frame& f, const TimelineBlock& block, const QRectF& rect) const;
+    void drawLabel(QCPPainter* painter, const Frame& f, const QRectF& rect, int microbatch, const QColor& fill) const;
+    void drawMeasured(QCPPainter* painter, const Frame& f, int rank) const;
+    void drawDrag(QCPPainter* painter, const Frame& f) const;
+    QRectF rectIn(const Frame& f, const TimelineBlock& block) const;
+
+    std::shared_ptr<const BlockIndex> m_blocks;
+    std::shared_ptr<const BlockIndex> m_measured;
+    double m_makespanUs = 0.0;
+    int m_rowOffset = 0;
+    QString m_title;
+    ChartColors m_colors;
+    BlockRef m_hovered;
+    BlockRef m_marked;
+    struct Drag {
+        BlockRef block;
+        double offsetUs = 0.0;
+        int dropPosition = -1;
+    } m_drag;
+};
+
+} // namespace dps::ui

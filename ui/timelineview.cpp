@@ -1,0 +1,537 @@
+#include "timelineview.h"
+
+#include "formatting.h"
+
+#include <QHelpEvent>
+#include <QPainter>
+#include <QSvgGenerator>
+#include <QToolTip>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dps::ui {
+
+namespace {
+
+/// Tick labels in the unit that suits the span shown (µs, ms or s).
+class TimeTicker : public QCPAxisTicker {
+public:
+    void setDivisor(double divisor) { m_divisor = divisor; }
+
+protected:
+    QString getTickLabel(double tick, const QLocale& locale, QChar formatChar, int precision) override
+    {
+        return QCPAxisTicker::getTickLabel(tick / m_divisor, locale, formatChar, precision);
+    }
+
+private:
+    double m_divisor = 1.0;
+};
+
+/// The unit of a time span: divisor and axis label.
+std::pair<double, QString> timeUnit(double spanUs)
+{
+    if (spanUs >= 5e6)
+        return { 1e6, QObject::tr("time (s)") };
+    if (spanUs >= 5e3)
+        return { 1e3, QObject::tr("time (ms)") };
+    return { 1.0, QObject::tr("time (µs)") };
+}
+
+double laneMakespan(const SimulationSnapshot& s)
+{
+    return s.timed ? s.sim.makespanUs : s.blocks.endUs();
+}
+
+} // namespace
+
+TimelineView::TimelineView(QWidget* parent)
+    : QCustomPlot(parent)
+{
+    setupAxes();
+    setMouseTracking(true);
+    setFocusPolicy(Qt::StrongFocus);
+    setMinimumHeight(160);
+    applyColors(ChartColors::fromPalette(palette()));
+    connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &TimelineView::clampRange);
+}
+
+void TimelineView::setupAxes()
+{
+    setTimeAxisUnit(xAxis, 1.0);
+    yAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
+    yAxis->setRangeReversed(true);
+    yAxis->grid()->setVisible(false);
+    yAxis->setSubTicks(false);
+    yAxis->setTickLength(0, 0);
+    xAxis->setSubTicks(false);
+    axisRect()->setRangeDrag(Qt::Horizontal);
+    axisRect()->setRangeZoom(Qt::Horizontal);
+    axisRect()->setRangeZoomFactor(0.8);
+    setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    setNoAntialiasingOnDrag(true);
+    setPlottingHints(QCP::phCacheLabels | QCP::phImmediateRefresh);
+}
+
+void TimelineView::applyColors(const ChartColors& colors)
+{
+    m_colors = colors;
+    setBackground(colors.background);
+    axisRect()->setBackground(colors.background);
+    for (QCPAxis* axis : { xAxis, yAxis }) {
+        axis->setBasePen(QPen(colors.axis));
+        axis->setTickPen(QPen(colors.axis));
+        axis->setSubTickPen(QPen(colors.axis));
+        axis->setTickLabelColor(colors.text);
+        axis->setLabelColor(colors.text);
+        axis->grid()->setPen(QPen(colors.grid, 1, Qt::DotLine));
+    }
+    for (auto& lane : m_lanes)
+        lane.plottable->setColors(colors);
+    replot(rpQueuedReplot);
+}
+
+TimelinePlottable* TimelineView::lane(int index) const
+{
+    return index >= 0 && index < laneCount() ? m_lanes[index].plottable : nullptr;
+}
+
+SnapshotPtr TimelineView::laneSnapshot(int index) const
+{
+    return index >= 0 && index < laneCount() ? m_lanes[index].snapshot : nullptr;
+}
+
+bool TimelineView::sameShape(const std::vector<SnapshotPtr>& lanes) const
+{
+    if (lanes.size() != m_lanes.size())
+        return false;
+    for (std::size_t i = 0; i < lanes.size(); ++i) {
+        const auto& before = m_lanes[i].snapshot;
+        if (!before || before->variantName != lanes[i]->variantName || before->ranks() != lanes[i]->ranks())
+            return false;
+    }
+    return true;
+}
+
+void TimelineView::setSnapshot(const SnapshotPtr& snapshot)
+{
+    rebuildLanes(snapshot ? std::vector<SnapshotPtr> { snapshot } : std::vector<SnapshotPtr> {}, false);
+}
+
+void TimelineView::setLanes(const std::vector<SnapshotPtr>& lanes)
+{
+    rebuildLanes(lanes, true);
+}
+
+void TimelineView::rebuildLanes(const std::vector<SnapshotPtr>& lanes, bool titled)
+{
+    const QCPRange before = xAxis->range();
+    const bool keepZoom = sameShape(lanes) && m_makespanUs > 0
+        && (before.lower > -0.015 * m_makespanUs || before.upper < 1.015 * m_makespanUs);
+    clearPlottables();
+    m_lanes.clear();
+    m_hovered = {};
+    m_drag = {};
+    m_makespanUs = 0.0;
+    int row = 0;
+    for (const auto& s : lanes) {
+        auto* p = new TimelinePlottable(xAxis, yAxis);
+        p->setColors(m_colors);
+        p->setBlocks(std::shared_ptr<const BlockIndex>(s, &s->blocks), laneMakespan(*s));
+        if (titled) {
+            p->setTitle(QStringLiteral("%1 — %2, %3 ranks, %4 microbatches")
+                            .arg(QString::fromStdString(s->variantName),
+                                s->schedule ? QString::fromUtf8(kindDisplayName(s->schedule->kind).data()) : tr("?"))
+                            .arg(s->ranks())
+                            .arg(s->schedule ? s->schedule->microbatches : 0));
+            ++row;
+        }
+        p->setRowOffset(row);
+        row += std::max(1, s->ranks());
+        m_makespanUs = std::max(m_makespanUs, laneMakespan(*s));
+        m_lanes.push_back({ p, s });
+    }
+    updateTicks(titled);
+    yAxis->setRange(-0.5, std::max(row, 1) - 0.5);
+    if (keepZoom)
+        clampRange(before);
+    else
+        fitAll();
+    replot();
+}
+
+void TimelineView::updateTicks(bool titled)
+{
+    auto ticker = qSharedPointerCast<QCPAxisTickerText>(yAxis->ticker());
+    ticker->clear();
+    for (const auto& lane : m_lanes)
+        for (int r = 0; r < lane.snapshot->ranks(); ++r)
+            ticker->addTick(lane.plottable->rowOffset() + r, titled ? tr("r%1").arg(r) : tr("rank %1").arg(r));
+    setTimeAxisUnit(xAxis, m_makespanUs);
+}
+
+void setTimeAxisUnit(QCPAxis* axis, double spanUs)
+{
+    auto ticker = axis->ticker().dynamicCast<TimeTicker>();
+    if (!ticker) {
+        ticker.reset(new TimeTicker);
+        axis->setTicker(ticker);
+    }
+    const auto [divisor, label] = timeUnit(spanUs);
+    ticker->setDivisor(divisor);
+    axis->setLabel(label);
+}
+
+void TimelineView::fitAll()
+{
+    const double span = m_makespanUs > 0 ? m_makespanUs : 1.0;
+    xAxis->setRange(-0.01 * span, 1.01 * span);
+    replot(rpQueuedReplot);
+}
+
+void TimelineView::clampRange(const QCPRange& range)
+{
+    if (m_clamping || m_makespanUs <= 0)
+        return;
+    const TimeMapping m = TimeMapping(range.lower, range.upper, 0, 1)
+                              .clamped(-0.02 * m_makespanUs, 1.02 * m_makespanUs, std::max(1e-3, m_makespanUs * 1e-4));
+    if (std::abs(m.startUs() - range.lower) < 1e-12 && std::abs(m.endUs() - range.upper) < 1e-12)
+        return;
+    m_clamping = true;
+    xAxis->setRange(m.startUs(), m.endUs());
+    m_clamping = false;
+}
+
+void TimelineView::zoomBy(double factor)
+{
+    const QCPRange r = xAxis->range();
+    const TimeMapping m = TimeMapping(r.lower, r.upper, 0, 1).zoomed(factor, r.center());
+    xAxis->setRange(m.startUs(), m.endUs());
+    replot(rpQueuedReplot);
+}
+
+void TimelineView::panBy(double fraction)
+{
+    const QCPRange r = xAxis->range();
+    const TimeMapping m = TimeMapping(r.lower, r.upper, 0, 1).panned(fraction);
+    xAxis->setRange(m.startUs(), m.endUs());
+    replot(rpQueuedReplot);
+}
+
+void TimelineView::markBlock(BlockRef block)
+{
+    if (auto* p = lane(0)) {
+        p->setMarked(block);
+        replot(rpQueuedReplot);
+    }
+}
+
+QPointF TimelineView::blockCenter(int rank, int position) const
+{
+    const TimelinePlottable* p = lane(0);
+    const TimelineBlock* b = p && p->blocks() ? p->blocks()->block(rank, position) : nullptr;
+    return b ? p->blockRect(*b).center() : QPointF(-1, -1);
+}
+
+double TimelineView::timeToPixel(double us) const
+{
+    return lane(0) ? lane(0)->timeMapping().toPixel(us) : 0.0;
+}
+
+TimelineView::Hit TimelineView::hitAt(const QPointF& pos) const
+{
+    for (int i = 0; i < laneCount(); ++i) {
+        const BlockRef ref = m_lanes[i].plottable->blockAt(pos);
+        if (ref.valid())
+            return { i, ref };
+    }
+    return {};
+}
+
+QString TimelineView::tooltipFor(const Hit& hit) const
+{
+    const SimulationSnapshot& s = *m_lanes[hit.lane].snapshot;
+    const TimelineBlock* b = s.blocks.block(hit.block.rank, hit.block.position);
+    if (!b)
+        return {};
+    const auto opLine = [](const Op& op) {
+        static const char* const kinds[]
+            = { "forward", "backward for inputs", "backward for weights", "full backward" };
+        return QObject::tr("%1 of stage %2, microbatch %3")
+            .arg(QLatin1String(kinds[static_cast<int>(op.kind)]))
+            .arg(op.stage)
+            .arg(op.microbatch);
+    };
+    QString text = QStringLiteral("<b>%1</b> &nbsp;rank %2, position %3<br>")
+                       .arg(QString::fromStdString(toString(b->action)).toHtmlEscaped())
+                       .arg(b->rank)
+                       .arg(b->position);
+    text += opLine(b->action.op);
+    if (b->action.overlapped)
+        text += tr("<br>overlapped with ") + opLine(b->action.backward);
+    text += tr("<br>start %1 · end %2 · %3")
+                .arg(formatTime(b->startUs), formatTime(b->endUs), formatTime(b->endUs - b->startUs));
+    text += tr("<br>waited for: %1").arg(QString::fromStdString(describeWait(s, b->rank, b->position)).toHtmlEscaped());
+    if (b->invalid)
+        text += tr("<br><b>named by the validator</b> (see the list under the chart)");
+    if (m_editable)
+        text += tr("<br><i>drag along the row to move it in the order</i>");
+    return text;
+}
+
+QString TimelineView::tooltipAt(const QPointF& pos) const
+{
+    const Hit hit = hitAt(pos);
+    return hit.lane >= 0 ? tooltipFor(hit) : QString();
+}
+
+void TimelineView::updateHover(const QPointF& pos)
+{
+    const Hit hit = hitAt(pos);
+    if (hit.lane == m_hovered.lane && hit.block == m_hovered.block)
+        return;
+    if (auto* p = lane(m_hovered.lane))
+        p->setHovered({});
+    m_hovered = hit;
+    if (auto* p = lane(hit.lane))
+        p->setHovered(hit.block);
+    setCursor(hit.lane >= 0 && m_editable ? Qt::OpenHandCursor : Qt::ArrowCursor);
+    emit blockHovered(hit.block.rank, hit.block.position);
+    replot(rpQueuedReplot);
+}
+
+void TimelineView::mousePressEvent(QMouseEvent* event)
+{
+    const Hit hit = m_editable && event->button() == Qt::LeftButton ? hitAt(event->position()) : Hit {};
+    if (hit.lane != 0) {
+        QCustomPlot::mousePressEvent(event);
+        return;
+    }
+    const TimelineBlock* b = m_lanes[0].snapshot->blocks.block(hit.block.rank, hit.block.position);
+    m_drag = { hit, lane(0)->timeMapping().toTime(event->position().x()), (b->startUs + b->endUs) / 2.0, b->position };
+    setCursor(Qt::ClosedHandCursor);
+    event->accept();
+}
+
+void TimelineView::updateDrag(const QPointF& pos)
+{
+    const double offset = lane(0)->timeMapping().toTime(pos.x()) - m_drag.pressTimeUs;
+    const BlockIndex& blocks = m_lanes[0].snapshot->blocks;
+    m_drag.drop = blocks.dropPosition(m_drag.hit.block.rank, m_drag.hit.block.position, m_drag.centreUs + offset);
+    lane(0)->setDrag(m_drag.hit.block, offset, m_drag.drop);
+    replot(rpQueuedReplot);
+}
+
+void TimelineView::mouseMoveEvent(QMouseEvent* event)
+{
+    if (m_drag.hit.lane == 0) {
+        updateDrag(event->position());
+        event->accept();
+        return;
+    }
+    QCustomPlot::mouseMoveEvent(event);
+    if (event->buttons() == Qt::NoButton)
+        updateHover(event->position());
+}
+
+void TimelineView::finishDrag(const QPointF& pos)
+{
+    updateDrag(pos);
+    const BlockRef block = m_drag.hit.block;
+    const int drop = m_drag.drop;
+    m_drag = {};
+    lane(0)->clearDrag();
+    setCursor(Qt::ArrowCursor);
+    replot(rpQueuedReplot);
+    if (drop != block.position && drop >= 0)
+        emit blockMoveRequested(block.rank, block.position, drop);
+}
+
+void TimelineView::mouseReleaseEvent(QMouseEvent* event)
+{
+    if (m_drag.hit.lane == 0 && event->button() == Qt::LeftButton) {
+        finishDrag(event->position());
+        event->accept();
+        return;
+    }
+    QCustomPlot::mouseReleaseEvent(event);
+}
+
+void TimelineView::keyPressEvent(QKeyEvent* event)
+{
+    switch (event->key()) {
+    case Qt::Key_Plus:
+    case Qt::Key_Equal:
+        zoomBy(1.5);
+        break;
+    case Qt::Key_Minus:
+        zoomBy(1.0 / 1.5);
+        break;
+    case Qt::Key_Left:
+        panBy(-0.1);
+        break;
+    case Qt::Key_Right:
+        panBy(0.1);
+        break;
+    case Qt::Key_Home:
+    case Qt::Key_0:
+        fitAll();
+        break;
+    case Qt::Key_Escape:
+        if (m_drag.hit.lane == 0) {
+            m_drag = {};
+            lane(0)->clearDrag();
+            replot(rpQueuedReplot);
+        }
+        break;
+    default:
+        QCustomPlot::keyPressEvent(event);
+        return;
+    }
+    event->accept();
+}
+
+void TimelineView::leaveEvent(QEvent* event)
+{
+    updateHover(QPointF(-1, -1));
+    QCustomPlot::leaveEvent(event);
+}
+
+void TimelineView::changeEvent(QEvent* event)
+{
+    if (event->type() == QEvent::PaletteChange)
+        applyColors(ChartColors::fromPalette(palette()));
+    QCustomPlot::changeEvent(event);
+}
+
+bool TimelineView::event(QEvent* event)
+{
+    if (event->type() != QEvent::ToolTip)
+        return QCustomPlot::event(event);
+    auto* help = static_cast<QHelpEvent*>(event);
+    const Hit hit = hitAt(help->pos());
+    if (hit.lane < 0) {
+        QToolTip::hideText();
+        event->ignore();
+        return true;
+    }
+    const TimelineBlock* b = m_lanes[hit.lane].snapshot->blocks.block(hit.block.rank, hit.block.position);
+    QToolTip::showText(help->globalPos(), tooltipFor(hit), this, lane(hit.lane)->blockRect(*b).toAlignedRect());
+    return true;
+}
+
+TimelineLegend::TimelineLegend(QWidget* parent)
+    : QWidget(parent)
+{
+    m_entries = { { tr("F forward"), 0 }, { tr("I backward (inputs)"), 1 }, { tr("W backward (weights)"), 2 },
+        { tr("B full backward"), 3 }, { tr("F&B overlapped"), 4 }, { tr("idle"), 5 }, { tr("invalid"), 6 } };
+    QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Preferred);
+    policy.setHeightForWidth(true);
+    setSizePolicy(policy);
+    setToolTip(tr("An overlapped F&B slot runs a forward (upper half) and a backward (lower half) at once. Numbers "
+                  "are microbatches; hover a block for its stage, times and what it waited for."));
+}
+
+int TimelineLegend::entryWidth(const Entry& entry) const
+{
+    return fontMetrics().horizontalAdvance(entry.label) + 36;
+}
+
+std::vector<QPoint> TimelineLegend::layoutEntries(int width) const
+{
+    std::vector<QPoint> positions;
+    const int rowHeight = fontMetrics().height() + 8;
+    int x = 4, y = 0;
+    for (const auto& e : m_entries) {
+        if (x > 4 && x + entryWidth(e) > width) {
+            x = 4;
+            y += rowHeight;
+        }
+        positions.emplace_back(x, y);
+        x += entryWidth(e);
+    }
+    return positions;
+}
+
+QSize TimelineLegend::sizeHint() const
+{
+    int width = 8;
+    for (const auto& e : m_entries)
+        width += entryWidth(e);
+    return { width, fontMetrics().height() + 8 };
+}
+
+QSize TimelineLegend::minimumSizeHint() const
+{
+    return { 160, fontMetrics().height() + 8 };
+}
+
+int TimelineLegend::heightForWidth(int width) const
+{
+    const auto positions = layoutEntries(width);
+    return (positions.empty() ? 0 : positions.back().y()) + fontMetrics().height() + 8;
+}
+
+void TimelineLegend::paintSwatch(QPainter& p, const QRect& swatch, int kind) const
+{
+    const ChartColors colors = ChartColors::fromPalette(palette());
+    if (kind < 4) {
+        p.fillRect(swatch, kindColor(static_cast<OpKind>(kind)));
+    } else if (kind == 4) {
+        p.fillRect(swatch.adjusted(0, 0, 0, -swatch.height() / 2), kindColor(OpKind::F));
+        p.fillRect(swatch.adjusted(0, swatch.height() / 2, 0, 0), kindColor(OpKind::B));
+    } else if (kind == 5) {
+        p.fillRect(swatch, colors.idle);
+        p.fillRect(swatch, QBrush(colors.idleHatch, Qt::BDiagPattern));
+    } else {
+        p.fillRect(swatch, kindColor(OpKind::F));
+        p.fillRect(swatch, QBrush(colors.invalid, Qt::DiagCrossPattern));
+        p.setPen(QPen(colors.invalid, 2));
+        p.drawRect(swatch.adjusted(1, 1, -1, -1));
+    }
+}
+
+void TimelineLegend::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    const QFontMetrics fm(fontMetrics());
+    const int h = fm.height() + 8;
+    const auto positions = layoutEntries(width());
+    for (std::size_t i = 0; i < m_entries.size(); ++i) {
+        const QPoint at = positions[i];
+        paintSwatch(p, QRect(at.x(), at.y() + 5, 20, h - 10), m_entries[i].kind);
+        p.setPen(palette().color(QPalette::WindowText));
+        p.drawText(QRect(at.x() + 25, at.y(), entryWidth(m_entries[i]), h), Qt::AlignVCenter, m_entries[i].label);
+    }
+}
+
+QString saveChart(QCustomPlot* plot, const QString& path, int width, int height)
+{
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    const int w = width > 0 ? width : plot->width();
+    const int h = height > 0 ? height : plot->height();
+    bool ok = false;
+    if (suffix == QLatin1String("png")) {
+        ok = plot->savePng(path, w, h, 2.0);
+    } else if (suffix == QLatin1String("pdf")) {
+        ok = plot->savePdf(path, w, h);
+    } else if (suffix == QLatin1String("svg")) {
+        QSvgGenerator svg;
+        svg.setFileName(path);
+        svg.setSize(QSize(w, h));
+        svg.setViewBox(QRect(0, 0, w, h));
+        svg.setTitle(QObject::tr("DualPipe Studio chart"));
+        QCPPainter painter;
+        ok = painter.begin(&svg);
+        if (ok) {
+            plot->toPainter(&painter, w, h);
+            painter.end();
+        }
+    } else {
+        return QObject::tr("unknown chart format '%1' (use .png, .svg or .pdf)").arg(suffix);
+    }
+    return ok ? QString() : QObject::tr("could not write %1").arg(path);
+}
+
+} // namespace dps::ui

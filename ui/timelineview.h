@@ -1,0 +1,130 @@
+#pragma once
+// The timeline chart: one row per rank, time on x, one TimelinePlottable per lane (the main window has
+// one lane, the comparison stacks one per variant on the same time axis). Zoom with the wheel or +/−,
+// pan by dragging empty space or with the arrow keys, Home (or 0) fits. In an editable view a block can be
+// dragged along its row: blockMoveRequested says where it was dropped. Hovering shows the action, its
+// start and end and what it waited for.
+#include "snapshot.h"
+#include "theme.h"
+#include "timelineplottable.h"
+
+#include <qcustomplot.h>
+
+#include <vector>
+
+namespace dps::ui {
+
+class TimelineView : public QCustomPlot {
+    Q_OBJECT
+public:
+    explicit TimelineView(QWidget* parent = nullptr);
+
+    /// One editable lane (the active variant).
+    void setSnapshot(const SnapshotPtr& snapshot);
+    /// Several lanes stacked, each under a title row (comparison view); not editable.
+    void setLanes(const std::vector<SnapshotPtr>& lanes);
+    int laneCount() const { return static_cast<int>(m_lanes.size()); }
+    TimelinePlottable* lane(int index) const;
+    SnapshotPtr laneSnapshot(int index) const;
+
+    void setEditable(bool editable) { m_editable = editable; }
+    /// Outlines a block (e.g. the one a diagnostic names); an invalid ref clears.
+    void markBlock(BlockRef block);
+
+    void fitAll();
+    /// Zooms the time axis by `factor` (> 1 zooms in) around the centre of the view.
+    void zoomBy(double factor);
+    /// Pans by a fraction of the visible span (positive: later).
+    void panBy(double fraction);
+    /// Centre of a block in widget pixels (lane 0), for tests; (-1, -1) when it does not exist.
+    QPointF blockCenter(int rank, int position) const;
+    /// The hover text for a widget position (empty over idle time or outside the rows).
+    QString tooltipAt(const QPointF& pos) const;
+    /// Pixel x of a time (lane 0's mapping).
+    double timeToPixel(double us) const;
+    /// The end time shown by the fitted view (largest makespan over lanes).
+    double makespan() const { return m_makespanUs; }
+    void applyColors(const ChartColors& colors);
+
+signals:
+    /// An editable lane's block was dragged from `from` to `to` on `rank`.
+    void blockMoveRequested(int rank, int from, int to);
+    /// The user pointed at a block (or nothing: rank = -1).
+    void blockHovered(int rank, int position);
+
+protected:
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+    void keyPressEvent(QKeyEvent* event) override;
+    void leaveEvent(QEvent* event) override;
+    void changeEvent(QEvent* event) override;
+    bool event(QEvent* event) override;
+
+private:
+    struct Lane {
+        TimelinePlottable* plottable = nullptr;
+        SnapshotPtr snapshot;
+    };
+    struct Hit {
+        int lane = -1;
+        BlockRef block;
+    };
+    void setupAxes();
+    void rebuildLanes(const std::vector<SnapshotPtr>& lanes, bool titled);
+    void updateTicks(bool titled);
+    void clampRange(const QCPRange& range);
+    Hit hitAt(const QPointF& pos) const;
+    QString tooltipFor(const Hit& hit) const;
+    void updateHover(const QPointF& pos);
+    void updateDrag(const QPointF& pos);
+    void finishDrag(const QPointF& pos);
+    bool sameShape(const std::vector<SnapshotPtr>& lanes) const;
+
+    std::vector<Lane> m_lanes;
+    ChartColors m_colors;
+    double m_makespanUs = 0.0;
+    bool m_editable = false;
+    bool m_userZoomed = false;
+    bool m_clamping = false;
+    Hit m_hovered;
+    struct DragState {
+        Hit hit;
+        double pressTimeUs = 0.0;
+        double centreUs = 0.0;
+        int drop = -1;
+    } m_drag;
+};
+
+/// The legend above a timeline: a swatch per kind, the overlapped pair, idle time and invalid blocks.
+class TimelineLegend : public QWidget {
+    Q_OBJECT
+public:
+    explicit TimelineLegend(QWidget* parent = nullptr);
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+    bool hasHeightForWidth() const override { return true; }
+    int heightForWidth(int width) const override;
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+
+private:
+    struct Entry {
+        QString label;
+        int kind; ///< 0-3 an op kind, 4 overlapped, 5 idle, 6 invalid
+    };
+    /// Top-left of each entry when laid out in rows of `width` pixels.
+    std::vector<QPoint> layoutEntries(int width) const;
+    int entryWidth(const Entry& entry) const;
+    void paintSwatch(QPainter& painter, const QRect& swatch, int kind) const;
+    std::vector<Entry> m_entries;
+};
+
+/// Gives `axis` time tick labels in the unit that suits `spanUs` (µs, ms or s) and the matching title.
+void setTimeAxisUnit(QCPAxis* axis, double spanUs);
+
+/// Saves a chart as PNG, SVG or PDF by the file's suffix; returns an empty string or the reason it failed.
+QString saveChart(QCustomPlot* plot, const QString& path, int width = 0, int height = 0);
+
+} // namespace dps::ui
