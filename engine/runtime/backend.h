@@ -1,0 +1,159 @@
+#pragma once
+// The compute backend interface: device memory with exact live-byte accounting, the handful of kernels
+// the block model needs (GEMM, exact GELU, MSE loss, axpy), host↔device copies, two lanes so the two
+// halves of an overlapped slot can run concurrently, and timing hooks. The CPU backend (cpubackend.h)
+// implements it with OpenBLAS; a CUDA backend implements the same interface with cuBLAS and two streams.
+//
+// Conventions: every matrix is row-major and contiguous; a "device pointer" is an opaque address the
+// backend allocated (host memory on CPU); element type is the backend's compute type (elementBytes()),
+// fp32 on CPU. Lanes: 0 and 1; a kernel issued on a lane runs in issue order after earlier work of that
+// lane; synchronize() waits for both lanes.
+#include "schedule/errors.h"
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace dps::runtime {
+
+/// A failure inside the runtime (backend, communication, executor). what() names where (rank, action).
+class RuntimeError : public Error {
+public:
+    using Error::Error;
+};
+
+/// What a device allocation is for; memory is counted per category.
+enum class MemoryCategory : std::uint8_t {
+    Parameter, ///< weights
+    Gradient, ///< weight gradients
+    Activation, ///< the activation ledger (modelcost.h): tensors kept between actions
+    Workspace, ///< transient tensors inside one action
+    Communication, ///< send/receive buffers and in-memory handovers
+    Data, ///< inputs and targets
+};
+inline constexpr int kMemoryCategoryCount = 6;
+
+/// Live bytes per category; thread-safe; counts the bytes requested (not rounded).
+class MemoryCounter {
+public:
+    void add(MemoryCategory category, std::size_t bytes);
+    void remove(MemoryCategory category, std::size_t bytes);
+    /// Moves `bytes` from one category to another (the total is unchanged).
+    void move(MemoryCategory from, MemoryCategory to, std::size_t bytes);
+    std::size_t live(MemoryCategory category) const;
+    std::size_t total() const;
+    /// Highest total since the last resetPeak().
+    std::size_t peak() const;
+    void resetPeak();
+
+private:
+    std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> m_live {};
+    std::atomic<std::int64_t> m_total { 0 };
+    std::atomic<std::int64_t> m_peak { 0 };
+};
+
+enum class Transpose : std::uint8_t { No, Yes };
+
+/// Lane of an op: 0 (the main one) or 1 (the second half of an overlapped slot).
+using Lane = int;
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    /// "cpu", "cuda".
+    virtual std::string name() const = 0;
+    /// Human description of the device (CPU model and BLAS threads, GPU name).
+    virtual std::string deviceDescription() const = 0;
+    /// Bytes per element of the compute type (4 for fp32).
+    virtual int elementBytes() const = 0;
+    /// Whether device pointers can be read and written by host code (true on CPU).
+    virtual bool hostAccessible() const = 0;
+
+    /// Allocates `bytes` (> 0) of device memory, counted under `category`. Throws RuntimeError when out of
+    /// memory. Thread-safe.
+    virtual void* allocate(std::size_t bytes, MemoryCategory category) = 0;
+    /// Frees memory from allocate() with the same size and current category. Thread-safe.
+    virtual void deallocate(void* ptr, std::size_t bytes, MemoryCategory category) = 0;
+    /// The counters of everything live in this backend's allocator.
+    MemoryCounter& memory() { return m_memory; }
+    const MemoryCounter& memory() const { return m_memory; }
+
+    /// C (m×n) = alpha · op(A) · op(B) + beta · C; op(A) is m×k (A stored m×k, or k×m when transA),
+    /// op(B) is k×n (B stored k×n, or n×k when transB). beta = 0 ignores C's previous content.
+    virtual void gemm(Lane lane, Transpose transA, Transpose transB, int m, int n, int k, float alpha, const void* a,
+        const void* b, float beta, void* c)
+        = 0;
+    /// out[i] = GELU(in[i]) = in·Φ(in), exact (erf) form; n elements; out may equal in.
+    virtual void geluForward(Lane lane, const void* in, void* out, std::size_t n) = 0;
+    /// gradIn[i] = gradOut[i] · GELU'(in[i]); gradIn may equal gradOut.
+    virtual void geluBackward(Lane lane, const void* in, const void* gradOut, void* gradIn, std::size_t n) = 0;
+    /// MSE loss mean((y − target)²) over n elements, and its gradient grad = 2(y − target)/n. The loss is
+    /// written to *lossHost (a host address), valid after synchronize().
+    virtual void mseLoss(Lane lane, const void* y, const void* target, std::size_t n, void* grad, double* lossHost) = 0;
+    /// y += alpha · x over n elements.
+    virtual void axpy(Lane lane, std::size_t n, float alpha, const void* x, void* y) = 0;
+    /// Sets `bytes` bytes to zero.
+    virtual void setZero(Lane lane, void* ptr, std::size_t bytes) = 0;
+    virtual void copyHostToDevice(Lane lane, void* dst, const void* src, std::size_t bytes) = 0;
+    virtual void copyDeviceToHost(Lane lane, void* dst, const void* src, std::size_t bytes) = 0;
+    virtual void copyDeviceToDevice(Lane lane, void* dst, const void* src, std::size_t bytes) = 0;
+    /// Converts n float values from the host into the compute type on the device (fp32: a copy).
+    virtual void uploadFloats(Lane lane, void* dst, const float* src, std::size_t n) = 0;
+    /// Converts n device elements of the compute type to floats on the host; synchronous.
+    virtual void downloadFloats(Lane lane, float* dst, const void* src, std::size_t n) = 0;
+
+    /// Runs first(0) and second(1) concurrently where the backend can (CPU: two threads; CUDA: two
+    /// streams) and returns when both are done. Rethrows the first exception either threw.
+    virtual void runConcurrently(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second) = 0;
+    /// Waits until all work issued on both lanes is done (the timing hook: the executor calls it before
+    /// reading an action's end time).
+    virtual void synchronize() = 0;
+    /// Timing hook: called right after the barrier that starts a step (the origin of the step's clock).
+    virtual void stepStarted() { }
+    /// Timing hooks around an action's computation (e.g. device events, NVTX ranges); no-ops by default.
+    virtual void actionStarted(const std::string& label) { }
+    virtual void actionFinished() { }
+
+protected:
+    MemoryCounter m_memory;
+};
+
+/// A device matrix (rows × cols elements of the backend's compute type) owned by a Backend; move-only;
+/// frees itself. An empty Tensor has no memory.
+class Tensor {
+public:
+    Tensor() = default;
+    /// Allocates rows × cols elements (may be 0 × n: no memory).
+    Tensor(Backend& backend, std::size_t rows, std::size_t cols, MemoryCategory category);
+    ~Tensor() { reset(); }
+    Tensor(Tensor&& other) noexcept;
+    Tensor& operator=(Tensor&& other) noexcept;
+    Tensor(const Tensor&) = delete;
+    Tensor& operator=(const Tensor&) = delete;
+
+    void* data() const { return m_data; }
+    std::size_t rows() const { return m_rows; }
+    std::size_t cols() const { return m_cols; }
+    std::size_t elements() const { return m_rows * m_cols; }
+    std::size_t bytes() const { return m_bytes; }
+    bool empty() const { return m_data == nullptr; }
+    MemoryCategory category() const { return m_category; }
+    /// Counts this tensor's bytes under another category from now on.
+    void recategorize(MemoryCategory category);
+    /// Frees the memory.
+    void reset();
+
+private:
+    Backend* m_backend = nullptr;
+    void* m_data = nullptr;
+    std::size_t m_rows = 0;
+    std::size_t m_cols = 0;
+    std::size_t m_bytes = 0;
+    MemoryCategory m_category = MemoryCategory::Workspace;
+};
+
+} // namespace dps::runtime

@@ -1,0 +1,268 @@
+#include "correctness.h"
+
+#include "stagemath.h"
+#include "wire.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace dps::runtime {
+
+namespace {
+
+template <typename X, typename Y> double metric(const X* x, const Y* y, std::size_t n)
+{
+    double dot = 0.0;
+    double norms = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double a = static_cast<double>(x[i]);
+        const double b = static_cast<double>(y[i]);
+        dot += a * b;
+        norms += a * a + b * b;
+    }
+    return norms == 0.0 ? 0.0 : 1.0 - 2.0 * dot / norms;
+}
+
+std::string formatNumber(double value)
+{
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3g", value);
+    return text;
+}
+
+const char* matrixName(int matrix)
+{
+    return matrix == 0 ? "w1" : "w2";
+}
+
+std::vector<int> microbatchesOf(int rank, int ranks, int microbatches)
+{
+    std::vector<int> mine;
+    for (int m = rank; m < microbatches; m += ranks)
+        mine.push_back(m);
+    return mine;
+}
+
+void putLosses(ByteWriter& w, const std::map<int, double>& losses)
+{
+    w.put(static_cast<std::uint64_t>(losses.size()));
+    for (const auto& [m, loss] : losses) {
+        w.put(m);
+        w.put(loss);
+    }
+}
+
+void getLosses(ByteReader& r, std::map<int, double>& into)
+{
+    const auto n = r.get<std::uint64_t>();
+    for (std::uint64_t i = 0; i < n; ++i) {
+        const int m = r.get<int>();
+        into[m] = r.get<double>();
+    }
+}
+
+/// Compares the stages this rank owns (first holder) with the reference summed over all ranks.
+std::vector<ParameterCheck> compareGradients(
+    Comm& comm, Backend& backend, const ModelSpec& spec, const RankExecutor& executor, const Reference& ref)
+{
+    std::vector<ParameterCheck> checks;
+    const std::size_t matrix = static_cast<std::size_t>(spec.hidden) * static_cast<std::size_t>(spec.ffn);
+    for (int s = 0; s < spec.stages(); ++s) {
+        const auto& holders = executor.holders()[static_cast<std::size_t>(s)];
+        const int layers = spec.layersOf(s);
+        if (layers == 0)
+            continue;
+        if (holders.empty())
+            throw RuntimeError("stage " + std::to_string(s) + " is held by no rank");
+        const std::size_t n = static_cast<std::size_t>(layers) * 2 * matrix;
+        std::vector<float> local(n);
+        backend.downloadFloats(0, local.data(), ref.stages[static_cast<std::size_t>(s)]->gradients().data(), n);
+        std::vector<double> sum(local.begin(), local.end());
+        comm.reduceSum(sum.data(), n, holders.front());
+        if (comm.rank() != holders.front())
+            continue;
+        backend.downloadFloats(0, local.data(), executor.stageParams(s).gradients().data(), n);
+        for (int l = 0; l < layers; ++l) {
+            for (int which = 0; which < 2; ++which) {
+                const std::size_t offset = (static_cast<std::size_t>(l) * 2 + static_cast<std::size_t>(which)) * matrix;
+                checks.push_back(ParameterCheck { s, spec.firstLayer(s) + l, matrixName(which),
+                    metric(local.data() + offset, sum.data() + offset, matrix) });
+            }
+        }
+    }
+    return checks;
+}
+
+void putChecks(ByteWriter& w, const std::vector<ParameterCheck>& checks)
+{
+    w.put(static_cast<std::uint64_t>(checks.size()));
+    for (const auto& c : checks) {
+        w.put(c.stage);
+        w.put(c.layer);
+        w.putString(c.parameter);
+        w.put(c.error);
+    }
+}
+
+void getChecks(ByteReader& r, std::vector<ParameterCheck>& into)
+{
+    const auto n = r.get<std::uint64_t>();
+    for (std::uint64_t i = 0; i < n; ++i) {
+        ParameterCheck c;
+        c.stage = r.get<int>();
+        c.layer = r.get<int>();
+        c.parameter = r.getString();
+        c.error = r.get<double>();
+        into.push_back(c);
+    }
+}
+
+/// Rank 0: the verdict from all losses and all parameter checks. The failure named is a missing loss,
+/// else the loss furthest over its threshold, else the gradient furthest over its threshold.
+void judge(CorrectnessReport& report, const std::map<int, double>& losses, const std::map<int, double>& reference,
+    int microbatches)
+{
+    const Thresholds& t = report.thresholds;
+    std::string missing;
+    std::string lossFailure;
+    std::string gradFailure;
+    double worstLoss = t.loss;
+    double worstGrad = t.grad;
+    for (int m = 0; m < microbatches; ++m) {
+        const auto got = losses.find(m);
+        const auto want = reference.find(m);
+        if (got == losses.end() || want == reference.end()) {
+            if (missing.empty())
+                missing = "microbatch " + std::to_string(m) + ": no loss was computed";
+            continue;
+        }
+        const LossCheck c { m, got->second, want->second, relativeError(got->second, want->second) };
+        report.losses.push_back(c);
+        report.maxLossError = std::max(report.maxLossError, c.error);
+        if (c.error > worstLoss || std::isnan(c.error)) {
+            worstLoss = std::isnan(c.error) ? INFINITY : c.error;
+            lossFailure = "microbatch " + std::to_string(m) + ": loss " + formatNumber(c.loss) + " vs reference "
+                + formatNumber(c.reference) + ", relative error " + formatNumber(c.error) + " > "
+                + formatNumber(t.loss);
+        }
+    }
+    for (const auto& c : report.parameters) {
+        report.maxGradError = std::max(report.maxGradError, c.error);
+        if (c.error > worstGrad || std::isnan(c.error)) {
+            worstGrad = std::isnan(c.error) ? INFINITY : c.error;
+            gradFailure = "stage " + std::to_string(c.stage) + " (layer " + std::to_string(c.layer) + ") " + c.parameter
+                + ": gradient metric " + formatNumber(c.error) + " > " + formatNumber(t.grad);
+        }
+    }
+    report.failure = !missing.empty() ? missing : !lossFailure.empty() ? lossFailure : gradFailure;
+    report.passed = report.failure.empty();
+}
+
+} // namespace
+
+Thresholds thresholdsFor(std::string_view backend, DType computeDtype)
+{
+    struct Row {
+        std::string_view backend;
+        DType dtype;
+        Thresholds thresholds;
+    };
+    static constexpr Row kTable[] = {
+        { "cpu", DType::FP32, { 1e-6, 1e-10 } },
+        { "cuda", DType::FP32, { 1e-5, 1e-8 } },
+        { "cpu", DType::BF16, { 1e-2, 1e-3 } },
+        { "cuda", DType::BF16, { 1e-2, 1e-3 } },
+    };
+    for (const Row& row : kTable)
+        if (row.backend == backend && row.dtype == computeDtype)
+            return row.thresholds;
+    throw RuntimeError("no correctness thresholds for backend '" + std::string(backend) + "'");
+}
+
+double gradientMetric(const std::vector<float>& x, const std::vector<float>& y)
+{
+    if (x.size() != y.size())
+        throw RuntimeError("gradient metric of vectors of different sizes");
+    return metric(x.data(), y.data(), x.size());
+}
+
+double relativeError(double value, double reference)
+{
+    const double diff = std::fabs(value - reference);
+    return reference == 0.0 ? diff : diff / std::fabs(reference);
+}
+
+Reference runReference(Backend& backend, const ModelSpec& spec, const std::vector<int>& microbatches)
+{
+    Reference ref;
+    for (int s = 0; s < spec.stages(); ++s)
+        ref.stages.push_back(std::make_unique<StageParams>(backend, spec, s));
+    const StageMath math(backend, spec);
+    const auto t = static_cast<std::size_t>(spec.tokens);
+    const auto h = static_cast<std::size_t>(spec.hidden);
+    for (int m : microbatches) {
+        Tensor x(backend, t, h, MemoryCategory::Workspace);
+        backend.uploadFloats(0, x.data(), microbatchInput(spec, m).data(), x.elements());
+        Tensor target(backend, t, h, MemoryCategory::Workspace);
+        backend.uploadFloats(0, target.data(), microbatchTarget(spec, m).data(), target.elements());
+        std::vector<SavedActivations> saved(static_cast<std::size_t>(spec.stages()));
+        double loss = 0.0;
+        const int last = spec.stages() - 1;
+        for (int s = 0; s <= last; ++s)
+            x = math.forward(0, *ref.stages[static_cast<std::size_t>(s)], std::move(x),
+                saved[static_cast<std::size_t>(s)], s == last, &target, &loss);
+        Tensor grad;
+        for (int s = last; s >= 0; --s)
+            grad = math.backward(0, *ref.stages[static_cast<std::size_t>(s)], saved[static_cast<std::size_t>(s)],
+                std::move(grad), s > 0);
+        backend.synchronize();
+        ref.losses[m] = loss;
+    }
+    return ref;
+}
+
+CorrectnessReport checkCorrectness(Comm& comm, Backend& backend, const ModelSpec& spec, const RankExecutor& executor,
+    int microbatches, const Thresholds& thresholds)
+{
+    CorrectnessReport report;
+    report.thresholds = thresholds;
+    const Reference ref = runReference(backend, spec, microbatchesOf(comm.rank(), comm.size(), microbatches));
+
+    ByteWriter lossesOut;
+    putLosses(lossesOut, executor.losses());
+    putLosses(lossesOut, ref.losses);
+    const auto lossesIn = comm.gather(lossesOut.bytes(), 0);
+
+    ByteWriter checksOut;
+    putChecks(checksOut, compareGradients(comm, backend, spec, executor, ref));
+    const auto checksIn = comm.gather(checksOut.bytes(), 0);
+
+    ByteWriter verdict;
+    if (comm.rank() == 0) {
+        std::map<int, double> losses;
+        std::map<int, double> reference;
+        for (const auto& bytes : lossesIn) {
+            ByteReader r(bytes);
+            getLosses(r, losses);
+            getLosses(r, reference);
+        }
+        for (const auto& bytes : checksIn) {
+            ByteReader r(bytes);
+            getChecks(r, report.parameters);
+        }
+        judge(report, losses, reference, microbatches);
+        verdict.put(report.passed);
+        verdict.put(report.maxLossError);
+        verdict.put(report.maxGradError);
+        verdict.putString(report.failure);
+    }
+    comm.broadcast(verdict.bytes(), 0);
+    ByteReader r(verdict.bytes());
+    report.passed = r.get<bool>();
+    report.maxLossError = r.get<double>();
+    report.maxGradError = r.get<double>();
+    report.failure = r.getString();
+    return report;
+}
+
+} // namespace dps::runtime

@@ -1,0 +1,77 @@
+#pragma once
+// The CPU backend: fp32, OpenBLAS GEMMs, 64-byte aligned host memory from a block cache (freed blocks are
+// kept per size and reused, so the tensors of every action do not go back to the OS and fault in again),
+// a persistent helper thread for lane 1 so the two halves of an overlapped slot run on two threads.
+#include "backend.h"
+
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dps::runtime {
+
+class CpuBackend final : public Backend {
+public:
+    /// `blasThreads` (≥ 1) is passed to openblas_set_num_threads.
+    explicit CpuBackend(int blasThreads = 1);
+    ~CpuBackend() override;
+    CpuBackend(const CpuBackend&) = delete;
+    CpuBackend& operator=(const CpuBackend&) = delete;
+
+    std::string name() const override { return "cpu"; }
+    std::string deviceDescription() const override;
+    int elementBytes() const override { return 4; }
+    bool hostAccessible() const override { return true; }
+
+    void* allocate(std::size_t bytes, MemoryCategory category) override;
+    void deallocate(void* ptr, std::size_t bytes, MemoryCategory category) override;
+
+    void gemm(Lane lane, Transpose transA, Transpose transB, int m, int n, int k, float alpha, const void* a,
+        const void* b, float beta, void* c) override;
+    void geluForward(Lane lane, const void* in, void* out, std::size_t n) override;
+    void geluBackward(Lane lane, const void* in, const void* gradOut, void* gradIn, std::size_t n) override;
+    void mseLoss(Lane lane, const void* y, const void* target, std::size_t n, void* grad, double* lossHost) override;
+    void axpy(Lane lane, std::size_t n, float alpha, const void* x, void* y) override;
+    void setZero(Lane lane, void* ptr, std::size_t bytes) override;
+    void copyHostToDevice(Lane lane, void* dst, const void* src, std::size_t bytes) override;
+    void copyDeviceToHost(Lane lane, void* dst, const void* src, std::size_t bytes) override;
+    void copyDeviceToDevice(Lane lane, void* dst, const void* src, std::size_t bytes) override;
+    void uploadFloats(Lane lane, void* dst, const float* src, std::size_t n) override;
+    void downloadFloats(Lane lane, float* dst, const void* src, std::size_t n) override;
+
+    void runConcurrently(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second) override;
+    void synchronize() override { }
+
+    int blasThreads() const { return m_blasThreads; }
+    /// Bytes held in the block cache (freed, kept for reuse): not counted in memory().
+    std::size_t cachedBytes() const;
+
+private:
+    void helperLoop();
+
+    int m_blasThreads = 1;
+    mutable std::mutex m_cacheMutex;
+    std::map<std::size_t, std::vector<void*>> m_cache; ///< free blocks by rounded size
+    std::size_t m_cachedBytes = 0;
+    std::thread m_helper;
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::condition_variable m_done;
+    const std::function<void(Lane)>* m_task = nullptr; ///< the helper's pending task, guarded by m_mutex
+    std::exception_ptr m_taskError;
+    bool m_taskFinished = false;
+    bool m_stop = false;
+};
+
+/// The OpenBLAS core type (OPENBLAS_CORETYPE) the CPU backend prefers on this machine, "" for OpenBLAS's
+/// own choice: "Zen" on AMD CPUs of family 0x17 and later. OpenBLAS 0.3.21 picks its AVX-512 kernels
+/// (Cooperlake/SkylakeX) on Zen 4, which run the runtime's GEMMs (T = 32-row activations against large
+/// weights) 25–35% slower there than its Zen (AVX2) kernels. OpenBLAS reads the variable only when it is
+/// loaded, so dpstudio-worker re-executes itself with it set (engine/worker/main.cpp); an
+/// OPENBLAS_CORETYPE already in the environment is left alone.
+std::string preferredBlasCoreType();
+
+} // namespace dps::runtime

@@ -1,0 +1,459 @@
+#include "executor.h"
+
+#include <algorithm>
+#include <set>
+
+namespace dps::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+constexpr int kActivation = 0;
+constexpr int kGradient = 1;
+
+bool isBackward(OpKind kind)
+{
+    return kind == OpKind::I || kind == OpKind::B;
+}
+
+/// Comm::beginCompute() … endCompute() around a computation, also when it throws.
+class ComputeScope {
+public:
+    explicit ComputeScope(Comm& comm)
+        : m_comm(comm)
+    {
+        m_comm.beginCompute();
+    }
+    ~ComputeScope() { m_comm.endCompute(); }
+    ComputeScope(const ComputeScope&) = delete;
+    ComputeScope& operator=(const ComputeScope&) = delete;
+
+private:
+    Comm& m_comm;
+};
+
+} // namespace
+
+RankExecutor::RankExecutor(
+    Backend& backend, Comm& comm, const ModelSpec& spec, const Schedule& schedule, ExecutorOptions options)
+    : m_backend(backend)
+    , m_comm(comm)
+    , m_spec(spec)
+    , m_schedule(schedule)
+    , m_options(std::move(options))
+    , m_math(backend, m_spec)
+    , m_rank(comm.rank())
+    , m_staging(!backend.hostAccessible() && !comm.acceptsDevicePointers())
+{
+    if (schedule.ranks != comm.size())
+        throw RuntimeError("the schedule has " + std::to_string(schedule.ranks) + " ranks but the job has "
+            + std::to_string(comm.size()));
+    if (schedule.stages != spec.stages())
+        throw RuntimeError("the schedule has " + std::to_string(schedule.stages) + " stages but the layer partition "
+            + std::to_string(spec.stages()));
+    const long long maxTag = 2LL * schedule.stages * schedule.microbatches + schedule.stages;
+    if (maxTag > comm.maxTag())
+        throw RuntimeError("message tags up to " + std::to_string(maxTag) + " exceed the communicator's limit "
+            + std::to_string(comm.maxTag()) + " (fewer stages × microbatches needed)");
+    m_options.receiveWindow = std::max(1, m_options.receiveWindow);
+    buildStages();
+    buildData();
+    planReceives();
+}
+
+RankExecutor::~RankExecutor()
+{
+    // Outstanding requests reference our buffers: complete them before the buffers go.
+    try {
+        finishSends();
+        for (auto& [key, t] : m_posted)
+            if (t.request != kNoRequest)
+                m_comm.wait(t.request);
+    } catch (...) {
+    }
+}
+
+int RankExecutor::messageTag(int stage, int microbatch, int kind) const
+{
+    return (microbatch * m_schedule.stages + stage) * 2 + kind;
+}
+
+std::string RankExecutor::where(const Action& action) const
+{
+    return "rank " + std::to_string(m_rank) + ", action " + toString(action);
+}
+
+void RankExecutor::buildStages()
+{
+    m_holders.assign(static_cast<std::size_t>(m_schedule.stages), {});
+    for (int r = 0; r < m_schedule.ranks; ++r) {
+        std::set<int> stages;
+        for (const Action& a : m_schedule.order[static_cast<std::size_t>(r)])
+            for (int i = 0; i < a.size(); ++i)
+                stages.insert(a.at(i).stage);
+        for (int s : stages) {
+            if (s < 0 || s >= m_schedule.stages)
+                throw RuntimeError("rank " + std::to_string(r) + ": stage " + std::to_string(s) + " out of range");
+            m_holders[static_cast<std::size_t>(s)].push_back(r);
+        }
+    }
+    for (const Action& a : m_schedule.order[static_cast<std::size_t>(m_rank)]) {
+        for (int i = 0; i < a.size(); ++i) {
+            const Op& op = a.at(i);
+            if (op.microbatch < 0 || op.microbatch >= m_schedule.microbatches)
+                throw RuntimeError(where(a) + ": microbatch out of range");
+            if (m_schedule.placement.rankOf(op.stage, op.microbatch) != m_rank)
+                throw RuntimeError(where(a) + ": the placement puts stage " + std::to_string(op.stage)
+                    + " of microbatch " + std::to_string(op.microbatch) + " on rank "
+                    + std::to_string(m_schedule.placement.rankOf(op.stage, op.microbatch)));
+            if (!m_params.count(op.stage))
+                m_params.emplace(op.stage, std::make_unique<StageParams>(m_backend, m_spec, op.stage));
+        }
+    }
+}
+
+void RankExecutor::buildData()
+{
+    const int last = m_schedule.stages - 1;
+    const std::size_t h = static_cast<std::size_t>(m_spec.hidden);
+    const std::size_t t = static_cast<std::size_t>(m_spec.tokens);
+    for (const Action& a : m_schedule.order[static_cast<std::size_t>(m_rank)]) {
+        for (int i = 0; i < a.size(); ++i) {
+            const Op& op = a.at(i);
+            if (op.kind != OpKind::F)
+                continue;
+            if (op.stage == 0 && !m_inputs.count(op.microbatch)) {
+                Tensor x(m_backend, t, h, MemoryCategory::Data);
+                m_backend.uploadFloats(0, x.data(), microbatchInput(m_spec, op.microbatch).data(), x.elements());
+                m_inputs.emplace(op.microbatch, std::move(x));
+            }
+            if (op.stage == last && !m_targets.count(op.microbatch)) {
+                Tensor y(m_backend, t, h, MemoryCategory::Data);
+                m_backend.uploadFloats(0, y.data(), microbatchTarget(m_spec, op.microbatch).data(), y.elements());
+                m_targets.emplace(op.microbatch, std::move(y));
+            }
+        }
+    }
+    m_backend.synchronize();
+}
+
+void RankExecutor::planReceives()
+{
+    const auto& order = m_schedule.order[static_cast<std::size_t>(m_rank)];
+    const auto& placement = m_schedule.placement;
+    for (std::size_t p = 0; p < order.size(); ++p) {
+        for (int i = 0; i < order[p].size(); ++i) {
+            const Op& op = order[p].at(i);
+            int peer = -1;
+            int key = -1;
+            if (op.kind == OpKind::F && op.stage > 0) {
+                peer = placement.rankOf(op.stage - 1, op.microbatch);
+                key = messageTag(op.stage, op.microbatch, kActivation);
+            } else if (isBackward(op.kind) && op.stage < m_schedule.stages - 1) {
+                peer = placement.rankOf(op.stage + 1, op.microbatch);
+                key = messageTag(op.stage, op.microbatch, kGradient);
+            }
+            if (peer < 0 && key >= 0)
+                throw RuntimeError(where(order[p]) + ": the placement names no rank for the producer");
+            if (key >= 0 && peer != m_rank)
+                m_plan.push_back(Incoming { key, peer, static_cast<int>(p) });
+        }
+    }
+}
+
+void RankExecutor::postReceives(std::size_t through)
+{
+    const std::size_t bytes = m_spec.messageElements() * static_cast<std::size_t>(m_backend.elementBytes());
+    while (m_nextPost < m_plan.size() && m_nextPost <= through) {
+        const Incoming& in = m_plan[m_nextPost++];
+        Transfer t;
+        t.device = Tensor(m_backend, static_cast<std::size_t>(m_spec.tokens), static_cast<std::size_t>(m_spec.hidden),
+            MemoryCategory::Communication);
+        if (m_staging) {
+            t.host.resize(bytes);
+            t.request = m_comm.irecv(t.host.data(), bytes, in.peer, in.key);
+        } else {
+            t.request = m_comm.irecv(t.device.data(), bytes, in.peer, in.key);
+        }
+        m_posted.emplace(in.key, std::move(t));
+    }
+}
+
+Tensor RankExecutor::receive(int key, ActionRecord& record)
+{
+    if (m_nextNeeded >= m_plan.size() || m_plan[m_nextNeeded].key != key)
+        throw RuntimeError(
+            "rank " + std::to_string(m_rank) + ": receive plan out of order for message " + std::to_string(key));
+    postReceives(m_nextNeeded + static_cast<std::size_t>(m_options.receiveWindow) - 1);
+    ++m_nextNeeded;
+    auto it = m_posted.find(key);
+    Transfer t = std::move(it->second);
+    m_posted.erase(it);
+    const auto waitStart = Clock::now();
+    m_comm.wait(t.request);
+    record.waitUs += microsSince(waitStart);
+    if (m_staging) {
+        m_backend.copyHostToDevice(0, t.device.data(), t.host.data(), t.host.size());
+        m_backend.synchronize();
+    }
+    record.bytesReceived += t.device.bytes();
+    return std::move(t.device);
+}
+
+Tensor RankExecutor::fetchInput(int position, const Op& op, ActionRecord& record)
+{
+    if (op.kind == OpKind::W || (isBackward(op.kind) && op.stage == m_schedule.stages - 1))
+        return {};
+    if (op.kind == OpKind::F && op.stage == 0) {
+        const Tensor& source = m_inputs.at(op.microbatch);
+        Tensor x(m_backend, source.rows(), source.cols(), MemoryCategory::Communication);
+        m_backend.copyDeviceToDevice(0, x.data(), source.data(), source.bytes());
+        return x;
+    }
+    const bool forward = op.kind == OpKind::F;
+    const int key = messageTag(op.stage, op.microbatch, forward ? kActivation : kGradient);
+    const int producer = m_schedule.placement.rankOf(forward ? op.stage - 1 : op.stage + 1, op.microbatch);
+    if (producer != m_rank)
+        return receive(key, record);
+    auto it = m_local.find(key);
+    if (it == m_local.end())
+        throw RuntimeError("rank " + std::to_string(m_rank) + ", position " + std::to_string(position) + " ("
+            + toString(op) + "): its input from this rank was not produced earlier in the order");
+    Tensor t = std::move(it->second);
+    m_local.erase(it);
+    return t;
+}
+
+void RankExecutor::deliver(const Op& op, Tensor output, ActionRecord& record)
+{
+    if (output.empty())
+        return;
+    const bool forward = op.kind == OpKind::F;
+    const int stage = forward ? op.stage + 1 : op.stage - 1;
+    const int key = messageTag(stage, op.microbatch, forward ? kActivation : kGradient);
+    const int dest = m_schedule.placement.rankOf(stage, op.microbatch);
+    if (dest == m_rank) {
+        m_local[key] = std::move(output);
+        return;
+    }
+    Transfer t;
+    t.device = std::move(output);
+    record.bytesSent += t.device.bytes();
+    if (m_staging) {
+        t.host.resize(t.device.bytes());
+        m_backend.copyDeviceToHost(0, t.host.data(), t.device.data(), t.device.bytes());
+        t.request = m_comm.isend(t.host.data(), t.host.size(), dest, key);
+    } else {
+        t.request = m_comm.isend(t.device.data(), t.device.bytes(), dest, key);
+    }
+    m_pending.push_back(std::move(t));
+}
+
+SavedActivations& RankExecutor::savedFor(const Op& op)
+{
+    const auto key = std::make_pair(op.stage, op.microbatch);
+    if (op.kind == OpKind::F) {
+        auto [it, inserted] = m_saved.try_emplace(key);
+        if (!inserted)
+            throw RuntimeError("rank " + std::to_string(m_rank) + ": " + toString(op) + " runs twice in one step");
+        return it->second;
+    }
+    auto it = m_saved.find(key);
+    if (it == m_saved.end())
+        throw RuntimeError("rank " + std::to_string(m_rank) + ": " + toString(op) + " before its forward");
+    return it->second;
+}
+
+Tensor RankExecutor::runOp(Lane lane, const Op& op, Tensor input, SavedActivations& saved, double& loss)
+{
+    const StageParams& params = *m_params.at(op.stage);
+    const bool last = op.stage == m_schedule.stages - 1;
+    switch (op.kind) {
+    case OpKind::F: {
+        const Tensor* target = last ? &m_targets.at(op.microbatch) : nullptr;
+        return m_math.forward(lane, params, std::move(input), saved, last, target, &loss);
+    }
+    case OpKind::I:
+        return m_math.inputGrad(lane, params, saved, std::move(input), op.stage > 0);
+    case OpKind::W:
+        m_math.weightGrad(lane, params, saved);
+        return {};
+    case OpKind::B:
+        return m_math.backward(lane, params, saved, std::move(input), op.stage > 0);
+    }
+    return {};
+}
+
+void RankExecutor::finishOp(const Op& op, double loss)
+{
+    if (op.kind == OpKind::F && op.stage == m_schedule.stages - 1)
+        m_losses[op.microbatch] = loss;
+    if (op.kind == OpKind::W || op.kind == OpKind::B)
+        m_saved.erase(std::make_pair(op.stage, op.microbatch));
+}
+
+void RankExecutor::runSlot(int position, const Action& action, ActionRecord& record)
+{
+    const int n = action.size();
+    if (n == 2 && action.op.stage == action.backward.stage && action.op.microbatch == action.backward.microbatch)
+        throw RuntimeError(where(action) + ": both halves of an overlapped slot on the same stage and microbatch");
+    record.startUs = microsSince(m_stepStart);
+    Tensor inputs[2];
+    for (int i = 0; i < n; ++i)
+        inputs[i] = fetchInput(position, action.at(i), record);
+    SavedActivations* saved[2] = { &savedFor(action.at(0)), n == 2 ? &savedFor(action.at(1)) : nullptr };
+    Tensor outputs[2];
+    double losses[2] = { 0.0, 0.0 };
+    const std::size_t ledgerBefore = m_backend.memory().live(MemoryCategory::Activation);
+    m_backend.actionStarted(toString(action));
+    const auto computeStart = Clock::now();
+    {
+        const ComputeScope computing(m_comm);
+        auto half = [&](int i, Lane lane) {
+            outputs[i] = runOp(lane, action.at(i), std::move(inputs[i]), *saved[i], losses[i]);
+        };
+        if (n == 1)
+            half(0, 0);
+        else
+            m_backend.runConcurrently([&](Lane lane) { half(0, lane); }, [&](Lane lane) { half(1, lane); });
+        m_backend.synchronize();
+    }
+    record.computeUs = microsSince(computeStart);
+    m_backend.actionFinished();
+    const std::size_t forwardHighWater = n == 2 ? ledgerBefore + saved[0]->bytes() : 0;
+    for (int i = 0; i < n; ++i) {
+        finishOp(action.at(i), losses[i]);
+        deliver(action.at(i), std::move(outputs[i]), record);
+    }
+    record.endUs = microsSince(m_stepStart);
+    recordMemory(record, forwardHighWater);
+}
+
+void RankExecutor::recordMemory(ActionRecord& record, std::size_t forwardHighWater) const
+{
+    const std::size_t ledger = m_backend.memory().live(MemoryCategory::Activation);
+    const std::size_t highWater = std::max(ledger, forwardHighWater);
+    record.activationBytes = highWater;
+    record.memoryBytes = m_backend.memory().total() + (highWater - ledger);
+}
+
+void RankExecutor::progressSends()
+{
+    std::erase_if(m_pending, [this](Transfer& t) { return m_comm.test(t.request); });
+}
+
+void RankExecutor::finishSends()
+{
+    for (Transfer& t : m_pending)
+        m_comm.wait(t.request);
+    m_pending.clear();
+}
+
+void RankExecutor::checkStepEnd() const
+{
+    if (!m_saved.empty()) {
+        const auto& [key, saved] = *m_saved.begin();
+        throw RuntimeError("rank " + std::to_string(m_rank) + ": the step ended with stage " + std::to_string(key.first)
+            + " of microbatch " + std::to_string(key.second) + " still waiting for its "
+            + (saved.inputGradDone ? "W" : "backward"));
+    }
+    if (!m_local.empty())
+        throw RuntimeError("rank " + std::to_string(m_rank) + ": the step ended with a message never consumed");
+}
+
+std::vector<ActionRecord> RankExecutor::runStep(int step)
+{
+    const auto& order = m_schedule.order[static_cast<std::size_t>(m_rank)];
+    for (auto& [stage, params] : m_params)
+        params->zeroGradients(m_backend);
+    m_backend.synchronize();
+    m_losses.clear();
+    m_nextPost = 0;
+    m_nextNeeded = 0;
+    std::vector<ActionRecord> records(order.size());
+    m_comm.barrier();
+    m_stepStart = Clock::now();
+    m_backend.stepStarted();
+    postReceives(static_cast<std::size_t>(m_options.receiveWindow) - 1);
+    for (std::size_t p = 0; p < order.size(); ++p) {
+        if (m_options.beforeAction)
+            m_options.beforeAction(step, static_cast<int>(p));
+        ActionRecord& record = records[p];
+        record.step = step;
+        record.index = static_cast<int>(p);
+        runSlot(static_cast<int>(p), order[p], record);
+        progressSends();
+        if (m_options.progress)
+            m_options.progress(step, static_cast<int>(p) + 1, static_cast<int>(order.size()));
+    }
+    finishSends();
+    checkStepEnd();
+    return records;
+}
+
+std::vector<int> RankExecutor::localStages() const
+{
+    std::vector<int> stages;
+    for (const auto& [s, p] : m_params)
+        stages.push_back(s);
+    return stages;
+}
+
+const StageParams& RankExecutor::stageParams(int stage) const
+{
+    auto it = m_params.find(stage);
+    if (it == m_params.end())
+        throw RuntimeError("rank " + std::to_string(m_rank) + " does not hold stage " + std::to_string(stage));
+    return *it->second;
+}
+
+RankExecutor::Transfer RankExecutor::exchangeGradients(const Tensor& grads, int peer, int tag)
+{
+    Transfer in;
+    in.device = Tensor(m_backend, grads.rows(), grads.cols(), MemoryCategory::Workspace);
+    Transfer out;
+    if (m_staging) {
+        in.host.resize(grads.bytes());
+        out.host.resize(grads.bytes());
+        m_backend.copyDeviceToHost(0, out.host.data(), grads.data(), grads.bytes());
+        in.request = m_comm.irecv(in.host.data(), grads.bytes(), peer, tag);
+        out.request = m_comm.isend(out.host.data(), grads.bytes(), peer, tag);
+    } else {
+        in.request = m_comm.irecv(in.device.data(), grads.bytes(), peer, tag);
+        out.request = m_comm.isend(grads.data(), grads.bytes(), peer, tag);
+    }
+    m_pending.push_back(std::move(out));
+    return in;
+}
+
+void RankExecutor::sumReplicaGradients()
+{
+    const int tagBase = 2 * m_schedule.stages * m_schedule.microbatches;
+    std::vector<std::pair<int, Transfer>> received; // (stage, its gradients from another holder)
+    for (auto& [stage, params] : m_params) {
+        const auto& holders = m_holders[static_cast<std::size_t>(stage)];
+        if (holders.size() < 2 || params->gradients().empty())
+            continue;
+        for (int peer : holders)
+            if (peer != m_rank)
+                received.emplace_back(stage, exchangeGradients(params->gradients(), peer, tagBase + stage));
+    }
+    for (auto& [stage, t] : received)
+        m_comm.wait(t.request);
+    finishSends(); // our gradients are read by the sends: add only once they are done
+    for (auto& [stage, t] : received) {
+        if (m_staging)
+            m_backend.copyHostToDevice(0, t.device.data(), t.host.data(), t.host.size());
+        Tensor& grads = m_params.at(stage)->gradients();
+        m_backend.axpy(0, grads.elements(), 1.0f, t.device.data(), grads.data());
+    }
+    m_backend.synchronize();
+}
+
+} // namespace dps::runtime

@@ -1,0 +1,145 @@
+#pragma once
+// The executor of one rank: runs the rank's action list of a schedule for one training step on a Backend,
+// exchanging activations and gradients through a Comm, and measures every action.
+//
+// Routing uses only Placement::rankOf(stage, microbatch), so any valid schedule runs (generated,
+// hand-edited, imported): after F of stage s the output goes to the rank of (s+1, m), after I/B the input
+// gradient to the rank of (s−1, m); when that is this rank the tensor is handed over in memory. Receives
+// are posted ahead in the order the rank will need them (a window), sends are non-blocking, and a rank only
+// ever blocks on a receive its next action needs, so a schedule the validator accepts cannot deadlock.
+#include "comm.h"
+#include "model.h"
+#include "schedule/schedule.h"
+#include "stagemath.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace dps::runtime {
+
+/// The measurement of one action (one slot; an overlapped pair is one record). Times in µs since the
+/// barrier that started the step: start when the rank turned to the action, end when its outputs were
+/// computed and their sends posted; wait_us is the part of [start, end] blocked on receives.
+struct ActionRecord {
+    int step = 0;
+    int index = 0; ///< position in the rank's order
+    double startUs = 0.0;
+    double endUs = 0.0;
+    double waitUs = 0.0;
+    /// The part of [start, end] spent computing (both halves of an overlapped slot, until the backend is
+    /// synchronised); the rest of end − start − wait is the executor's own overhead.
+    double computeUs = 0.0;
+    std::uint64_t bytesSent = 0;
+    std::uint64_t bytesReceived = 0;
+    /// Everything live in the backend's allocator after the action.
+    std::uint64_t memoryBytes = 0;
+    /// The activation ledger (modelcost.h) after the action. An overlapped slot reports its high-water mark
+    /// as the simulator counts it: its forward half's activations added before its backward half frees any
+    /// (memoryBytes then includes the same difference).
+    std::uint64_t activationBytes = 0;
+};
+
+struct ExecutorOptions {
+    /// Receives posted ahead of need (≥ 1); receives of the action about to run are always posted.
+    int receiveWindow = 8;
+    /// Called before each action (step, position); tests use it to inject faults.
+    std::function<void(int step, int index)> beforeAction;
+    /// Called after each action with the number of actions done and the total of the step.
+    std::function<void(int step, int done, int total)> progress;
+};
+
+class RankExecutor {
+public:
+    /// Builds the stages this rank holds (every stage its order mentions) and the inputs/targets of the
+    /// microbatches whose first/last stage runs here. Throws RuntimeError when an op of the rank's order is
+    /// placed on another rank, or the tags of the schedule exceed comm.maxTag().
+    RankExecutor(
+        Backend& backend, Comm& comm, const ModelSpec& spec, const Schedule& schedule, ExecutorOptions options = {});
+    ~RankExecutor();
+    RankExecutor(const RankExecutor&) = delete;
+    RankExecutor& operator=(const RankExecutor&) = delete;
+
+    /// Runs one step: zeroes the gradients, a barrier, then every action of the rank in order. Returns one
+    /// record per action. Throws RuntimeError naming the rank and action on an inconsistency.
+    std::vector<ActionRecord> runStep(int step);
+    /// Sums the weight gradients of stages held by several ranks (DualPipe's two replicas) so that every
+    /// holder has the total. Collective over the holders; call on every rank after runStep.
+    void sumReplicaGradients();
+
+    /// Replaces ExecutorOptions::beforeAction.
+    void setBeforeAction(std::function<void(int step, int index)> hook) { m_options.beforeAction = std::move(hook); }
+
+    /// Losses of the last step, by microbatch, for the microbatches whose last-stage F ran here.
+    const std::map<int, double>& losses() const { return m_losses; }
+    /// The stages this rank holds, ascending.
+    std::vector<int> localStages() const;
+    /// Parameters of a local stage; throws RuntimeError when the stage is not held here.
+    const StageParams& stageParams(int stage) const;
+    /// Ranks that hold each stage (ascending), from the whole schedule.
+    const std::vector<std::vector<int>>& holders() const { return m_holders; }
+    /// Tag of the message into (stage, microbatch): kind 0 activation, 1 gradient. In [0, 2·S·C).
+    int messageTag(int stage, int microbatch, int kind) const;
+
+private:
+    /// A receive the step needs: message key (= tag), source rank, position of the action that needs it.
+    struct Incoming {
+        int key;
+        int peer;
+        int position;
+    };
+    /// A message buffer on the device, with its host copy when messages pass through host memory.
+    struct Transfer {
+        Tensor device;
+        std::vector<char> host;
+        RequestId request = kNoRequest;
+    };
+
+    void buildStages();
+    void buildData();
+    void planReceives();
+    void postReceives(std::size_t through);
+    Tensor fetchInput(int position, const Op& op, ActionRecord& record);
+    Tensor receive(int key, ActionRecord& record);
+    void deliver(const Op& op, Tensor output, ActionRecord& record);
+    Tensor runOp(Lane lane, const Op& op, Tensor input, SavedActivations& saved, double& loss);
+    SavedActivations& savedFor(const Op& op);
+    void finishOp(const Op& op, double loss);
+    void runSlot(int position, const Action& action, ActionRecord& record);
+    /// Memory after a slot; `forwardHighWater` is the ledger after an overlapped slot's forward half
+    /// (0 for a single op).
+    void recordMemory(ActionRecord& record, std::size_t forwardHighWater) const;
+    void progressSends();
+    void finishSends();
+    void checkStepEnd() const;
+    /// Posts the exchange of a stage's gradients with another holder; returns the incoming transfer.
+    Transfer exchangeGradients(const Tensor& grads, int peer, int tag);
+    std::string where(const Action& action) const;
+
+    Backend& m_backend;
+    Comm& m_comm;
+    ModelSpec m_spec;
+    const Schedule& m_schedule;
+    ExecutorOptions m_options;
+    StageMath m_math;
+    int m_rank;
+    bool m_staging; ///< messages pass through host buffers
+    std::vector<std::vector<int>> m_holders;
+    std::map<int, std::unique_ptr<StageParams>> m_params;
+    std::map<int, Tensor> m_inputs; ///< by microbatch: inputs of stage 0 run here (Data)
+    std::map<int, Tensor> m_targets; ///< by microbatch: targets of the last stage run here (Data)
+    std::map<std::pair<int, int>, SavedActivations> m_saved; ///< by (stage, microbatch)
+    std::map<int, Tensor> m_local; ///< in-memory handovers by message key
+    std::vector<Incoming> m_plan; ///< the receives of a step in the order they are needed
+    std::map<int, Transfer> m_posted; ///< posted receives by message key
+    std::size_t m_nextPost = 0; ///< index in m_plan of the next receive to post
+    std::size_t m_nextNeeded = 0; ///< index in m_plan of the next receive to consume
+    std::vector<Transfer> m_pending; ///< sends not known to be complete
+    std::map<int, double> m_losses;
+    std::chrono::steady_clock::time_point m_stepStart;
+};
+
+} // namespace dps::runtime

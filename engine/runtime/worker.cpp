@@ -1,0 +1,495 @@
+#include "worker.h"
+
+#include "correctness.h"
+#include "cpubackend.h"
+#include "executor.h"
+#include "measuredoutput.h"
+#include "project/project.h"
+#include "schedule/validator.h"
+#include "sysinfo.h"
+#include "wire.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <ostream>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+namespace dps::runtime {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+// ------------------------------------------------------------------ command line
+
+int parseCount(const std::string& flag, const std::string& value, int minimum)
+{
+    std::size_t used = 0;
+    int n = 0;
+    try {
+        n = std::stoi(value, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != value.size() || value.empty() || n < minimum)
+        throw UsageError(flag + ": expected an integer ≥ " + std::to_string(minimum) + ", got '" + value + "'");
+    return n;
+}
+
+/// Sets the option named by `flag` from `value`; false when the flag is unknown.
+bool applyFlag(WorkerOptions& o, const std::string& flag, const std::string& value)
+{
+    const std::map<std::string, std::function<void()>> setters {
+        { "--project", [&] { o.project = value; } },
+        { "--variant", [&] { o.variant = value; } },
+        { "--backend", [&] { o.backend = value; } },
+        { "--steps", [&] { o.steps = parseCount(flag, value, 1); } },
+        { "--warmup", [&] { o.warmup = parseCount(flag, value, 0); } },
+        { "--threads", [&] { o.threads = parseCount(flag, value, 1); } },
+        { "--output", [&] { o.output = value; } },
+        { "-o", [&] { o.output = value; } },
+        { "--trace-dir", [&] { o.traceDir = value; } },
+        { "--command", [&] { o.command = value; } },
+        { "--recv-window", [&] { o.receiveWindow = parseCount(flag, value, 1); } },
+    };
+    const auto it = setters.find(flag);
+    if (it == setters.end())
+        return false;
+    it->second();
+    return true;
+}
+
+// ------------------------------------------------------------------ output streams
+
+/// The JSON-lines progress stream; one object per line, flushed at once; thread-safe.
+class Events {
+public:
+    explicit Events(std::ostream& out)
+        : m_out(out)
+    {
+    }
+    void emit(const json& event)
+    {
+        const std::string line = event.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+        std::lock_guard lock(m_mutex);
+        m_out << line << std::flush;
+    }
+    void error(int rank, const std::string& message)
+    {
+        emit({ { "event", "error" }, { "rank", rank }, { "message", message } });
+    }
+
+private:
+    std::ostream& m_out;
+    std::mutex m_mutex;
+};
+
+/// Human log lines on stderr, prefixed with the rank.
+class Log {
+public:
+    Log(std::ostream& out, int rank)
+        : m_out(out)
+        , m_prefix("[dpstudio-worker rank " + std::to_string(rank) + "] ")
+    {
+    }
+    void line(const std::string& text) { m_out << (m_prefix + text + "\n") << std::flush; }
+
+private:
+    std::ostream& m_out;
+    std::string m_prefix;
+};
+
+/// Progress events of one rank: at the end of every step and at most every 250 ms within one.
+class ProgressReporter {
+public:
+    ProgressReporter(Events& events, int rank)
+        : m_events(events)
+        , m_rank(rank)
+    {
+    }
+    void report(int step, int done, int total)
+    {
+        const auto now = Clock::now();
+        if (done != total && now - m_last < std::chrono::milliseconds(250))
+            return;
+        m_last = now;
+        m_events.emit(
+            { { "event", "progress" }, { "rank", m_rank }, { "step", step }, { "done", done }, { "total", total } });
+    }
+
+private:
+    Events& m_events;
+    int m_rank;
+    Clock::time_point m_last = Clock::now();
+};
+
+// ------------------------------------------------------------------ setup
+
+/// Everything a rank needs to run, built before the first step.
+struct RunState {
+    std::string projectText;
+    Project project;
+    Variant variant;
+    Schedule schedule;
+    ModelSpec spec;
+    std::string backendName;
+    DType computeDtype = DType::FP32;
+    std::vector<std::string> warnings;
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<RankExecutor> executor;
+};
+
+/// A failure while setting up, with the worker's exit status for it.
+struct SetupFailure {
+    int code = kWorkerOk;
+    std::string message;
+};
+
+std::string readText(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw IoError(path + ": cannot read the project file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+std::string resolveBackend(const std::string& requested)
+{
+    if (requested == "auto" || requested == "cpu")
+        return "cpu"; // the CUDA backend is not part of this build
+    if (requested == "cuda")
+        return "cuda";
+    throw UsageError("--backend: expected cpu, cuda or auto, got '" + requested + "'");
+}
+
+std::unique_ptr<Backend> createBackend(const std::string& name, int threads)
+{
+    if (name == "cpu")
+        return std::make_unique<CpuBackend>(threads);
+    throw RuntimeError("the " + name + " backend is not built into this dpstudio-worker");
+}
+
+void checkSchedule(const Schedule& schedule, int worldSize)
+{
+    const ValidationReport report = validate(schedule);
+    if (!report.valid()) {
+        for (const Diagnostic& d : report.diagnostics)
+            if (d.severity == Severity::Error)
+                throw FormatError("the schedule is invalid: " + format(d));
+    }
+    if (schedule.ranks != worldSize)
+        throw FormatError("the variant has " + std::to_string(schedule.ranks) + " ranks but the job has "
+            + std::to_string(worldSize) + " (mpirun -np must equal the variant's ranks)");
+}
+
+ModelSpec modelSpec(const Project& project, const Variant& variant)
+{
+    ModelSpec spec;
+    spec.hidden = project.model.hidden;
+    spec.ffn = project.model.ffn;
+    spec.tokens = project.model.microbatchSize * project.model.seqLen;
+    spec.partition = effectivePartition(project, variant);
+    spec.seed = project.seed;
+    if (spec.hidden < 1 || spec.ffn < 1 || spec.tokens < 1)
+        throw FormatError("model: hidden, ffn, seq_len and microbatch_size must be positive");
+    return spec;
+}
+
+std::unique_ptr<RunState> setUp(const WorkerOptions& options, Comm& comm, ExecutorOptions executorOptions)
+{
+    auto s = std::make_unique<RunState>();
+    s->backendName = resolveBackend(options.backend);
+    s->projectText = readText(options.project);
+    s->project = parseProject(s->projectText, options.project);
+    const Variant* variant = options.variant.empty() ? &s->project.active() : s->project.find(options.variant);
+    if (!variant)
+        throw FormatError("the project has no variant named '" + options.variant + "'");
+    s->variant = *variant;
+    s->schedule = buildSchedule(s->project, s->variant);
+    checkSchedule(s->schedule, comm.size());
+    s->spec = modelSpec(s->project, s->variant);
+    s->computeDtype = s->backendName == "cpu" ? DType::FP32 : s->project.model.dtype;
+    if (s->project.model.dtype == DType::BF16 && s->backendName == "cpu")
+        s->warnings.push_back("the project asks for bf16: the CPU backend computes in fp32");
+    s->backend = createBackend(s->backendName, options.threads);
+    executorOptions.receiveWindow = options.receiveWindow;
+    s->executor = std::make_unique<RankExecutor>(*s->backend, comm, s->spec, s->schedule, executorOptions);
+    return s;
+}
+
+SetupFailure classify(const std::function<void()>& body)
+{
+    try {
+        body();
+        return {};
+    } catch (const IoError& e) {
+        return { kWorkerFailed, e.what() };
+    } catch (const UsageError& e) {
+        return { kWorkerFailed, e.what() };
+    } catch (const RuntimeError& e) {
+        return { kWorkerFailed, e.what() };
+    } catch (const Error& e) {
+        return { kWorkerCheckFailed, e.what() };
+    } catch (const std::exception& e) {
+        return { kWorkerFailed, e.what() };
+    }
+}
+
+/// Collective: every rank's setup outcome; the first failing rank's (lowest) wins on every rank.
+std::pair<SetupFailure, int> agree(Comm& comm, const SetupFailure& mine)
+{
+    ByteWriter out;
+    out.put(mine.code);
+    out.putString(mine.message);
+    const auto all = comm.gather(out.bytes(), 0);
+    ByteWriter verdict;
+    if (comm.rank() == 0) {
+        SetupFailure first;
+        int rank = -1;
+        for (std::size_t r = 0; r < all.size() && rank < 0; ++r) {
+            ByteReader in(all[r]);
+            first.code = in.get<int>();
+            first.message = in.getString();
+            if (first.code != kWorkerOk)
+                rank = static_cast<int>(r);
+        }
+        verdict.put(rank < 0 ? kWorkerOk : first.code);
+        verdict.put(rank);
+        verdict.putString(rank < 0 ? std::string() : first.message);
+    }
+    comm.broadcast(verdict.bytes(), 0);
+    ByteReader in(verdict.bytes());
+    SetupFailure result;
+    result.code = in.get<int>();
+    const int rank = in.get<int>();
+    result.message = in.getString();
+    return { result, rank };
+}
+
+// ------------------------------------------------------------------ fault injection
+
+int envRank(const char* name)
+{
+    const char* value = std::getenv(name);
+    if (!value || !*value)
+        return -1;
+    char* end = nullptr;
+    const long r = std::strtol(value, &end, 10);
+    return *end == '\0' ? static_cast<int>(r) : -1;
+}
+
+/// The hook that injects the faults named by DPSTUDIO_WORKER_{CRASH,HANG,THROW}_RANK in the middle
+/// of the first step of this rank.
+std::function<void(int, int)> faultHook(int rank, int actions)
+{
+    const int crash = envRank("DPSTUDIO_WORKER_CRASH_RANK");
+    const int hang = envRank("DPSTUDIO_WORKER_HANG_RANK");
+    const int fail = envRank("DPSTUDIO_WORKER_THROW_RANK");
+    if (rank != crash && rank != hang && rank != fail)
+        return {};
+    const int at = actions / 2;
+    return [=](int step, int index) {
+        if (step != 0 || index != at)
+            return;
+        if (rank == crash)
+            ::kill(::getpid(), SIGKILL);
+        while (rank == hang)
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+        throw RuntimeError("rank " + std::to_string(rank) + ": failure injected by DPSTUDIO_WORKER_THROW_RANK");
+    };
+}
+
+// ------------------------------------------------------------------ the run
+
+std::vector<char> packRecords(const std::vector<ActionRecord>& records)
+{
+    ByteWriter w;
+    w.put(static_cast<std::uint64_t>(records.size()));
+    for (const ActionRecord& r : records)
+        w.put(r);
+    return std::move(w.bytes());
+}
+
+std::vector<ActionRecord> unpackRecords(const std::vector<char>& bytes)
+{
+    ByteReader r(bytes);
+    std::vector<ActionRecord> records(static_cast<std::size_t>(r.get<std::uint64_t>()));
+    for (ActionRecord& rec : records)
+        rec = r.get<ActionRecord>();
+    return records;
+}
+
+std::string formatDouble(double value, const char* format)
+{
+    char text[64];
+    std::snprintf(text, sizeof(text), format, value);
+    return text;
+}
+
+std::string correctnessLine(const CorrectnessReport& c)
+{
+    return std::string("correctness: ") + (c.passed ? "passed" : "FAILED") + " (max loss relative error "
+        + formatDouble(c.maxLossError, "%.3g") + " ≤ " + formatDouble(c.thresholds.loss, "%.0e")
+        + ", max gradient metric " + formatDouble(c.maxGradError, "%.3g") + " ≤ "
+        + formatDouble(c.thresholds.grad, "%.0e") + ")" + (c.passed ? "" : ": " + c.failure);
+}
+
+json correctnessEvent(const CorrectnessReport& c)
+{
+    json j { { "passed", c.passed }, { "max_loss_error", c.maxLossError }, { "max_grad_error", c.maxGradError },
+        { "thresholds", { { "loss", c.thresholds.loss }, { "grad", c.thresholds.grad } } } };
+    if (!c.passed)
+        j["message"] = c.failure;
+    return j;
+}
+
+/// Runs warm-up and measured steps; returns this rank's records of the measured steps.
+std::vector<ActionRecord> runSteps(const WorkerOptions& options, RunState& s, Log& log)
+{
+    std::vector<ActionRecord> measured;
+    for (int step = 0; step < options.warmup + options.steps; ++step) {
+        const auto start = Clock::now();
+        std::vector<ActionRecord> records = s.executor->runStep(step);
+        s.executor->sumReplicaGradients();
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        log.line("step " + std::to_string(step) + (step < options.warmup ? " (warm-up)" : "") + ": "
+            + formatDouble(ms, "%.2f") + " ms on this rank");
+        if (step < options.warmup)
+            continue;
+        for (ActionRecord& r : records) {
+            r.step = step - options.warmup;
+            measured.push_back(r);
+        }
+    }
+    return measured;
+}
+
+int finish(const WorkerOptions& options, Comm& comm, RunState& s, const CorrectnessReport& report,
+    const std::vector<ActionRecord>& mine, Events& events, Log& log)
+{
+    const auto all = comm.gather(packRecords(mine), 0);
+    if (comm.rank() != 0)
+        return report.passed ? kWorkerOk : kWorkerCheckFailed;
+    MeasuredRun run;
+    run.command = options.command;
+    run.host = hostName();
+    run.cpu = cpuModelName();
+    run.device = s.backend->deviceDescription();
+    run.mpiVersion = comm.version();
+    run.backend = s.backendName;
+    run.comm = comm.name();
+    run.variant = s.variant.name;
+    run.threads = options.threads;
+    run.warmup = options.warmup;
+    run.correctness = report;
+    for (const auto& bytes : all)
+        run.records.push_back(unpackRecords(bytes));
+    run.project = nlohmann::ordered_json::parse(s.projectText);
+    run.warnings = s.warnings;
+    writeMeasuredOutputs(run, s.schedule, options.output, options.traceDir);
+    const std::vector<double> makespans = stepMakespans(run.records);
+    const int median = medianStep(makespans);
+    log.line("median step " + std::to_string(median) + ": makespan "
+        + formatDouble(makespans.empty() ? 0.0 : makespans[static_cast<std::size_t>(median)] / 1000.0, "%.3f")
+        + " ms; wrote " + options.output);
+    log.line(correctnessLine(report));
+    if (!report.passed) {
+        events.error(0, "correctness check failed: " + report.failure);
+        return kWorkerCheckFailed;
+    }
+    events.emit({ { "event", "done" }, { "format_version", 1 }, { "output", options.output },
+        { "correctness", correctnessEvent(report) }, { "median_step", median }, { "step_makespan_us", makespans } });
+    return kWorkerOk;
+}
+
+int execute(const WorkerOptions& options, Comm& comm, RunState& s, Events& events, Log& log)
+{
+    for (const std::string& w : s.warnings)
+        log.line("warning: " + w);
+    const std::vector<ActionRecord> mine = runSteps(options, s, log);
+    const CorrectnessReport report = checkCorrectness(
+        comm, *s.backend, s.spec, *s.executor, s.schedule.microbatches, thresholdsFor(s.backendName, s.computeDtype));
+    return finish(options, comm, s, report, mine, events, log);
+}
+
+} // namespace
+
+WorkerOptions parseWorkerArgs(const std::vector<std::string>& args)
+{
+    WorkerOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string flag = args[i];
+        std::string value;
+        const auto eq = flag.find('=');
+        if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+            value = flag.substr(eq + 1);
+            flag.resize(eq);
+        } else if (i + 1 < args.size()) {
+            value = args[++i];
+        } else {
+            throw UsageError(flag + ": missing value");
+        }
+        if (!applyFlag(o, flag, value))
+            throw UsageError("unknown option '" + flag + "'");
+    }
+    if (o.project.empty())
+        throw UsageError("--project is required");
+    if (o.output.empty())
+        throw UsageError("--output is required");
+    resolveBackend(o.backend);
+    return o;
+}
+
+std::string workerUsage()
+{
+    return "usage: dpstudio-worker --project FILE [--variant NAME] [--backend cpu|cuda|auto] [--steps K] "
+           "[--warmup K] [--threads N] --output measured.json [--trace-dir DIR] [--command TEXT]";
+}
+
+int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& streams)
+{
+    Events events(streams.events);
+    Log log(streams.log, comm.rank());
+    if (comm.rank() == 0)
+        events.emit({ { "event", "hello" }, { "format_version", 1 }, { "ranks", comm.size() },
+            { "steps", options.steps }, { "warmup", options.warmup }, { "backend", resolveBackend(options.backend) },
+            { "comm", comm.name() } });
+    ProgressReporter progress(events, comm.rank());
+    ExecutorOptions executorOptions;
+    executorOptions.progress = [&](int step, int done, int total) { progress.report(step, done, total); };
+    std::unique_ptr<RunState> state;
+    const auto [failure, failedRank] = agree(comm, classify([&] {
+        state = setUp(options, comm, executorOptions);
+        const auto& order = state->schedule.order[static_cast<std::size_t>(comm.rank())];
+        state->executor->setBeforeAction(faultHook(comm.rank(), static_cast<int>(order.size())));
+    }));
+    if (failure.code != kWorkerOk) {
+        if (comm.rank() == failedRank)
+            log.line("error: " + failure.message);
+        if (comm.rank() == 0)
+            events.error(failedRank, failure.message);
+        return failure.code;
+    }
+    try {
+        return execute(options, comm, *state, events, log);
+    } catch (const std::exception& e) {
+        log.line("error: " + std::string(e.what()));
+        events.error(comm.rank(), e.what());
+        comm.abort(kWorkerFailed);
+    }
+    return kWorkerFailed; // not reached: abort() ends the job
+}
+
+} // namespace dps::runtime

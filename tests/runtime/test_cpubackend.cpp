@@ -1,0 +1,249 @@
+// The CPU backend's kernels against naive loops and finite differences, its allocator's exact counting and
+// its two lanes.
+#include "runtime/cpubackend.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using namespace dps::runtime;
+
+namespace {
+
+std::vector<float> randomValues(std::size_t n, unsigned seed)
+{
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = dist(gen);
+    return v;
+}
+
+/// Element (i, j) of op(M) for a row-major M stored rows × cols.
+float at(const std::vector<float>& m, int cols, bool transposed, int i, int j)
+{
+    return transposed ? m[static_cast<std::size_t>(j) * cols + i] : m[static_cast<std::size_t>(i) * cols + j];
+}
+
+/// C = alpha·op(A)·op(B) + beta·C with loops in double.
+std::vector<float> naiveGemm(bool ta, bool tb, int m, int n, int k, float alpha, const std::vector<float>& a,
+    const std::vector<float>& b, float beta, std::vector<float> c)
+{
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+            double sum = 0.0;
+            for (int p = 0; p < k; ++p)
+                sum += static_cast<double>(at(a, ta ? m : k, ta, i, p)) * at(b, tb ? k : n, tb, p, j);
+            float& out = c[static_cast<std::size_t>(i) * n + j];
+            out = static_cast<float>(alpha * sum + beta * out);
+        }
+    return c;
+}
+
+class CpuBackendTest : public ::testing::Test {
+protected:
+    /// A device tensor holding `values`.
+    Tensor upload(const std::vector<float>& values)
+    {
+        Tensor t(backend, 1, values.size(), MemoryCategory::Workspace);
+        backend.uploadFloats(0, t.data(), values.data(), values.size());
+        return t;
+    }
+    std::vector<float> download(const Tensor& t)
+    {
+        std::vector<float> v(t.elements());
+        backend.downloadFloats(0, v.data(), t.data(), v.size());
+        return v;
+    }
+
+    CpuBackend backend { 1 };
+};
+
+} // namespace
+
+TEST_F(CpuBackendTest, GemmMatchesNaiveLoopsForEveryTransposeAndBeta)
+{
+    const int m = 5, n = 7, k = 3;
+    for (bool ta : { false, true })
+        for (bool tb : { false, true })
+            for (float beta : { 0.0f, 1.0f, 0.5f }) {
+                const auto a = randomValues(static_cast<std::size_t>(m * k), 1);
+                const auto b = randomValues(static_cast<std::size_t>(k * n), 2);
+                const auto c0 = randomValues(static_cast<std::size_t>(m * n), 3);
+                Tensor da = upload(a), db = upload(b), dc = upload(c0);
+                backend.gemm(0, ta ? Transpose::Yes : Transpose::No, tb ? Transpose::Yes : Transpose::No, m, n, k, 1.5f,
+                    da.data(), db.data(), beta, dc.data());
+                const auto want = naiveGemm(ta, tb, m, n, k, 1.5f, a, b, beta, c0);
+                const auto got = download(dc);
+                for (std::size_t i = 0; i < want.size(); ++i)
+                    EXPECT_NEAR(got[i], want[i], 1e-5) << "ta=" << ta << " tb=" << tb << " beta=" << beta << " i=" << i;
+            }
+}
+
+namespace {
+
+/// GELU and its derivative in long double: x·Φ(x), Φ(x) = ½·erfc(−x/√2).
+long double exactGelu(long double x)
+{
+    return 0.5L * x * std::erfc(-x / std::sqrt(2.0L));
+}
+long double exactGeluDerivative(long double x)
+{
+    return 0.5L * std::erfc(-x / std::sqrt(2.0L)) + x * std::exp(-0.5L * x * x) / std::sqrt(2.0L * M_PIl);
+}
+
+/// Points over [−16, 16] with both tails, plus zero and tiny values.
+std::vector<float> geluPoints()
+{
+    std::vector<float> x { 0.0f, 1e-30f, -1e-30f, 1e-6f, -1e-6f, -13.0f, 13.0f, -20.0f, 1e30f, -1e30f };
+    for (int i = -16000; i <= 16000; ++i)
+        x.push_back(static_cast<float>(i) * 1e-3f + 3.7e-5f);
+    return x;
+}
+
+} // namespace
+
+TEST_F(CpuBackendTest, GeluForwardIsTheExactErfFormToFloatAccuracyInBothTails)
+{
+    const auto x = geluPoints();
+    Tensor in = upload(x), out(backend, 1, x.size(), MemoryCategory::Workspace);
+    backend.geluForward(0, in.data(), out.data(), x.size());
+    const auto got = download(out);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const long double want = exactGelu(x[i]);
+        if (std::fabs(want) > 1e-36L)
+            EXPECT_LE(std::fabs((got[i] - want) / want), 5e-7L) << "x=" << x[i] << " got " << got[i];
+        else
+            EXPECT_LE(std::fabs(got[i]), 1e-36f) << "x=" << x[i];
+    }
+}
+
+TEST_F(CpuBackendTest, GeluGradientMatchesFiniteDifferencesAndTheExactDerivative)
+{
+    const auto x = geluPoints();
+    const std::vector<float> ones(x.size(), 1.0f);
+    Tensor in = upload(x), grad = upload(ones), dx(backend, 1, x.size(), MemoryCategory::Workspace);
+    backend.geluBackward(0, in.data(), grad.data(), dx.data(), x.size());
+    const auto got = download(dx);
+    const long double h = 1e-6L;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const long double v = x[i];
+        if (std::fabs(v) < 30.0L) {
+            const long double fd = (exactGelu(v + h) - exactGelu(v - h)) / (2 * h);
+            EXPECT_NEAR(got[i], static_cast<double>(fd), 1e-6) << "x=" << x[i];
+        }
+        EXPECT_NEAR(got[i], static_cast<double>(exactGeluDerivative(v)), 3e-7) << "x=" << x[i];
+    }
+}
+
+TEST_F(CpuBackendTest, GeluBackwardScalesTheIncomingGradientInPlace)
+{
+    const std::vector<float> x { -1.0f, 0.0f, 2.0f };
+    const std::vector<float> ones(3, 1.0f);
+    std::vector<float> g { 2.0f, 3.0f, -1.0f };
+    Tensor in = upload(x), unit = upload(ones), grad = upload(g);
+    backend.geluBackward(0, in.data(), unit.data(), unit.data(), x.size());
+    backend.geluBackward(0, in.data(), grad.data(), grad.data(), x.size());
+    const auto derivative = download(unit);
+    const auto got = download(grad);
+    for (std::size_t i = 0; i < x.size(); ++i)
+        EXPECT_FLOAT_EQ(got[i], g[i] * derivative[i]);
+}
+
+TEST_F(CpuBackendTest, MseLossAndGradientMatchTheDefinition)
+{
+    const auto y = randomValues(64, 5);
+    const auto t = randomValues(64, 6);
+    Tensor dy = upload(y), dt = upload(t), grad(backend, 1, y.size(), MemoryCategory::Workspace);
+    double loss = -1.0;
+    backend.mseLoss(0, dy.data(), dt.data(), y.size(), grad.data(), &loss);
+    backend.synchronize();
+    double want = 0.0;
+    for (std::size_t i = 0; i < y.size(); ++i)
+        want += (static_cast<double>(y[i]) - t[i]) * (static_cast<double>(y[i]) - t[i]);
+    want /= static_cast<double>(y.size());
+    EXPECT_NEAR(loss, want, 1e-12);
+    const auto g = download(grad);
+    for (std::size_t i = 0; i < y.size(); ++i)
+        EXPECT_NEAR(g[i], 2.0 * (y[i] - t[i]) / static_cast<double>(y.size()), 1e-7);
+}
+
+TEST_F(CpuBackendTest, AxpyZeroAndCopies)
+{
+    const auto x = randomValues(10, 7);
+    const auto y = randomValues(10, 8);
+    Tensor dx = upload(x), dy = upload(y), copy(backend, 1, 10, MemoryCategory::Workspace);
+    backend.axpy(0, 10, 2.0f, dx.data(), dy.data());
+    auto got = download(dy);
+    for (std::size_t i = 0; i < 10; ++i)
+        EXPECT_FLOAT_EQ(got[i], y[i] + 2.0f * x[i]);
+    backend.copyDeviceToDevice(0, copy.data(), dx.data(), dx.bytes());
+    EXPECT_EQ(download(copy), x);
+    backend.setZero(0, copy.data(), copy.bytes());
+    EXPECT_EQ(download(copy), std::vector<float>(10, 0.0f));
+    std::vector<float> host(10);
+    backend.copyHostToDevice(0, copy.data(), y.data(), copy.bytes());
+    backend.copyDeviceToHost(0, host.data(), copy.data(), copy.bytes());
+    EXPECT_EQ(host, y);
+}
+
+TEST_F(CpuBackendTest, AllocatorCountsLiveBytesExactlyPerCategory)
+{
+    const MemoryCounter& mem = backend.memory();
+    EXPECT_EQ(mem.total(), 0u);
+    {
+        Tensor a(backend, 3, 5, MemoryCategory::Activation); // 60 bytes: not rounded
+        Tensor p(backend, 7, 1, MemoryCategory::Parameter);
+        EXPECT_EQ(mem.live(MemoryCategory::Activation), 60u);
+        EXPECT_EQ(mem.live(MemoryCategory::Parameter), 28u);
+        EXPECT_EQ(mem.total(), 88u);
+        a.recategorize(MemoryCategory::Communication);
+        EXPECT_EQ(mem.live(MemoryCategory::Activation), 0u);
+        EXPECT_EQ(mem.live(MemoryCategory::Communication), 60u);
+        EXPECT_EQ(mem.total(), 88u);
+        Tensor moved = std::move(a);
+        EXPECT_TRUE(a.empty());
+        EXPECT_EQ(mem.total(), 88u);
+        moved.reset();
+        EXPECT_EQ(mem.total(), 28u);
+        EXPECT_EQ(mem.peak(), 88u);
+    }
+    EXPECT_EQ(mem.total(), 0u);
+    EXPECT_EQ(mem.live(MemoryCategory::Communication), 0u);
+}
+
+TEST_F(CpuBackendTest, RunConcurrentlyUsesTwoThreadsAndBothLanes)
+{
+    std::thread::id ids[2];
+    Lane lanes[2] = { -1, -1 };
+    backend.runConcurrently(
+        [&](Lane l) {
+            ids[0] = std::this_thread::get_id();
+            lanes[0] = l;
+        },
+        [&](Lane l) {
+            ids[1] = std::this_thread::get_id();
+            lanes[1] = l;
+        });
+    EXPECT_NE(ids[0], ids[1]);
+    EXPECT_EQ(lanes[0], 0);
+    EXPECT_EQ(lanes[1], 1);
+}
+
+TEST_F(CpuBackendTest, RunConcurrentlyRethrowsEitherHalfsExceptionAndStaysUsable)
+{
+    auto nothing = [](Lane) {};
+    auto fail = [](Lane) { throw std::runtime_error("half failed"); };
+    EXPECT_THROW(backend.runConcurrently(fail, nothing), std::runtime_error);
+    EXPECT_THROW(backend.runConcurrently(nothing, fail), std::runtime_error);
+    std::atomic<int> count { 0 };
+    backend.runConcurrently([&](Lane) { ++count; }, [&](Lane) { ++count; });
+    EXPECT_EQ(count, 2);
+}

@@ -1,0 +1,262 @@
+// The executor over ThreadComm (ranks as threads): every generated schedule kind and hand-edited orders run,
+// match the sequential reference, measure every action exactly once, and reach exactly the simulator's peak
+// activation bytes.
+#include "project/modelcost.h"
+#include "runtime/correctness.h"
+#include "runtime/cpubackend.h"
+#include "runtime/executor.h"
+#include "runtime/threadcomm.h"
+#include "schedule/generator.h"
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+
+using namespace dps;
+using namespace dps::runtime;
+
+namespace {
+
+ModelSpec tinySpec(std::vector<int> partition)
+{
+    ModelSpec s;
+    s.hidden = 16;
+    s.ffn = 48;
+    s.tokens = 6;
+    s.partition = std::move(partition);
+    s.seed = 233;
+    return s;
+}
+
+/// What every rank produced.
+struct RankOutcome {
+    std::vector<ActionRecord> records; ///< all steps
+    CorrectnessReport report;
+    std::map<int, double> losses;
+};
+
+/// Runs `steps` steps of the schedule on threads, then the correctness check. `tamper` runs on every rank
+/// between the replica sum and the check.
+std::vector<RankOutcome> runThreaded(const Schedule& schedule, const ModelSpec& spec, int steps = 2,
+    const std::function<void(RankExecutor&, Backend&, int rank)>& tamper = {})
+{
+    std::vector<RankOutcome> out(static_cast<std::size_t>(schedule.ranks));
+    ThreadWorld world(schedule.ranks);
+    world.run([&](Comm& comm) {
+        CpuBackend backend(1);
+        ExecutorOptions options;
+        options.receiveWindow = 3;
+        RankExecutor executor(backend, comm, spec, schedule, options);
+        RankOutcome& mine = out[static_cast<std::size_t>(comm.rank())];
+        for (int step = 0; step < steps; ++step) {
+            const auto records = executor.runStep(step);
+            executor.sumReplicaGradients();
+            mine.records.insert(mine.records.end(), records.begin(), records.end());
+        }
+        if (tamper)
+            tamper(executor, backend, comm.rank());
+        mine.losses = executor.losses();
+        mine.report = checkCorrectness(comm, backend, spec, executor, schedule.microbatches, { 1e-6, 1e-10 });
+    });
+    return out;
+}
+
+/// The simulator's cost model for the spec: modelcost's stage costs with 4-byte elements.
+CostModel costModel(const ModelSpec& spec)
+{
+    ModelDesc model;
+    model.layers = spec.totalLayers();
+    model.hidden = spec.hidden;
+    model.ffn = spec.ffn;
+    model.microbatchSize = 1;
+    model.seqLen = spec.tokens;
+    CostModel costs;
+    for (int s = 0; s < spec.stages(); ++s)
+        costs.stages.push_back(blockStageCost(model, ClusterDesc {}, spec.layersOf(s), s == spec.stages() - 1, 4));
+    return costs;
+}
+
+std::vector<int> evenPartition(int stages, int layersPerStage)
+{
+    return std::vector<int>(static_cast<std::size_t>(stages), layersPerStage);
+}
+
+/// Checks of any run: correctness, every action once per step in order, sane times, peak ledger = simulator.
+void expectGoodRun(const Schedule& schedule, const ModelSpec& spec, const std::vector<RankOutcome>& out, int steps)
+{
+    const SimResult sim = simulate(schedule, costModel(spec));
+    ASSERT_FALSE(sim.deadlocked) << sim.deadlockMessage;
+    for (int r = 0; r < schedule.ranks; ++r) {
+        const RankOutcome& o = out[static_cast<std::size_t>(r)];
+        EXPECT_TRUE(o.report.passed) << "rank " << r << ": " << o.report.failure;
+        const auto& order = schedule.order[static_cast<std::size_t>(r)];
+        ASSERT_EQ(o.records.size(), order.size() * static_cast<std::size_t>(steps)) << "rank " << r;
+        std::uint64_t peak = 0;
+        for (std::size_t i = 0; i < o.records.size(); ++i) {
+            const ActionRecord& rec = o.records[i];
+            EXPECT_EQ(rec.step, static_cast<int>(i / order.size()));
+            EXPECT_EQ(rec.index, static_cast<int>(i % order.size())) << "each action once, in order";
+            EXPECT_LE(rec.startUs, rec.endUs);
+            EXPECT_LE(rec.waitUs, rec.endUs - rec.startUs + 1e-3);
+            EXPECT_GE(rec.memoryBytes, rec.activationBytes);
+            peak = std::max(peak, rec.activationBytes);
+        }
+        EXPECT_EQ(static_cast<double>(peak), sim.ranks[static_cast<std::size_t>(r)].peakActivationBytes)
+            << "rank " << r;
+    }
+}
+
+struct KindCase {
+    ScheduleKind kind;
+    int ranks;
+    int microbatches;
+    int stagesPerRank;
+};
+
+class EveryKind : public ::testing::TestWithParam<KindCase> { };
+
+} // namespace
+
+TEST_P(EveryKind, MatchesTheReferenceAndTheSimulatorsPeakActivation)
+{
+    const KindCase c = GetParam();
+    const Schedule schedule = generate({ c.kind, c.ranks, c.microbatches, c.stagesPerRank });
+    const ModelSpec spec = tinySpec(evenPartition(schedule.stages, 1));
+    const auto out = runThreaded(schedule, spec);
+    expectGoodRun(schedule, spec, out, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtime, EveryKind,
+    ::testing::Values(KindCase { ScheduleKind::GPipe, 3, 4, 0 }, KindCase { ScheduleKind::OneFOneB, 3, 5, 0 },
+        KindCase { ScheduleKind::Interleaved1F1B, 2, 4, 2 }, KindCase { ScheduleKind::ZBH1, 3, 5, 0 },
+        KindCase { ScheduleKind::ZBV, 2, 4, 0 }, KindCase { ScheduleKind::DualPipe, 4, 8, 0 },
+        KindCase { ScheduleKind::DualPipe, 2, 4, 0 }, KindCase { ScheduleKind::DualPipeV, 2, 6, 0 },
+        KindCase { ScheduleKind::DualPipeV, 4, 8, 0 }),
+    [](const ::testing::TestParamInfo<KindCase>& param) {
+        std::string name = std::string(kindName(param.param.kind)) + "_" + std::to_string(param.param.ranks) + "ranks";
+        for (char& ch : name)
+            if (!std::isalnum(static_cast<unsigned char>(ch)))
+                ch = '_';
+        return name;
+    });
+
+TEST(Executor, TwoStagesMatchTheReferenceLossByLoss)
+{
+    const Schedule schedule = generate({ ScheduleKind::OneFOneB, 2, 4, 0 });
+    const ModelSpec spec = tinySpec({ 2, 1 });
+    const auto out = runThreaded(schedule, spec, 1);
+    expectGoodRun(schedule, spec, out, 1);
+    ASSERT_EQ(out[1].losses.size(), 4u); // the last stage's rank has every loss
+    EXPECT_TRUE(out[0].losses.empty());
+    CpuBackend backend(1);
+    const Reference ref = runReference(backend, spec, { 0, 1, 2, 3 });
+    for (const auto& [m, loss] : out[1].losses)
+        EXPECT_EQ(loss, ref.losses.at(m)) << "microbatch " << m;
+}
+
+TEST(Executor, ActivationBytesAreTheLedgerAfterEachAction)
+{
+    const Schedule schedule = generate({ ScheduleKind::GPipe, 2, 2, 0 });
+    const ModelSpec spec = tinySpec({ 2, 1 });
+    const auto out = runThreaded(schedule, spec, 1);
+    const CostModel costs = costModel(spec);
+    const auto a0 = static_cast<std::uint64_t>(costs.stages[0].activationBytes);
+    const auto a1 = static_cast<std::uint64_t>(costs.stages[1].activationBytes);
+    // GPipe: F0 F1 B0 B1 on both ranks.
+    std::vector<std::uint64_t> rank0, rank1;
+    for (const ActionRecord& r : out[0].records)
+        rank0.push_back(r.activationBytes);
+    for (const ActionRecord& r : out[1].records)
+        rank1.push_back(r.activationBytes);
+    EXPECT_EQ(rank0, (std::vector<std::uint64_t> { a0, 2 * a0, a0, 0 }));
+    EXPECT_EQ(rank1, (std::vector<std::uint64_t> { a1, 2 * a1, a1, 0 }));
+}
+
+TEST(Executor, UnevenPartitionWithAnEmptyStage)
+{
+    const Schedule schedule = generate({ ScheduleKind::ZBV, 2, 4, 0 });
+    const ModelSpec spec = tinySpec({ 3, 0, 1, 2 });
+    expectGoodRun(schedule, spec, runThreaded(schedule, spec), 2);
+}
+
+TEST(Executor, HandEditedOrderWithOverlappedSlotsAndLocalHandovers)
+{
+    Schedule schedule;
+    schedule.kind = ScheduleKind::Custom;
+    schedule.ranks = 2;
+    schedule.microbatches = 3;
+    schedule.stages = 3;
+    schedule.placement = Placement::perStage({ 0, 0, 1 });
+    const auto row = [](std::initializer_list<const char*> cells) {
+        std::vector<Action> actions;
+        for (const char* c : cells)
+            actions.push_back(parseAction(c));
+        return actions;
+    };
+    schedule.order = {
+        row({ "0F0", "1F0", "0F1", "1F1", "0F2", "1I0", "0B0", "(1F2;1B1)OVERLAP_F_B", "1W0", "0B1", "1B2", "0B2" }),
+        row({ "2F0", "2B0", "2F1", "2I1", "2F2", "2W1", "2B2" }),
+    };
+    const ModelSpec spec = tinySpec({ 1, 2, 1 });
+    expectGoodRun(schedule, spec, runThreaded(schedule, spec), 2);
+}
+
+TEST(Executor, DualPipeSumsTheReplicasOfEveryStage)
+{
+    const Schedule schedule = generate({ ScheduleKind::DualPipe, 2, 4, 0 });
+    const ModelSpec spec = tinySpec({ 1, 1 });
+    std::vector<std::vector<float>> grads(2);
+    const auto out = runThreaded(schedule, spec, 1, [&](RankExecutor& executor, Backend& backend, int rank) {
+        EXPECT_EQ(executor.localStages(), (std::vector<int> { 0, 1 }));
+        EXPECT_EQ(executor.holders()[0], (std::vector<int> { 0, 1 }));
+        grads[static_cast<std::size_t>(rank)] = executor.stageParams(1).gradient(backend, 0, Matrix::W2);
+    });
+    EXPECT_EQ(grads[0], grads[1]); // both holders end with the same sum
+    EXPECT_TRUE(out[0].report.passed) << out[0].report.failure;
+}
+
+TEST(Executor, ACorruptedGradientFailsTheCheckNamingStageAndParameter)
+{
+    const Schedule schedule = generate({ ScheduleKind::OneFOneB, 2, 2, 0 });
+    const ModelSpec spec = tinySpec({ 1, 2 });
+    const auto out = runThreaded(schedule, spec, 1, [](RankExecutor& executor, Backend&, int) {
+        if (executor.localStages() == std::vector<int> { 1 }) {
+            const LayerParams& p = executor.stageParams(1).layer(1);
+            static_cast<float*>(p.dw1)[3] += 1.0f;
+        }
+    });
+    for (const RankOutcome& o : out) {
+        EXPECT_FALSE(o.report.passed);
+        EXPECT_EQ(o.report.failure.rfind("stage 1 (layer 2) w1: gradient metric", 0), 0u) << o.report.failure;
+    }
+    EXPECT_GT(out[0].report.maxGradError, 1e-10);
+}
+
+TEST(Executor, RefusesAnOpPlacedOnAnotherRank)
+{
+    Schedule schedule = generate({ ScheduleKind::GPipe, 2, 2, 0 });
+    std::swap(schedule.order[0], schedule.order[1]);
+    ThreadWorld world(2);
+    EXPECT_THROW(world.run([&](Comm& comm) {
+        CpuBackend backend(1);
+        RankExecutor executor(backend, comm, tinySpec({ 1, 1 }), schedule);
+    }),
+        RuntimeError);
+}
+
+TEST(Correctness, ThresholdTableAndMetric)
+{
+    EXPECT_EQ(thresholdsFor("cpu", DType::FP32).loss, 1e-6);
+    EXPECT_EQ(thresholdsFor("cpu", DType::FP32).grad, 1e-10);
+    EXPECT_EQ(thresholdsFor("cuda", DType::FP32).loss, 1e-5);
+    EXPECT_EQ(thresholdsFor("cuda", DType::FP32).grad, 1e-8);
+    EXPECT_EQ(thresholdsFor("cuda", DType::BF16).loss, 1e-2);
+    EXPECT_EQ(thresholdsFor("cuda", DType::BF16).grad, 1e-3);
+    EXPECT_THROW(thresholdsFor("tpu", DType::FP32), RuntimeError);
+    EXPECT_EQ(gradientMetric({ 1.0f, 2.0f }, { 1.0f, 2.0f }), 0.0);
+    EXPECT_EQ(gradientMetric({ 0.0f }, { 0.0f }), 0.0);
+    EXPECT_NEAR(gradientMetric({ 1.0f, 0.0f }, { 0.0f, 1.0f }), 1.0, 1e-15);
+    EXPECT_NEAR(gradientMetric({ 1.0f }, { -1.0f }), 2.0, 1e-15);
+    EXPECT_NEAR(relativeError(1.1, 1.0), 0.1, 1e-12);
+}
