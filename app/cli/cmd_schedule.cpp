@@ -15,49 +15,40 @@ namespace dps::cli {
 
 namespace {
 
-    ScheduleKind kindOrThrow(const std::string& name)
-    {
-        auto kind = parseKind(name);
-        if (!kind || *kind == ScheduleKind::Custom)
-            throw ConstraintError("kind.unknown",
-                "--schedule: unknown schedule '" + name
-                    + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
-        return *kind;
-    }
+ScheduleKind kindOrThrow(const std::string& name)
+{
+    auto kind = parseKind(name);
+    if (!kind || *kind == ScheduleKind::Custom)
+        throw ConstraintError("kind.unknown",
+            "--schedule: unknown schedule '" + name
+                + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
+    return *kind;
+}
 
-    CsvDialect dialectOf(const std::string& text)
-    {
-        if (text == "current")
-            return CsvDialect::Current;
-        if (text == "2024")
-            return CsvDialect::Legacy2024;
-        return CsvDialect::Auto;
-    }
+nlohmann::json diagnosticsJson(const ValidationReport& report)
+{
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& d : report.diagnostics)
+        list.push_back(
+            { { "severity", std::string(severityName(d.severity)) }, { "rank", d.rank }, { "position", d.position },
+                { "action", d.action }, { "rule", d.rule }, { "message", d.message }, { "in_cycle", d.inCycle } });
+    return list;
+}
 
-    nlohmann::json diagnosticsJson(const ValidationReport& report)
-    {
-        nlohmann::json list = nlohmann::json::array();
-        for (const auto& d : report.diagnostics)
-            list.push_back({ { "severity", std::string(severityName(d.severity)) }, { "rank", d.rank },
-                { "position", d.position }, { "action", d.action }, { "rule", d.rule }, { "message", d.message },
-                { "in_cycle", d.inCycle } });
-        return list;
-    }
-
-    /// Prints a report for one schedule; returns whether it is valid.
-    bool printReport(const std::string& label, const Schedule& schedule, const ValidationReport& report)
-    {
-        for (const auto& d : report.diagnostics)
-            std::cout << label << ": " << format(d) << "\n";
-        if (report.valid())
-            std::cout << label << ": valid (" << kindDisplayName(schedule.kind) << ", " << schedule.ranks
-                      << " ranks, " << schedule.stages << " stages, " << schedule.microbatches << " microbatches, "
-                      << schedule.slotCount() << " slots)\n";
-        else
-            std::cout << label << ": invalid (" << report.errorCount() << " error"
-                      << (report.errorCount() == 1 ? "" : "s") << ")\n";
-        return report.valid();
-    }
+/// Prints a report for one schedule; returns whether it is valid.
+bool printReport(const std::string& label, const Schedule& schedule, const ValidationReport& report)
+{
+    for (const auto& d : report.diagnostics)
+        std::cout << label << ": " << format(d) << "\n";
+    if (report.valid())
+        std::cout << label << ": valid (" << kindDisplayName(schedule.kind) << ", " << schedule.ranks << " ranks, "
+                  << schedule.stages << " stages, " << schedule.microbatches << " microbatches, "
+                  << schedule.slotCount() << " slots)\n";
+    else
+        std::cout << label << ": invalid (" << report.errorCount() << " error" << (report.errorCount() == 1 ? "" : "s")
+                  << ")\n";
+    return report.valid();
+}
 
 } // namespace
 
@@ -89,38 +80,46 @@ int cmdValidate(const ValidateArgs& args)
     const std::string text = readFile(args.file);
     nlohmann::json out = nlohmann::json::array();
     bool allValid = true;
-    if (looksLikeProject(text)) {
+    if (looksLikeJsonFile(args.file, text)) {
         const Project project = parseProject(text, args.file);
         bool any = false;
         for (const auto& variant : project.variants) {
             if (!args.variant.empty() && variant.name != args.variant)
                 continue;
             any = true;
-            const Schedule schedule = buildSchedule(project, variant);
+            const std::string label = args.file + " [" + variant.name + "]";
+            Schedule schedule;
+            try {
+                schedule = buildSchedule(project, variant);
+            } catch (const ConstraintError& e) {
+                // A variant that breaks a size rule is an invalid variant, reported like the others.
+                allValid = false;
+                if (args.json)
+                    out.push_back({ { "variant", variant.name }, { "valid", false },
+                        { "diagnostics",
+                            { { { "severity", "error" }, { "rank", -1 }, { "position", -1 }, { "action", "" },
+                                { "rule", e.rule() }, { "message", e.what() }, { "in_cycle", false } } } } });
+                else
+                    std::cout << label << ": error: " << e.what() << "\n" << label << ": invalid (1 error)\n";
+                continue;
+            }
             const ValidationReport report = validate(schedule);
             allValid = allValid && report.valid();
             if (args.json)
                 out.push_back({ { "variant", variant.name }, { "valid", report.valid() },
                     { "diagnostics", diagnosticsJson(report) } });
             else
-                printReport(args.file + " [" + variant.name + "]", schedule, report);
+                printReport(label, schedule, report);
         }
         if (!any)
             throw FormatError(args.file + ": --variant: no variant named '" + args.variant + "'");
     } else {
-        CsvImport imported;
-        try {
-            imported = readCsv(text, dialectOf(args.dialect));
-        } catch (const ParseError& e) {
-            throw ParseError(args.file + ": " + e.what(), e.row(), e.column());
-        }
-        for (const auto& w : imported.warnings)
-            std::cerr << "dpstudio: " << args.file << ": " << w << "\n";
+        const CsvImport imported = readScheduleCsv(args.file, text, args.dialect);
         const ValidationReport report = validate(imported.schedule);
         allValid = report.valid();
         if (args.json)
-            out.push_back({ { "file", args.file }, { "valid", report.valid() },
-                { "diagnostics", diagnosticsJson(report) } });
+            out.push_back(
+                { { "file", args.file }, { "valid", report.valid() }, { "diagnostics", diagnosticsJson(report) } });
         else
             printReport(args.file, imported.schedule, report);
     }

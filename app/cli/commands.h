@@ -2,6 +2,9 @@
 // The dpstudio subcommands as plain functions over option structs; main.cpp (the only file that includes
 // CLI11) fills the structs. Each returns the process exit code; engine exceptions propagate to main, which
 // maps them: ParseError/FormatError/ConstraintError → 1, IoError → 2.
+#include "project/project.h"
+#include "schedule/csvio.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -117,5 +120,15 @@ int cmdCalibrate(const CalibrateArgs& args);
 std::string readFile(const std::string& path);
 /// Writes text to `path` atomically, or to stdout when path is empty or "-". Throws IoError.
 void writeOutput(const std::string& path, const std::string& text);
+/// buildSchedule of a project's variant; a broken size rule is reported with the file's name in front
+/// ("FILE: variants[1].stages_per_rank: DualPipeV needs exactly 2 stages per rank ...").
+Schedule projectSchedule(const std::string& file, const Project& project, const Variant& variant);
+/// Whether a file holds JSON (a project) rather than a schedule CSV: its name ends in .json, or its first
+/// non-blank character opens a JSON object or array.
+bool looksLikeJsonFile(const std::string& path, const std::string& text);
+/// Reads a schedule CSV for validate/simulate: `dialect` is auto, current or 2024; warnings go to stderr.
+/// Throws ParseError naming the file (and row and column) for a malformed cell, a binary file or a file
+/// without any action.
+CsvImport readScheduleCsv(const std::string& file, const std::string& text, const std::string& dialect);
 
 } // namespace dps::cli

@@ -6,8 +6,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <new>
 
 namespace {
 
@@ -20,6 +23,26 @@ template <typename T> void setIf(CLI::Option* opt, const T& value, std::optional
         target = value;
 }
 
+/// A cost flag's value: a finite number, at least 0 (or above 0 when `positive`), at most 1e12 (µs: 11 days;
+/// bytes/µs: 1 EB/s). CLI11's NonNegativeNumber lets "nan" through (the simulator then reports a bogus
+/// deadlock) and prints its range as a 300-digit number.
+CLI::Validator costValue(bool positive)
+{
+    return CLI::Validator(
+        [positive](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
+                return "must be a number, got '" + text + "'";
+            if (positive ? v <= 0 : v < 0)
+                return std::string("must be ") + (positive ? "above 0" : "0 or more") + ", got " + text;
+            if (v > 1e12)
+                return "must be at most 1e12, got " + text;
+            return {};
+        },
+        positive ? "NUMBER > 0" : "NUMBER >= 0");
+}
+
 struct CostOptionValues {
     double f = 0, i = 0, w = 0, b = 0, fb = 0, latency = 0, bandwidth = 0, overlap = 0;
     CLI::Option *of = nullptr, *oi = nullptr, *ow = nullptr, *ob = nullptr, *ofb = nullptr, *olat = nullptr,
@@ -27,16 +50,16 @@ struct CostOptionValues {
 
     void add(CLI::App* cmd, std::string& costsFile)
     {
-        of = cmd->add_option("--cost-f", f, "forward time per stage, µs (uniform)")->check(CLI::NonNegativeNumber);
-        oi = cmd->add_option("--cost-i", i, "backward-for-inputs time per stage, µs")->check(CLI::NonNegativeNumber);
-        ow = cmd->add_option("--cost-w", w, "backward-for-weights time per stage, µs")->check(CLI::NonNegativeNumber);
-        ob = cmd->add_option("--cost-b", b, "full backward time, µs (default I + W)")->check(CLI::NonNegativeNumber);
+        of = cmd->add_option("--cost-f", f, "forward time per stage, µs (uniform)")->check(costValue(false));
+        oi = cmd->add_option("--cost-i", i, "backward-for-inputs time per stage, µs")->check(costValue(false));
+        ow = cmd->add_option("--cost-w", w, "backward-for-weights time per stage, µs")->check(costValue(false));
+        ob = cmd->add_option("--cost-b", b, "full backward time, µs (default I + W)")->check(costValue(false));
         ofb = cmd->add_option("--cost-fb", fb, "overlapped F&B slot time, µs (default overlap factor × (F + B))")
-                  ->check(CLI::NonNegativeNumber);
-        olat = cmd->add_option("--latency", latency, "p2p latency, µs")->check(CLI::NonNegativeNumber);
+                  ->check(costValue(false));
+        olat = cmd->add_option("--latency", latency, "p2p latency, µs")->check(costValue(false));
         obw = cmd->add_option("--bandwidth", bandwidth, "p2p bandwidth, bytes/µs (0 = unlimited)")
-                  ->check(CLI::NonNegativeNumber);
-        oov = cmd->add_option("--overlap-factor", overlap, "F&B slot = factor × (F + B)")->check(CLI::PositiveNumber);
+                  ->check(costValue(false));
+        oov = cmd->add_option("--overlap-factor", overlap, "F&B slot = factor × (F + B)")->check(costValue(true));
         cmd->add_option("--costs", costsFile, "cost file written by `dpstudio calibrate`");
     }
     void collect(CostFlags& out) const
@@ -116,7 +139,8 @@ int main(int argc, char** argv)
     cCmp->add_flag("--json", cmp.json, "print the table as JSON");
 
     ExportArgs exp;
-    auto* cExp = app.add_subcommand("export", "export a variant as PyTorch CSV, Chrome trace, project JSON or validated config");
+    auto* cExp = app.add_subcommand(
+        "export", "export a variant as PyTorch CSV, Chrome trace, project JSON or validated config");
     cExp->add_option("project", exp.project, "project file")->required();
     cExp->add_option("--variant", exp.variant, "variant (default: the active one)");
     cExp->add_option("--format", exp.format, "torch-csv, chrome-trace, json, validated-config")
@@ -140,7 +164,8 @@ int main(int argc, char** argv)
     auto* oHidden = cIni->add_option("--hidden", iniHidden, "hidden size")->check(CLI::PositiveNumber);
     auto* oFfn = cIni->add_option("--ffn", iniFfn, "FFN size (default 4 × hidden)")->check(CLI::PositiveNumber);
     auto* oSeq = cIni->add_option("--seq-len", iniSeq, "sequence length")->check(CLI::PositiveNumber);
-    auto* oMbSize = cIni->add_option("--microbatch-size", iniMbSize, "sequences per microbatch")->check(CLI::PositiveNumber);
+    auto* oMbSize
+        = cIni->add_option("--microbatch-size", iniMbSize, "sequences per microbatch")->check(CLI::PositiveNumber);
     auto* oDtype = cIni->add_option("--dtype", iniDtype, "fp32 or bf16")->check(CLI::IsMember({ "fp32", "bf16" }));
     cIni->add_flag("--force", ini.force, "overwrite an existing file");
 
@@ -155,7 +180,8 @@ int main(int argc, char** argv)
     cRun->add_option("--timeout", run.timeoutS, "seconds before a hung run is ended (default 600)")
         ->check(CLI::PositiveNumber);
     cRun->add_option("--threads", run.threads, "BLAS threads per rank (default 1)")->check(CLI::PositiveNumber);
-    cRun->add_flag("--progress-json", run.progressJson, "progress stream (JSON lines) on stdout; humans' text on stderr");
+    cRun->add_flag(
+        "--progress-json", run.progressJson, "progress stream (JSON lines) on stdout; humans' text on stderr");
     cRun->add_option("-o,--output", run.output, "measured trace (measured.json)")->required();
     cRun->add_option("--trace-dir", run.traceDir, "also write Chrome traces, one per rank and a combined one");
     cRun->add_option("--costs", run.costsFile, "cost file for the prediction printed at the end");
@@ -213,11 +239,18 @@ int main(int argc, char** argv)
             return cmdDevices(dev);
         if (*cCal)
             return cmdCalibrate(cal);
+    } catch (const dps::ConstraintError& e) {
+        // An unknown --schedule/--schedules kind is a bad flag (2); a broken size rule is content (1).
+        std::cerr << "dpstudio: error: " << e.what() << "\n";
+        return e.rule() == "kind.unknown" ? kExitUsage : kExitContent;
     } catch (const dps::IoError& e) {
         std::cerr << "dpstudio: error: " << e.what() << "\n";
         return kExitUsage;
     } catch (const dps::Error& e) {
         std::cerr << "dpstudio: error: " << e.what() << "\n";
+        return kExitContent;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "dpstudio: error: out of memory: the input is too large for this machine\n";
         return kExitContent;
     } catch (const std::exception& e) {
         std::cerr << "dpstudio: internal error: " << e.what() << "\n";

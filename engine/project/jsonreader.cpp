@@ -39,7 +39,7 @@ json JsonReader::parse(const std::string& text, const std::string& source)
 {
     try {
         return json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) { // parse_error, and out_of_range for a number like 1e400
         std::string why = e.what();
         const auto bracket = why.find("] ");
         if (bracket != std::string::npos)

@@ -127,6 +127,13 @@ void checkOrderSizes(const Variant& variant, const std::string& where)
         throw FormatError(where + ".order: has " + std::to_string(order.size()) + " rows, the variant has "
             + std::to_string(variant.ranks) + " ranks");
     const int stages = stageCount(variant);
+    // The placement and the validator hold one entry per (stage, microbatch): refuse a count far beyond any
+    // order one could write (the generators' limit, 2^26 pairs) before allocating gigabytes for it.
+    constexpr long long kMaxPairs = 1LL << 26;
+    if (static_cast<long long>(stages) * variant.microbatches > kMaxPairs)
+        throw FormatError(where + ".microbatches: " + std::to_string(variant.microbatches) + " microbatches × "
+            + std::to_string(stages) + " stages is too large for a hand-edited order (at most 2^26 = "
+            + std::to_string(kMaxPairs) + " stage-microbatch pairs)");
     for (std::size_t r = 0; r < order.size(); ++r)
         for (std::size_t p = 0; p < order[r].size(); ++p)
             for (int k = 0; k < order[r][p].size(); ++k)
@@ -201,7 +208,18 @@ Schedule buildSchedule(const Project& project, const Variant& variant)
         return customSchedule(variant);
     }
     checkOrderSizes(variant, where);
-    Schedule schedule = generate({ variant.kind, variant.ranks, variant.microbatches, variant.stagesPerRank });
+    Schedule schedule;
+    try {
+        schedule = generate({ variant.kind, variant.ranks, variant.microbatches, variant.stagesPerRank });
+    } catch (const ConstraintError& e) {
+        // Name the variant's field that breaks the rule, as every other project error does.
+        const std::string& rule = e.rule();
+        const char* field = rule.find("stages-per-rank") != std::string::npos            ? "stages_per_rank"
+            : rule.find("microbatches") != std::string::npos || rule == "size.too-large" ? "microbatches"
+                                                                                         : "ranks";
+        const bool inFile = where.rfind("variants[", 0) == 0; // "variants[1].ranks", else 'variant "x", ranks'
+        throw ConstraintError(rule, where + (inFile ? "." : ", ") + field + ": " + e.what());
+    }
     if (variant.order)
         schedule.order = *variant.order;
     return schedule;

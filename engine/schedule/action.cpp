@@ -29,21 +29,46 @@ std::string toString(const Action& action)
 
 namespace {
 
-    std::string_view trim(std::string_view s)
-    {
-        while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n'))
-            s.remove_prefix(1);
-        while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-            s.remove_suffix(1);
-        return s;
-    }
+std::string_view trim(std::string_view s)
+{
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
+        s.remove_suffix(1);
+    return s;
+}
 
-    bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isDigit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
-    [[noreturn]] void fail(std::string_view text, const std::string& why)
-    {
-        throw ParseError("'" + std::string(text) + "' is not an action: " + why);
+/// The cell as it can be shown on one terminal line: bytes outside printable ASCII as \xNN (a binary
+/// file must not print control characters or stop the message at a NUL), at most 40 characters.
+std::string shown(std::string_view text)
+{
+    constexpr std::size_t kMaxShown = 40;
+    std::string out;
+    for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7f) {
+            out += static_cast<char>(c);
+        } else {
+            const char* hex = "0123456789abcdef";
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 0xf];
+        }
     }
+    if (text.size() > kMaxShown)
+        out += "...";
+    return out;
+}
+
+[[noreturn]] void fail(std::string_view text, const std::string& why)
+{
+    throw ParseError("'" + shown(text) + "' is not an action: " + why);
+}
 
 } // namespace
 
@@ -88,9 +113,11 @@ Op parseOp(std::string_view raw, Dialect dialect)
     else if (dialect == Dialect::Legacy2024 && letters == "BW")
         op.kind = OpKind::B;
     else if (dialect == Dialect::Current)
-        fail(text, "unknown kind '" + std::string(letters) + "' (expected F, I, W or B)");
+        fail(text,
+            "unknown kind '" + shown(letters) + "' (expected F, I, W or B"
+                + (letters == "BW" ? "; BW is the 2024 dialect's full backward, read with --dialect 2024)" : ")"));
     else
-        fail(text, "unknown kind '" + std::string(letters) + "' in the 2024 dialect (expected F, B, W or BW)");
+        fail(text, "unknown kind '" + shown(letters) + "' in the 2024 dialect (expected F, B, W or BW)");
     return op;
 }
 

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <utility>
 
@@ -87,15 +86,21 @@ int resolvedStagesPerRank(const GenerateOptions& o)
     return o.stagesPerRank > 0 ? o.stagesPerRank : defaultStagesPerRank(o.kind);
 }
 
-/// Stage and microbatch indices are 32-bit: refuse sizes whose (stage, microbatch) pairs overflow them.
+/// The most (stage, microbatch) pairs a generated schedule may have: 2^26, 8 × the benchmark's largest size
+/// (1024 ranks × 8192 microbatches, about 0.6 GB to generate and simulate). Memory grows with the pairs
+/// (about 70 bytes each), so the limit keeps a typo such as 8 ranks × 100000000 microbatches from
+/// allocating tens of GB; it also keeps every index well inside 32 bits.
+constexpr std::int64_t kMaxPairs = std::int64_t(1) << 26;
+
 void checkRange(const GenerateOptions& o)
 {
     const bool chunked = o.kind == ScheduleKind::Interleaved1F1B || isVShape(o.kind);
     const std::int64_t stages = std::int64_t(o.ranks) * (chunked ? resolvedStagesPerRank(o) : 1);
-    if (stages * o.microbatches > std::numeric_limits<std::int32_t>::max())
+    if (stages * o.microbatches > kMaxPairs)
         refuse("size.too-large",
             display(o.kind) + " of " + std::to_string(stages) + " stages × " + std::to_string(o.microbatches)
-                + " microbatches is too large (at most 2^31 - 1 stage-microbatch pairs)");
+                + " microbatches is too large (at most 2^26 = " + std::to_string(kMaxPairs)
+                + " stage-microbatch pairs)");
 }
 
 void checkDualPipe(const GenerateOptions& o)

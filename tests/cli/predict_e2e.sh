@@ -63,7 +63,17 @@ contains "$WORK/err" "deadlock" "deadlock diagnostics"
 expect 2 "simulate missing csv" -- "$DPS" simulate --csv "$WORK/none.csv"
 contains "$WORK/err" "none.csv" "missing file named"
 expect 2 "simulate without a source" -- "$DPS" simulate
-expect 1 "simulate unknown kind" -- "$DPS" simulate --schedule zigzag --ranks 2 --microbatches 4
+expect 2 "simulate unknown kind" -- "$DPS" simulate --schedule zigzag --ranks 2 --microbatches 4
+# Cost flags: a finite number in range, else exit 2 naming the flag (nan once gave a bogus deadlock).
+expect 2 "simulate --cost-f nan" -- "$DPS" simulate --schedule 1f1b --ranks 2 --microbatches 2 --cost-f nan
+contains "$WORK/err" "--cost-f: must be a number, got 'nan'" "nan cost refused by name"
+expect 2 "simulate --cost-fb -1" -- "$DPS" simulate --schedule 1f1b --ranks 2 --microbatches 2 --cost-fb -1
+contains "$WORK/err" "--cost-fb: must be 0 or more, got -1" "negative cost refused by name"
+expect 2 "simulate --overlap-factor 0" -- "$DPS" simulate --schedule 1f1b --ranks 2 --microbatches 2 --overlap-factor 0
+# An empty CSV is not a schedule of zero ranks.
+: >"$WORK/empty.csv"
+expect 1 "simulate empty csv" -- "$DPS" simulate --csv "$WORK/empty.csv"
+contains "$WORK/err" "empty.csv: empty" "empty csv named"
 
 # --- init -------------------------------------------------------------------------------------------
 expect 0 "init default" -- "$DPS" init -o "$WORK/p.dpstudio.json"
@@ -124,6 +134,29 @@ contains "$WORK/err" "format_version 7 is newer than this build reads (1)" "newe
 expect 2 "missing project" -- "$DPS" export "$WORK/missing.dpstudio.json" --format json
 contains "$WORK/err" "missing.dpstudio.json" "missing file named"
 expect 2 "missing project in compare" -- "$DPS" compare "$WORK/missing.dpstudio.json"
+# Broken projects are read as projects (not as CSVs), errors name the field, never "internal error".
+printf '{"name": "x"}\n' >"$WORK/nover.dpstudio.json"
+expect 1 "simulate project without format_version" -- "$DPS" simulate "$WORK/nover.dpstudio.json"
+contains "$WORK/err" "nover.dpstudio.json: format_version: missing" "missing format_version named"
+printf 'null\n' >"$WORK/null.dpstudio.json"
+expect 1 "simulate null project" -- "$DPS" simulate "$WORK/null.dpstudio.json"
+contains "$WORK/err" "null.dpstudio.json: must be a JSON object" "null project named"
+sed 's/"efficiency": 0.6/"efficiency": 1e400/' "$WORK/p.dpstudio.json" >"$WORK/overflow.dpstudio.json"
+expect 1 "simulate number overflow" -- "$DPS" simulate "$WORK/overflow.dpstudio.json"
+contains "$WORK/err" "not valid JSON: number overflow" "overflow is a content error"
+sed 's/"stages_per_rank": 2/"stages_per_rank": 3/' "$WORK/p.dpstudio.json" >"$WORK/spr.dpstudio.json"
+expect 1 "export broken variant" -- "$DPS" export "$WORK/spr.dpstudio.json" --variant dualpipev --format torch-csv
+contains "$WORK/err" "spr.dpstudio.json: variants[1].stages_per_rank: DualPipeV needs exactly 2 stages per rank" "broken variant named"
+sed 's/"microbatches": 20/"microbatches": 100000000/' "$WORK/p.dpstudio.json" >"$WORK/huge.dpstudio.json"
+expect 1 "simulate huge variant" -- timeout 10 "$DPS" simulate "$WORK/huge.dpstudio.json"
+contains "$WORK/err" "variants[0].microbatches: DualPipe of 8 stages" "huge variant refused"
+# -o onto a directory or into a missing one: exit 2 with the reason, no temporary file left.
+mkdir -p "$WORK/adir"
+expect 2 "export onto a directory" -- "$DPS" export "$WORK/p.dpstudio.json" --format json -o "$WORK/adir"
+contains "$WORK/err" "adir: cannot write: is a directory" "directory target named"
+expect 2 "export into a missing folder" -- "$DPS" export "$WORK/p.dpstudio.json" --format json -o "$WORK/nodir/x.json"
+contains "$WORK/err" "nodir/x.json: cannot write: No such file or directory" "missing folder named"
+if ls -A "$WORK" | grep -q tmp-dpstudio; then fail "a temporary file was left behind"; fi
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2

@@ -69,7 +69,11 @@ expect 1 "stages" -- "$dp" generate --schedule 1f1b --ranks 4 --microbatches 2
 expect 1 "microbatch" -- "$dp" generate --schedule gpipe --ranks 4 --microbatches 0
 expect 1 "microbatch" -- "$dp" generate --schedule dualpipev --ranks 2 --microbatches 0
 expect 1 "2 stages per rank" -- "$dp" generate --schedule zb-v --ranks 2 --microbatches 4 --stages-per-rank 3
-expect 1 "unknown schedule" -- "$dp" generate --schedule pipedream --ranks 2 --microbatches 4
+# An unknown kind is a bad flag value, like --format xml: exit 2.
+expect 2 "unknown schedule" -- "$dp" generate --schedule pipedream --ranks 2 --microbatches 4
+# Sizes below 2^31 pairs that would need tens of GB are refused at once, naming the limit.
+expect 1 "too large.*2\^26" -- timeout 10 "$dp" generate --schedule dualpipe --ranks 8 --microbatches 100000000
+expect 1 "too large" -- timeout 10 "$dp" generate --schedule gpipe --ranks 100000 --microbatches 100000000
 
 # 5. Bad flags and unreadable files: exit 2, one clear line, no crash.
 expect 2 "" -- "$dp" generate --schedule dualpipe --ranks four --microbatches 8
@@ -81,6 +85,35 @@ expect 2 "cannot read" -- "$dp" validate "$tmp"
 printf '0F0,0B0\n1F0,1X0\n' >"$tmp/badcell.csv"
 expect 1 "row 2, column 2" -- "$dp" validate "$tmp/badcell.csv"
 expect 0 "" -- "$dp" --help
+
+# 6. Files that are not schedules: one line naming the file, exit 1; never "valid".
+: >"$tmp/empty.csv"
+expect 1 "empty.csv: empty" -- "$dp" validate "$tmp/empty.csv"
+printf '\n  \r\n' >"$tmp/blank.csv"
+expect 1 "blank.csv: empty" -- "$dp" validate "$tmp/blank.csv"
+printf '\177ELF\002\001\000\000rest' >"$tmp/binary.csv"
+expect 1 "binary.csv: not a text file" -- "$dp" validate "$tmp/binary.csv"
+printf '0F0,0\377\3760\n' >"$tmp/high.csv"
+expect 1 "'0.xff.xfe0' is not an action" -- "$dp" validate "$tmp/high.csv"
+printf '0F0,0F1,0BW0,0BW1\n1F0,1BW0,1F1,1BW1\n' >"$tmp/bw.csv"
+expect 1 "BW is the 2024 dialect's full backward" -- "$dp" validate "$tmp/bw.csv" --dialect current
+expect 0 "valid" -- "$dp" validate "$tmp/bw.csv"
+# Projects are recognised as JSON even when broken, and errors name the field, not a CSV cell.
+printf '{"name": "x", "variants": []}\n' >"$tmp/nover.dpstudio.json"
+expect 1 "nover.dpstudio.json: format_version: missing" -- "$dp" validate "$tmp/nover.dpstudio.json"
+printf '{"format_version": 1, "model' >"$tmp/cut.dpstudio.json"
+expect 1 "cut.dpstudio.json: not valid JSON" -- "$dp" validate "$tmp/cut.dpstudio.json"
+: >"$tmp/empty.dpstudio.json"
+expect 1 "empty.dpstudio.json: not valid JSON" -- "$dp" validate "$tmp/empty.dpstudio.json"
+"$dp" init -o "$tmp/p.dpstudio.json" >/dev/null
+sed 's/"efficiency": 0.6/"efficiency": 1e400/' "$tmp/p.dpstudio.json" >"$tmp/overflow.dpstudio.json"
+expect 1 "overflow.dpstudio.json: not valid JSON: number overflow" -- "$dp" validate "$tmp/overflow.dpstudio.json"
+# A variant breaking a size rule is an invalid variant named by its field; the others are still checked.
+sed 's/"stages_per_rank": 2/"stages_per_rank": 3/' "$tmp/p.dpstudio.json" >"$tmp/spr.dpstudio.json"
+expect 1 "spr.dpstudio.json \[dualpipev\]: error: variants\[1\].stages_per_rank: DualPipeV needs exactly 2" -- "$dp" validate "$tmp/spr.dpstudio.json"
+expect 1 "\[dualpipe\]: valid" -- "$dp" validate "$tmp/spr.dpstudio.json"
+sed 's/"microbatches": 20/"microbatches": 100000000/' "$tmp/p.dpstudio.json" >"$tmp/huge.dpstudio.json"
+expect 1 "variants\[0\].microbatches: .*too large" -- timeout 10 "$dp" validate "$tmp/huge.dpstudio.json"
 
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -273,6 +273,34 @@ TEST(ProjectFile, ReportsMalformedJsonWithItsPlace)
     }
 }
 
+TEST(ProjectFile, ANumberOverflowIsMalformedJsonNotAnInternalError)
+{
+    std::string text = serializeProject(defaultProject());
+    const std::string from = "\"efficiency\": 0.6";
+    ASSERT_NE(text.find(from), std::string::npos);
+    text.replace(text.find(from), from.size(), "\"efficiency\": 1e400");
+    try {
+        parseProject(text, "big.json");
+        FAIL() << "no error";
+    } catch (const FormatError& e) {
+        EXPECT_NE(std::string(e.what()).find("big.json: not valid JSON: number overflow"), std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(ProjectFile, RefusesAHandEditedOrderWithAnAbsurdMicrobatchCount)
+{
+    json j = defaultJson();
+    j["variants"][0]["kind"] = "custom";
+    j["variants"][0]["ranks"] = 1;
+    j["variants"][0]["microbatches"] = 500000000;
+    j["variants"][0].erase("layer_partition");
+    j["variants"][0]["order"] = json::array({ json::array({ "0F0", "0B0" }) });
+    EXPECT_EQ(errorOf(j),
+        "p.dpstudio.json: variants[0].microbatches: 500000000 microbatches × 1 stages is too large for a "
+        "hand-edited order (at most 2^26 = 67108864 stage-microbatch pairs)");
+}
+
 TEST(ProjectFile, ActiveThrowsWhenItNamesNoVariant)
 {
     Project p = defaultProject();
@@ -316,6 +344,35 @@ TEST(BuildSchedule, RefusesSizesTheGeneratorRejects)
     p.variants[0].ranks = 3;
     p.variants[0].layerPartition.clear();
     EXPECT_THROW(buildSchedule(p, p.variants[0]), ConstraintError);
+}
+
+TEST(BuildSchedule, SizeRuleErrorsNameTheVariantsField)
+{
+    auto message = [](const Project& p, const Variant& v) {
+        try {
+            buildSchedule(p, v);
+        } catch (const ConstraintError& e) {
+            return e.rule() + " | " + e.what();
+        }
+        return std::string();
+    };
+    Project p = defaultProject();
+    p.variants[1].stagesPerRank = 3;
+    EXPECT_EQ(message(p, p.variants[1]),
+        "dualpipev.stages-per-rank | variants[1].stages_per_rank: DualPipeV needs exactly 2 stages per rank (got 3 "
+        "stages per rank)");
+    p = defaultProject();
+    p.variants[0].microbatches = 6;
+    EXPECT_EQ(message(p, p.variants[0]),
+        "dualpipe.microbatches-2x-ranks | variants[0].microbatches: DualPipe needs microbatches >= 2 × ranks (got 6 "
+        "microbatches for 8 ranks)");
+    p = defaultProject();
+    p.variants[0].ranks = 7;
+    p.variants[0].layerPartition.clear();
+    EXPECT_EQ(message(p, p.variants[0]).substr(0, 48), "dualpipe.even-ranks | variants[0].ranks: DualPip");
+    Variant outside = p.variants[0];
+    outside.name = "other";
+    EXPECT_EQ(message(p, outside).substr(0, 54), "dualpipe.even-ranks | variant \"other\", ranks: DualPipe");
 }
 
 TEST(BuildSchedule, CustomOrderInfersItsPlacement)

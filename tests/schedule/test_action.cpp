@@ -106,7 +106,23 @@ TEST(ActionText, Legacy2024Dialect)
     EXPECT_EQ(toString(parseAction("3BW2", Dialect::Legacy2024)), "3B2");
     EXPECT_EQ(parseFailure("1I0", Dialect::Legacy2024),
         "'1I0' is not an action: unknown kind 'I' in the 2024 dialect (expected F, B, W or BW)");
-    EXPECT_EQ(parseFailure("1BW0"), "'1BW0' is not an action: unknown kind 'BW' (expected F, I, W or B)");
+    EXPECT_EQ(parseFailure("1BW0"),
+        "'1BW0' is not an action: unknown kind 'BW' (expected F, I, W or B; BW is the 2024 dialect's full "
+        "backward, read with --dialect 2024)");
+}
+
+TEST(ActionText, ErrorsShowBinaryBytesEscapedAndShortened)
+{
+    // A binary file read as a CSV: no control bytes on the terminal, no message cut at a NUL.
+    EXPECT_EQ(parseFailure(std::string("\x7f"
+                                       "ELF\x02\x00\x01",
+                  7)),
+        "'\\x7fELF\\x02\\x00\\x01' is not an action: expected <stage><kind><microbatch>, e.g. 2F0");
+    EXPECT_EQ(parseFailure("0\xff\xfe"
+                           "0"),
+        "'0\\xff\\xfe0' is not an action: unknown kind '\\xff\\xfe' (expected F, I, W or B)");
+    EXPECT_EQ(parseFailure(std::string(50, 'Z')),
+        "'" + std::string(40, 'Z') + "...' is not an action: expected <stage><kind><microbatch>, e.g. 2F0");
 }
 
 TEST(ActionText, ErrorsNameTheTextAndTheProblem)

@@ -267,12 +267,23 @@ TEST(GeneratorConstraints, EachRuleIsRefusedByName)
         { options(ScheduleKind::Interleaved1F1B, 4, 8, -1), "interleaved-1f1b.stages-per-rank" },
         { options(ScheduleKind::GPipe, 65536, 65536), "size.too-large" },
         { options(ScheduleKind::Interleaved1F1B, 1024, 8192, 1 << 20), "size.too-large" },
+        // Below 2^31 pairs but tens of GB: refused before anything is allocated.
+        { options(ScheduleKind::DualPipe, 8, 100000000), "size.too-large" },
+        { options(ScheduleKind::GPipe, 1, (1 << 26) + 1), "size.too-large" },
+        { options(ScheduleKind::DualPipeV, 2, (1 << 24) + 1), "size.too-large" },
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.rule);
         EXPECT_EQ(brokenRule(c.options), c.rule);
         EXPECT_THROW(generate(c.options), ConstraintError);
     }
+}
+
+TEST(GeneratorConstraints, SizeLimitIsTwoToTheTwentySixPairs)
+{
+    EXPECT_EQ(brokenRule(options(ScheduleKind::GPipe, 1, 1 << 26)), "");
+    EXPECT_EQ(brokenRule(options(ScheduleKind::DualPipe, 1024, 8192)), "");
+    EXPECT_EQ(brokenRule(options(ScheduleKind::DualPipeV, 2, 1 << 24)), "");
 }
 
 TEST(GeneratorConstraints, MessagesNameTheRuleAndTheValues)
