@@ -156,6 +156,8 @@ nlohmann::ordered_json measuredJson(const MeasuredRun& run, const Schedule& sche
     j["mpi_version"] = run.mpiVersion;
     j["backend"] = run.backend;
     j["comm"] = run.comm;
+    if (!run.backendChoice.empty())
+        j["backend_choice"] = run.backendChoice;
     j["variant"] = run.variant;
     j["threads"] = run.threads;
     j["warmup"] = run.warmup;

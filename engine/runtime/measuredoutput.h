@@ -25,7 +25,10 @@ struct MeasuredRun {
     std::string device; ///< the backend's device description
     std::string mpiVersion;
     std::string backend; ///< "cpu", "cuda"
-    std::string comm; ///< "mpi", "thread"
+    std::string comm; ///< "mpi", "thread", "nccl", "mpi-host"
+    /// How the backend and comm were chosen (JobChoice::description), e.g. "backend cpu, comm mpi: cpu
+    /// (auto: cuda: not built)"; written as backend_choice when not empty.
+    std::string backendChoice;
     std::string variant;
     int threads = 1;
     int warmup = 0;

@@ -109,7 +109,7 @@ private:
     std::string m_prefix;
 };
 
-/// Progress events of one rank: at the end of every step and at most every 250 ms within one.
+/// Progress events of one rank, throttled by ProgressThrottle (worker.h).
 class ProgressReporter {
 public:
     ProgressReporter(Events& events, int rank)
@@ -119,10 +119,8 @@ public:
     }
     void report(int step, int done, int total)
     {
-        const auto now = Clock::now();
-        if (done != total && now - m_last < std::chrono::milliseconds(250))
+        if (!m_throttle.admit(done, total, Clock::now()))
             return;
-        m_last = now;
         m_events.emit(
             { { "event", "progress" }, { "rank", m_rank }, { "step", step }, { "done", done }, { "total", total } });
     }
@@ -130,8 +128,41 @@ public:
 private:
     Events& m_events;
     int m_rank;
-    Clock::time_point m_last = Clock::now();
+    ProgressThrottle m_throttle;
 };
+
+// ------------------------------------------------------------------ fault injection
+
+int envRank(const char* name)
+{
+    const char* value = std::getenv(name);
+    if (!value || !*value)
+        return -1;
+    char* end = nullptr;
+    const long r = std::strtol(value, &end, 10);
+    return *end == '\0' ? static_cast<int>(r) : -1;
+}
+
+/// The hook that injects the faults named by DPSTUDIO_WORKER_{CRASH,HANG,THROW}_RANK in the middle
+/// of the first step of this rank.
+std::function<void(int, int)> faultHook(int rank, int actions)
+{
+    const int crash = envRank("DPSTUDIO_WORKER_CRASH_RANK");
+    const int hang = envRank("DPSTUDIO_WORKER_HANG_RANK");
+    const int fail = envRank("DPSTUDIO_WORKER_THROW_RANK");
+    if (rank != crash && rank != hang && rank != fail)
+        return {};
+    const int at = actions / 2;
+    return [=](int step, int index) {
+        if (step != 0 || index != at)
+            return;
+        if (rank == crash)
+            ::kill(::getpid(), SIGKILL);
+        while (rank == hang)
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+        throw RuntimeError("rank " + std::to_string(rank) + ": failure injected by DPSTUDIO_WORKER_THROW_RANK");
+    };
+}
 
 // ------------------------------------------------------------------ setup
 
@@ -142,11 +173,13 @@ struct RunState {
     Variant variant;
     Schedule schedule;
     ModelSpec spec;
-    std::string backendName;
+    JobChoice choice;
     DType computeDtype = DType::FP32;
     std::vector<std::string> warnings;
     std::unique_ptr<Backend> backend;
-    std::unique_ptr<RankExecutor> executor;
+    std::unique_ptr<Comm> ownComm; ///< the platform's comm (NCCL, MPI renamed); null when the job's serves
+    Comm* comm = nullptr; ///< what the executor talks through: ownComm or the job's comm
+    std::unique_ptr<RankExecutor> executor; ///< declared last: it goes before the comm and the backend
 };
 
 /// A failure while setting up, with the worker's exit status for it.
@@ -165,20 +198,11 @@ std::string readText(const std::string& path)
     return text.str();
 }
 
-std::string resolveBackend(const std::string& requested)
+/// Throws UsageError unless `requested` is a backend name the worker knows.
+void checkBackendName(const std::string& requested)
 {
-    if (requested == "auto" || requested == "cpu")
-        return "cpu"; // the CUDA backend is not part of this build
-    if (requested == "cuda")
-        return "cuda";
-    throw UsageError("--backend: expected cpu, cuda or auto, got '" + requested + "'");
-}
-
-std::unique_ptr<Backend> createBackend(const std::string& name, int threads)
-{
-    if (name == "cpu")
-        return std::make_unique<CpuBackend>(threads);
-    throw RuntimeError("the " + name + " backend is not built into this dpstudio-worker");
+    if (requested != "auto" && requested != "cpu" && requested != "cuda")
+        throw UsageError("--backend: expected cpu, cuda or auto, got '" + requested + "'");
 }
 
 void checkSchedule(const Schedule& schedule, int worldSize)
@@ -207,26 +231,47 @@ ModelSpec modelSpec(const Project& project, const Variant& variant)
     return spec;
 }
 
-std::unique_ptr<RunState> setUp(const WorkerOptions& options, Comm& comm, ExecutorOptions executorOptions)
+/// Reads the project, builds and checks the schedule and creates this rank's backend (not collective).
+void loadProject(const WorkerOptions& options, int worldSize, WorkerPlatform& platform, RunState& s)
 {
-    auto s = std::make_unique<RunState>();
-    s->backendName = resolveBackend(options.backend);
-    s->projectText = readText(options.project);
-    s->project = parseProject(s->projectText, options.project);
-    const Variant* variant = options.variant.empty() ? &s->project.active() : s->project.find(options.variant);
+    s.projectText = readText(options.project);
+    s.project = parseProject(s.projectText, options.project);
+    const Variant* variant = options.variant.empty() ? &s.project.active() : s.project.find(options.variant);
     if (!variant)
         throw FormatError("the project has no variant named '" + options.variant + "'");
-    s->variant = *variant;
-    s->schedule = buildSchedule(s->project, s->variant);
-    checkSchedule(s->schedule, comm.size());
-    s->spec = modelSpec(s->project, s->variant);
-    s->computeDtype = s->backendName == "cpu" ? DType::FP32 : s->project.model.dtype;
-    if (s->project.model.dtype == DType::BF16 && s->backendName == "cpu")
-        s->warnings.push_back("the project asks for bf16: the CPU backend computes in fp32");
-    s->backend = createBackend(s->backendName, options.threads);
+    s.variant = *variant;
+    s.schedule = buildSchedule(s.project, s.variant);
+    checkSchedule(s.schedule, worldSize);
+    s.spec = modelSpec(s.project, s.variant);
+    const bool bf16 = s.project.model.dtype == DType::BF16;
+    s.computeDtype = s.choice.backend == "cpu" ? DType::FP32 : s.project.model.dtype;
+    if (bf16 && s.choice.backend == "cpu")
+        s.warnings.push_back("the project asks for bf16: the CPU backend computes in fp32");
+    s.backend = platform.createBackend(bf16, options.threads);
+}
+
+/// Creates the executor's comm (collective) and the executor itself.
+void connect(
+    const WorkerOptions& options, Comm& comm, WorkerPlatform& platform, ExecutorOptions executorOptions, RunState& s)
+{
+    s.ownComm = platform.createComm(comm, *s.backend);
+    s.comm = s.ownComm ? s.ownComm.get() : &comm;
     executorOptions.receiveWindow = options.receiveWindow;
-    s->executor = std::make_unique<RankExecutor>(*s->backend, comm, s->spec, s->schedule, executorOptions);
-    return s;
+    s.executor = std::make_unique<RankExecutor>(*s.backend, *s.comm, s.spec, s.schedule, executorOptions);
+}
+
+/// Hands the schedule's transfer order to the comm (collective) and installs the fault injection.
+void prepare(WorkerPlatform& platform, RunState& s)
+{
+    const RankExecutor& executor = *s.executor;
+    platform.prepareTransfers(
+        *s.comm, s.schedule,
+        [&executor](int stage, int microbatch, bool gradient) {
+            return executor.messageTag(stage, microbatch, gradient ? 1 : 0);
+        },
+        s.spec.messageElements() * static_cast<std::size_t>(s.backend->elementBytes()));
+    const auto& order = s.schedule.order[static_cast<std::size_t>(s.comm->rank())];
+    s.executor->setBeforeAction(faultHook(s.comm->rank(), static_cast<int>(order.size())));
 }
 
 SetupFailure classify(const std::function<void()>& body)
@@ -276,39 +321,6 @@ std::pair<SetupFailure, int> agree(Comm& comm, const SetupFailure& mine)
     const int rank = in.get<int>();
     result.message = in.getString();
     return { result, rank };
-}
-
-// ------------------------------------------------------------------ fault injection
-
-int envRank(const char* name)
-{
-    const char* value = std::getenv(name);
-    if (!value || !*value)
-        return -1;
-    char* end = nullptr;
-    const long r = std::strtol(value, &end, 10);
-    return *end == '\0' ? static_cast<int>(r) : -1;
-}
-
-/// The hook that injects the faults named by DPSTUDIO_WORKER_{CRASH,HANG,THROW}_RANK in the middle
-/// of the first step of this rank.
-std::function<void(int, int)> faultHook(int rank, int actions)
-{
-    const int crash = envRank("DPSTUDIO_WORKER_CRASH_RANK");
-    const int hang = envRank("DPSTUDIO_WORKER_HANG_RANK");
-    const int fail = envRank("DPSTUDIO_WORKER_THROW_RANK");
-    if (rank != crash && rank != hang && rank != fail)
-        return {};
-    const int at = actions / 2;
-    return [=](int step, int index) {
-        if (step != 0 || index != at)
-            return;
-        if (rank == crash)
-            ::kill(::getpid(), SIGKILL);
-        while (rank == hang)
-            std::this_thread::sleep_for(std::chrono::seconds(1));
-        throw RuntimeError("rank " + std::to_string(rank) + ": failure injected by DPSTUDIO_WORKER_THROW_RANK");
-    };
 }
 
 // ------------------------------------------------------------------ the run
@@ -388,8 +400,9 @@ int finish(const WorkerOptions& options, Comm& comm, RunState& s, const Correctn
     run.cpu = cpuModelName();
     run.device = s.backend->deviceDescription();
     run.mpiVersion = comm.version();
-    run.backend = s.backendName;
-    run.comm = comm.name();
+    run.backend = s.choice.backend;
+    run.comm = s.comm->name();
+    run.backendChoice = s.choice.description;
     run.variant = s.variant.name;
     run.threads = options.threads;
     run.warmup = options.warmup;
@@ -419,8 +432,8 @@ int execute(const WorkerOptions& options, Comm& comm, RunState& s, Events& event
     for (const std::string& w : s.warnings)
         log.line("warning: " + w);
     const std::vector<ActionRecord> mine = runSteps(options, s, log);
-    const CorrectnessReport report = checkCorrectness(
-        comm, *s.backend, s.spec, *s.executor, s.schedule.microbatches, thresholdsFor(s.backendName, s.computeDtype));
+    const CorrectnessReport report = checkCorrectness(comm, *s.backend, s.spec, *s.executor, s.schedule.microbatches,
+        thresholdsFor(s.choice.backend, s.computeDtype));
     return finish(options, comm, s, report, mine, events, log);
 }
 
@@ -448,7 +461,7 @@ WorkerOptions parseWorkerArgs(const std::vector<std::string>& args)
         throw UsageError("--project is required");
     if (o.output.empty())
         throw UsageError("--output is required");
-    resolveBackend(o.backend);
+    checkBackendName(o.backend);
     return o;
 }
 
@@ -458,29 +471,73 @@ std::string workerUsage()
            "[--warmup K] [--threads N] --output measured.json [--trace-dir DIR] [--command TEXT]";
 }
 
-int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& streams)
+bool ProgressThrottle::admit(int done, int total, Clock::time_point now)
+{
+    if (done != total && now - m_last < m_interval)
+        return false;
+    m_last = now;
+    return true;
+}
+
+JobChoice CpuPlatform::choose(Comm& mpi, const std::string& backend)
+{
+    checkBackendName(backend);
+    if (backend == "cuda")
+        throw RuntimeError("--backend cuda: cuda: not built into this dpstudio-worker");
+    const std::string reason = backend == "cpu" ? "cpu (--backend cpu)" : "cpu (auto: cuda: not built)";
+    return JobChoice { "cpu", mpi.name(), "backend cpu, comm " + mpi.name() + ": " + reason };
+}
+
+std::unique_ptr<Backend> CpuPlatform::createBackend(bool bf16, int cpuThreads)
+{
+    return std::make_unique<CpuBackend>(cpuThreads);
+}
+
+std::unique_ptr<Comm> CpuPlatform::createComm(Comm& mpi, Backend& backend)
+{
+    return nullptr;
+}
+
+int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& streams, WorkerPlatform& platform)
 {
     Events events(streams.events);
     Log log(streams.log, comm.rank());
-    if (comm.rank() == 0)
-        events.emit({ { "event", "hello" }, { "format_version", 1 }, { "ranks", comm.size() },
-            { "steps", options.steps }, { "warmup", options.warmup }, { "backend", resolveBackend(options.backend) },
-            { "comm", comm.name() } });
-    ProgressReporter progress(events, comm.rank());
-    ExecutorOptions executorOptions;
-    executorOptions.progress = [&](int step, int done, int total) { progress.report(step, done, total); };
-    std::unique_ptr<RunState> state;
-    const auto [failure, failedRank] = agree(comm, classify([&] {
-        state = setUp(options, comm, executorOptions);
-        const auto& order = state->schedule.order[static_cast<std::size_t>(comm.rank())];
-        state->executor->setBeforeAction(faultHook(comm.rank(), static_cast<int>(order.size())));
-    }));
-    if (failure.code != kWorkerOk) {
+    // Every phase ends with the ranks agreeing on its outcome, so that a rank that failed never leaves the
+    // others waiting in the next phase's collectives; the first failing rank's message wins everywhere.
+    const auto failed = [&](const SetupFailure& failure, int failedRank) {
+        if (failure.code == kWorkerOk)
+            return false;
         if (comm.rank() == failedRank)
             log.line("error: " + failure.message);
         if (comm.rank() == 0)
             events.error(failedRank, failure.message);
-        return failure.code;
+        return true;
+    };
+    auto state = std::make_unique<RunState>();
+    const auto [chooseFailure, chooseRank]
+        = agree(comm, classify([&] { state->choice = platform.choose(comm, options.backend); }));
+    if (comm.rank() == 0) {
+        const bool chosen = chooseFailure.code == kWorkerOk;
+        events.emit(
+            { { "event", "hello" }, { "format_version", 1 }, { "ranks", comm.size() }, { "steps", options.steps },
+                { "warmup", options.warmup }, { "backend", chosen ? state->choice.backend : options.backend },
+                { "comm", chosen ? state->choice.comm : comm.name() } });
+        if (chosen)
+            log.line(state->choice.description);
+    }
+    if (failed(chooseFailure, chooseRank))
+        return chooseFailure.code;
+    ProgressReporter progress(events, comm.rank());
+    ExecutorOptions executorOptions;
+    executorOptions.progress = [&](int step, int done, int total) { progress.report(step, done, total); };
+    for (const std::function<void()>& phase : std::vector<std::function<void()>> {
+             [&] { loadProject(options, comm.size(), platform, *state); },
+             [&] { connect(options, comm, platform, executorOptions, *state); },
+             [&] { prepare(platform, *state); },
+         }) {
+        const auto [failure, failedRank] = agree(comm, classify(phase));
+        if (failed(failure, failedRank))
+            return failure.code;
     }
     try {
         return execute(options, comm, *state, events, log);
@@ -490,6 +547,12 @@ int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& str
         comm.abort(kWorkerFailed);
     }
     return kWorkerFailed; // not reached: abort() ends the job
+}
+
+int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& streams)
+{
+    CpuPlatform platform;
+    return runWorker(options, comm, streams, platform);
 }
 
 } // namespace dps::runtime

@@ -1,7 +1,9 @@
 // dpstudio-worker: one MPI rank of a run. Picks OpenBLAS's kernels for this CPU, parses the command line,
-// starts MPI and hands over to dps::runtime::runWorker (engine/runtime/worker.h). Exit status: 0 success,
-// 1 correctness failed or bad project, 3 anything else.
+// starts MPI and hands over to dps::runtime::runWorker (engine/runtime/worker.h) with the platform that
+// knows the cuda backend and NCCL (engine/runtime/cuda/workerplatform.h), so --backend auto|cpu|cuda is
+// decided here. Exit status: 0 success, 1 correctness failed or bad project, 3 anything else.
 #include "runtime/cpubackend.h"
+#include "runtime/cuda/workerplatform.h"
 #include "runtime/mpicomm.h"
 #include "runtime/worker.h"
 
@@ -59,5 +61,6 @@ int main(int argc, char** argv)
         std::cerr << "dpstudio-worker: " << e.what() << "\n";
         return kWorkerFailed;
     }
-    return runWorker(options, *comm, WorkerStreams { std::cout, std::cerr });
+    CudaWorkerPlatform platform;
+    return runWorker(options, *comm, WorkerStreams { std::cout, std::cerr }, platform);
 }

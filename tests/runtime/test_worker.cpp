@@ -207,3 +207,58 @@ TEST(Worker, ABf16ProjectRunsInFp32WithAWarning)
     EXPECT_NE(m["warnings"][0].get<std::string>().find("fp32"), std::string::npos);
     EXPECT_NE(run.logs[0].find("warning"), std::string::npos);
 }
+
+TEST(Worker, WithoutTheCudaPlatformCudaIsRefusedOnEveryRankWithStatus3)
+{
+    TempDir dir;
+    WorkerOptions o = options("dualpipev-2", dir.path());
+    o.backend = "cuda";
+    const WorkerRun run = runInProcess(o, 2);
+    EXPECT_EQ(run.codes, (std::vector<int> { 3, 3 }));
+    ASSERT_EQ(run.events[0].size(), 2u);
+    EXPECT_EQ(run.events[0][0]["event"], "hello");
+    EXPECT_EQ(run.events[0][1]["event"], "error");
+    EXPECT_NE(run.events[0][1]["message"].get<std::string>().find("cuda: not built"), std::string::npos);
+    EXPECT_TRUE(run.events[1].empty());
+    EXPECT_FALSE(fs::exists(o.output));
+}
+
+TEST(ProgressThrottle, WritesEveryStepEndAndOtherwiseAtMostOnePerInterval)
+{
+    using namespace std::chrono_literals;
+    const ProgressThrottle::Clock::time_point t0 {};
+    ProgressThrottle throttle(t0, 100ms);
+    EXPECT_FALSE(throttle.admit(1, 1000, t0 + 1ms)); // within the first interval
+    EXPECT_TRUE(throttle.admit(2, 1000, t0 + 100ms));
+    EXPECT_FALSE(throttle.admit(3, 1000, t0 + 150ms));
+    EXPECT_FALSE(throttle.admit(4, 1000, t0 + 199ms));
+    EXPECT_TRUE(throttle.admit(5, 1000, t0 + 200ms));
+    EXPECT_TRUE(throttle.admit(1000, 1000, t0 + 201ms)); // a step's last action: always
+    EXPECT_FALSE(throttle.admit(1, 1000, t0 + 250ms)); // the interval restarts at that one
+    EXPECT_TRUE(throttle.admit(1000, 1000, t0 + 251ms));
+    EXPECT_TRUE(throttle.admit(2, 1000, t0 + 400ms));
+
+    // Thousands of actions a second: at most one line per interval besides the step ends.
+    ProgressThrottle busy(t0, 100ms);
+    int written = 0;
+    for (int i = 1; i <= 10000; ++i)
+        written += busy.admit(i, 10000, t0 + i * 100us) ? 1 : 0; // 10000 actions in one second
+    EXPECT_LE(written, 11);
+    EXPECT_GE(written, 10);
+}
+
+TEST(Worker, ProgressIsThrottledButEveryStepEndIsWritten)
+{
+    TempDir dir;
+    WorkerOptions o = options("dualpipev-2", dir.path());
+    o.steps = 3;
+    const WorkerRun run = runInProcess(o, 2);
+    ASSERT_EQ(run.codes, (std::vector<int> { 0, 0 })) << run.logs[0];
+    for (int r = 0; r < 2; ++r) {
+        std::vector<int> ends;
+        for (const json& e : run.events[static_cast<std::size_t>(r)])
+            if (e["event"] == "progress" && e["done"] == e["total"])
+                ends.push_back(e["step"].get<int>());
+        EXPECT_EQ(ends, (std::vector<int> { 0, 1, 2, 3 })) << "rank " << r;
+    }
+}

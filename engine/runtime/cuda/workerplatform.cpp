@@ -1,0 +1,44 @@
+#include "workerplatform.h"
+
+#include "check.h"
+#include "gpuinfo.h"
+#include "jobsetup.h"
+#include "transferorder.h"
+
+namespace dps::runtime {
+
+JobChoice CudaWorkerPlatform::choose(Comm& mpi, const std::string& backend)
+{
+    const std::optional<BackendChoice> requested = parseBackendChoice(backend);
+    if (!requested)
+        throw UsageError("--backend: expected cpu, cuda or auto, got '" + backend + "'");
+    setCheckRank(mpi.rank());
+    m_rank = mpi.rank();
+    const SelectionRequest request { *requested, CommChoice::Auto, cudaBuilt(), ncclBuilt() };
+    m_selection = selectForJob(mpi, request, localRankDevices());
+    // The cpu backend talks through the job's comm as it is ("mpi"; "thread" in tests).
+    const std::string comm = m_selection.backend == "cpu" ? mpi.name() : m_selection.comm;
+    return JobChoice { m_selection.backend, comm,
+        "backend " + m_selection.backend + ", comm " + comm + ": " + m_selection.reason };
+}
+
+std::unique_ptr<Backend> CudaWorkerPlatform::createBackend(bool bf16, int cpuThreads)
+{
+    return makeBackend(m_selection, m_rank, bf16, cpuThreads);
+}
+
+std::unique_ptr<Comm> CudaWorkerPlatform::createComm(Comm& mpi, Backend& backend)
+{
+    return makeComm(m_selection, mpi, backend);
+}
+
+void CudaWorkerPlatform::prepareTransfers(
+    Comm& comm, const Schedule& schedule, const TagOf& tagOf, std::size_t messageBytes)
+{
+    dps::runtime::prepareTransfers(
+        comm, schedule,
+        [&tagOf](const Transfer& t) { return tagOf(t.consumer.stage, t.consumer.microbatch, t.gradient()); },
+        messageBytes);
+}
+
+} // namespace dps::runtime
