@@ -18,6 +18,7 @@ struct TimelineBlock {
     int position = 0; ///< index in the rank's order
     bool invalid = false; ///< named by an error diagnostic
     bool waitedForInput = false; ///< started later than its rank was free (an input arrived late)
+    double waitUs = 0.0; ///< measured blocks: time at the slot's start spent waiting for data
 };
 
 /// Blocks grouped by rank, each rank's blocks sorted by start and not overlapping.

@@ -1,55 +1,21 @@
 #include "exports.h"
 
 #include "schedule/csvio.h"
-#include "schedule/schedule_json.h"
 #include "trace/chrometrace.h"
-
-#include <nlohmann/json.hpp>
 
 namespace dps::ui {
 
-namespace {
-
-using json = nlohmann::json;
-
-json diagnosticsJson(const ValidationReport& report)
+ValidatedConfig validatedConfig(
+    const Project& project, const SimulationSnapshot& snapshot, const std::optional<ValidatedRun>& run)
 {
-    json list = json::array();
-    for (const auto& d : report.diagnostics)
-        list.push_back({ { "severity", std::string(severityName(d.severity)) }, { "rank", d.rank },
-            { "position", d.position }, { "action", d.action }, { "rule", d.rule }, { "message", d.message } });
-    return list;
+    const SimResult* prediction = snapshot.timed ? &snapshot.sim : nullptr;
+    return buildValidatedConfig(project, snapshot.variantName, *snapshot.schedule, snapshot.report, prediction, run);
 }
 
-json predictionJson(const SimulationSnapshot& s)
+std::string validatedConfigText(
+    const Project& project, const SimulationSnapshot& snapshot, const std::optional<ValidatedRun>& run)
 {
-    if (!s.timed)
-        return { { "deadlocked", s.sim.deadlocked }, { "message", s.sim.deadlockMessage } };
-    return { { "makespan_us", s.sim.makespanUs }, { "bubble_rate", s.sim.bubbleRate },
-        { "largest_idle_us", s.largestIdle().first }, { "total_p2p_bytes", s.sim.totalP2pBytes } };
-}
-
-} // namespace
-
-std::string validatedConfigText(const Project& project, const SimulationSnapshot& snapshot)
-{
-    Project p = project;
-    p.activeVariant = snapshot.variantName;
-    std::vector<std::string> reasons;
-    if (!snapshot.report.valid())
-        reasons.push_back("the schedule is invalid (" + std::to_string(snapshot.report.errorCount()) + " errors)");
-    json config = { { "format_version", kValidatedConfigFormatVersion }, { "kind", "dpstudio-validated-config" } };
-    config["project"] = json::parse(serializeProject(p));
-    config["variant"] = snapshot.variantName;
-    config["schedule"] = toJson(*snapshot.schedule);
-    config["validation"]
-        = { { "valid", snapshot.report.valid() }, { "diagnostics", diagnosticsJson(snapshot.report) } };
-    if (snapshot.report.valid())
-        config["prediction"] = predictionJson(snapshot);
-    config["measured"] = nullptr;
-    config["validated"] = reasons.empty();
-    config["not_validated_because"] = reasons;
-    return config.dump(2) + "\n";
+    return validatedConfig(project, snapshot, run).text;
 }
 
 std::string torchCsvText(const SimulationSnapshot& snapshot, std::vector<std::string>& warnings)

@@ -4,19 +4,24 @@
 // Plain C++ over a snapshot; the callers write the text atomically.
 #include "snapshot.h"
 
+#include "project/validatedconfig.h"
+
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace dps::ui {
 
-/// Version of the validated-config files (the CLI's kValidatedConfigFormatVersion).
-inline constexpr int kValidatedConfigFormatVersion = 1;
-
-/// The validated config of the snapshot's variant: project (with that variant active), schedule,
-/// validation report, prediction; "validated" is false with the reasons when the order is invalid.
+/// The validated config of the snapshot's variant (dps::buildValidatedConfig, the CLI's layout): project
+/// (with that variant active), schedule, validation report, prediction and the last run when given;
+/// "validated" is false with the reasons when the order is invalid or the run failed its check.
 /// Precondition: snapshot.schedule is set.
-std::string validatedConfigText(const Project& project, const SimulationSnapshot& snapshot);
+ValidatedConfig validatedConfig(
+    const Project& project, const SimulationSnapshot& snapshot, const std::optional<ValidatedRun>& run = std::nullopt);
+/// The text of validatedConfig().
+std::string validatedConfigText(
+    const Project& project, const SimulationSnapshot& snapshot, const std::optional<ValidatedRun>& run = std::nullopt);
 
 /// The PyTorch CSV of the snapshot's schedule; `warnings` gets a note when it needs our two-rows-per-stage
 /// extension (DualPipe), which PyTorch's loader refuses.

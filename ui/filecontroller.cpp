@@ -185,14 +185,14 @@ bool FileController::exportConfigTo(const QString& path)
 {
     if (!requireSnapshot(tr("the validated config")))
         return false;
-    if (!writeText(path, validatedConfigText(m_document->project(), *m_snapshot)))
+    const ValidatedConfig config = validatedConfig(m_document->project(), *m_snapshot, m_lastRun);
+    if (!writeText(path, config.text))
         return false;
-    if (m_snapshot->report.valid())
-        emit succeeded(tr("Wrote the validated config to %1").arg(path));
+    if (config.validated)
+        emit succeeded(m_lastRun ? tr("Wrote the validated config (with the last run) to %1").arg(path)
+                                 : tr("Wrote the validated config to %1 (no run recorded yet)").arg(path));
     else
-        emit warned(tr("Wrote %1, marked not validated: the order has %2 errors")
-                        .arg(path)
-                        .arg(m_snapshot->report.errorCount()));
+        emit warned(tr("Wrote %1, marked not validated: %2").arg(path, QString::fromStdString(config.reasons.front())));
     return true;
 }
 

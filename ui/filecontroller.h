@@ -4,8 +4,12 @@
 // inline banner; successes worth telling through succeeded().
 #include "snapshot.h"
 
+#include "project/validatedconfig.h"
+
 #include <QObject>
 #include <QStringList>
+
+#include <optional>
 
 #include <functional>
 
@@ -34,6 +38,9 @@ public:
     void setRemembersRecent(bool remember) { m_remembersRecent = remember; }
     /// The latest simulation of the active variant, used by the exports.
     void setSnapshot(const SnapshotPtr& snapshot) { m_snapshot = snapshot; }
+    /// The last run of the active variant, recorded in the validated config (nullopt: none).
+    void setLastRun(const std::optional<ValidatedRun>& run) { m_lastRun = run; }
+    const std::optional<ValidatedRun>& lastRun() const { return m_lastRun; }
 
     /// Asks about unsaved changes when there are any; false when the user cancelled or the save failed.
     bool maybeSave();
@@ -76,6 +83,7 @@ private:
     Prompt m_prompt;
     PathChooser m_chooser;
     SnapshotPtr m_snapshot;
+    std::optional<ValidatedRun> m_lastRun;
     bool m_remembersRecent = true;
 };
 

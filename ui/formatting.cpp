@@ -31,6 +31,12 @@ QString formatPercent(double fraction)
     return QStringLiteral("%1 %").arg(fraction * 100.0, 0, 'f', 1);
 }
 
+QString formatSignedPercent(double fraction)
+{
+    const QString sign = fraction >= 0 ? QStringLiteral("+") : QStringLiteral("−");
+    return sign + QStringLiteral("%1 %").arg(std::abs(fraction) * 100.0, 0, 'f', 1);
+}
+
 QString formatCount(double count)
 {
     const double a = std::abs(count);

@@ -10,6 +10,8 @@ QString formatTime(double us);
 QString formatBytes(double bytes);
 /// "12.3 %" from a fraction.
 QString formatPercent(double fraction);
+/// A relative error with its sign, e.g. "+12.5 %" or "−3.0 %".
+QString formatSignedPercent(double fraction);
 /// "1.05 M", "33.6 k", "512".
 QString formatCount(double count);
 /// A number with up to `decimals` decimals and no trailing zeros: "2", "2.5".

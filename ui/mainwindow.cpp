@@ -10,6 +10,7 @@
 #include "partitioneditor.h"
 #include "projectdocument.h"
 #include "projectpanel.h"
+#include "runworkspace.h"
 #include "timelineview.h"
 
 #include <QAction>
@@ -51,6 +52,7 @@ MainWindow::MainWindow(QWidget* parent)
     setupActions();
     setupToolBar();
     setupConnections();
+    m_runs = new RunWorkspace(this);
     updateTitle();
     resize(1600, 1000);
     requestSimulation();

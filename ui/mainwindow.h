@@ -26,6 +26,7 @@ class MetricsPanel;
 class PartitionEditor;
 class ProjectDocument;
 class ProjectPanel;
+class RunWorkspace;
 class TimelineView;
 
 class MainWindow : public QMainWindow {
@@ -45,6 +46,8 @@ public:
     DiagnosticsModel* diagnostics() const { return m_diagnostics; }
     MessageBanner* banner() const { return m_banner; }
     SimulationService* simulation() { return &m_simulation; }
+    /// The Run panel, the run overlay and their actions (issue 7).
+    RunWorkspace* runs() const { return m_runs; }
     /// The newest snapshot of the active variant.
     SnapshotPtr snapshot() const { return m_simulation.current(); }
 
@@ -103,6 +106,7 @@ private:
     MetricsPanel* m_metrics = nullptr;
     MemoryChart* m_memory = nullptr;
     CompareView* m_compare = nullptr;
+    RunWorkspace* m_runs = nullptr;
     QMenu* m_viewMenu = nullptr;
     QMenu* m_recentMenu = nullptr;
     QActionGroup* m_themeGroup = nullptr;

@@ -47,6 +47,8 @@ MemoryChart::MemoryChart(QWidget* parent)
     top->addWidget(new QLabel(tr("Show:"), this));
     top->addWidget(m_rankBox);
     top->addWidget(m_summary, 1);
+    // A long summary elides into its tooltip rather than widening the dock.
+    m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
@@ -75,6 +77,44 @@ void MemoryChart::setSnapshot(const SnapshotPtr& snapshot)
         m_rank = -1;
     fillRankCombo();
     rebuild();
+}
+
+void MemoryChart::setMeasuredMemory(const std::vector<std::vector<MeasuredMemoryPoint>>& memory)
+{
+    m_measured = memory;
+    rebuild();
+}
+
+double MemoryChart::measuredPeak() const
+{
+    double peak = 0.0;
+    for (int r = 0; r < static_cast<int>(m_measured.size()); ++r)
+        if (m_rank < 0 || m_rank == r)
+            for (const auto& p : m_measured[r])
+                peak = std::max(peak, p.bytes);
+    return peak;
+}
+
+void MemoryChart::drawMeasured(double divisor)
+{
+    bool named = false;
+    for (int r = 0; r < static_cast<int>(m_measured.size()); ++r) {
+        if ((m_rank >= 0 && m_rank != r) || m_measured[r].empty())
+            continue;
+        QVector<double> t { 0.0 }, v { m_measured[r].front().bytes / divisor };
+        for (const auto& p : m_measured[r]) {
+            t << p.timeUs;
+            v << p.bytes / divisor;
+        }
+        QCPGraph* g = m_plot->addGraph();
+        g->setLineStyle(QCPGraph::lsStepLeft);
+        g->setPen(QPen(m_rank >= 0 ? m_colors.measured : seriesColor(r), 2.0, Qt::DashLine));
+        g->setData(t, v, true);
+        g->setName(tr("measured (dashed)"));
+        if (named)
+            g->removeFromLegend();
+        named = true;
+    }
 }
 
 void MemoryChart::setRank(int rank)
@@ -161,18 +201,20 @@ void MemoryChart::rebuild()
         m_plot->replot();
         return;
     }
-    const double peak = peakOver(*m_snapshot, m_rank);
+    const double peak = std::max(peakOver(*m_snapshot, m_rank), measuredPeak());
     const auto [divisor, unit] = byteUnit(std::max(peak, 1.0));
     m_plot->yAxis->setLabel(tr("memory (%1)").arg(unit));
     if (m_rank >= 0)
         drawStacked(m_rank, divisor);
     else
         drawAllRanks(divisor);
+    drawMeasured(divisor);
     const int peakRank = m_rank >= 0 ? m_rank : m_snapshot->peakMemoryRank();
     markPeak(peakRank, divisor);
     const double top = peak / divisor * 1.25;
     m_plot->yAxis->setRange(0, top > 0 ? top : 1);
     drawLimit(divisor, top);
+    m_summary->setToolTip(m_summary->text());
     setTimeAxisUnit(m_plot->xAxis, m_snapshot->sim.makespanUs);
     m_plot->legend->setVisible(true);
     m_plot->legend->setWrap(9);
@@ -275,7 +317,7 @@ void MemoryChart::drawLimit(double divisor, double top)
     const double limit = m_snapshot->deviceMemoryBytes;
     if (limit <= 0)
         return;
-    const double peak = peakOver(*m_snapshot, m_rank);
+    const double peak = std::max(peakOver(*m_snapshot, m_rank), measuredPeak());
     m_summary->setText(m_summary->text()
         + tr(" · device limit %1 (%2 used at the peak)").arg(formatBytes(limit), formatPercent(peak / limit)));
     if (limit / divisor > top)

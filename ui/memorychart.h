@@ -2,6 +2,7 @@
 // Memory over time per rank: for one rank, stacked areas of parameters, gradients, optimizer state and
 // live activations; for all ranks, one line each. The peak is marked and the device limit drawn (or, when
 // it is far above the curves, named in a corner so the curves stay readable).
+#include "measuredoverlay.h"
 #include "snapshot.h"
 #include "theme.h"
 
@@ -20,6 +21,9 @@ public:
     explicit MemoryChart(QWidget* parent = nullptr);
 
     void setSnapshot(const SnapshotPtr& snapshot);
+    /// A run's measured memory per rank, drawn dashed against the prediction (empty hides it).
+    void setMeasuredMemory(const std::vector<std::vector<MeasuredMemoryPoint>>& memory);
+    bool hasMeasuredMemory() const { return !m_measured.empty(); }
     /// -1 shows every rank.
     void setRank(int rank);
     int rank() const { return m_rank; }
@@ -40,6 +44,8 @@ private:
     void drawAllRanks(double divisor);
     void markPeak(int rank, double divisor);
     void drawLimit(double divisor, double top);
+    void drawMeasured(double divisor);
+    double measuredPeak() const;
     /// Step curve of a rank: (time, value) with the last value held until the makespan.
     void addStep(
         const QVector<double>& t, const QVector<double>& v, const QColor& color, const QString& name, bool filled);
@@ -48,6 +54,7 @@ private:
     QLabel* m_summary;
     QCustomPlot* m_plot;
     SnapshotPtr m_snapshot;
+    std::vector<std::vector<MeasuredMemoryPoint>> m_measured;
     int m_rank = 0;
     ChartColors m_colors;
 };

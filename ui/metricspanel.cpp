@@ -8,6 +8,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QTableView>
+#include <QTableWidget>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -17,6 +18,8 @@ namespace dps::ui {
 MetricsPanel::MetricsPanel(QWidget* parent)
     : QWidget(parent)
     , m_model(new RankMetricsModel(this))
+    , m_overlayTitle(new QLabel(this))
+    , m_overlayTable(new QTableWidget(0, 4, this))
     , m_table(new QTableView(this))
     , m_form(new QWidget(this))
 {
@@ -49,7 +52,75 @@ MetricsPanel::MetricsPanel(QWidget* parent)
     layout->setContentsMargins(6, 6, 6, 6);
     layout->addWidget(m_form);
     layout->addWidget(m_table, 1);
+    setupOverlayTable();
+    layout->addWidget(m_overlayTitle);
+    layout->addWidget(m_overlayTable, 1);
     connect(m_table, &QTableView::clicked, this, [this](const QModelIndex& index) { emit rankActivated(index.row()); });
+}
+
+void MetricsPanel::setupOverlayTable()
+{
+    m_overlayTitle->setText(tr("<b>Predicted vs measured</b>"));
+    m_overlayTable->setHorizontalHeaderLabels({ tr("Metric"), tr("Predicted"), tr("Measured"), tr("Error") });
+    m_overlayTable->verticalHeader()->hide();
+    m_overlayTable->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
+    m_overlayTable->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_overlayTable->horizontalHeader()->setStretchLastSection(true);
+    m_overlayTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_overlayTable->setAlternatingRowColors(true);
+    m_overlayTable->setToolTip(tr("error = (measured − predicted) ÷ predicted"));
+    m_overlayTitle->hide();
+    m_overlayTable->hide();
+}
+
+namespace {
+
+QString overlayValue(const OverlayRow& row, double value)
+{
+    switch (row.unit) {
+    case OverlayRow::Unit::Bytes:
+        return formatBytes(value);
+    case OverlayRow::Unit::Ratio:
+        return formatPercent(value);
+    case OverlayRow::Unit::Microseconds:
+        break;
+    }
+    return formatTime(value);
+}
+
+} // namespace
+
+void MetricsPanel::setOverlay(const MeasuredOverlay& overlay)
+{
+    const bool shown = overlay.blocks != nullptr;
+    m_overlayTitle->setVisible(shown);
+    m_overlayTable->setVisible(shown);
+    m_overlayKeys.clear();
+    m_overlayTable->setRowCount(shown ? static_cast<int>(overlay.rows.size()) : 0);
+    if (!shown)
+        return;
+    m_overlayTitle->setText(tr("<b>Predicted vs measured</b> (step %1)").arg(overlay.step));
+    for (int i = 0; i < m_overlayTable->rowCount(); ++i) {
+        const OverlayRow& row = overlay.rows[i];
+        m_overlayKeys.push_back(row.key);
+        const auto error = row.error();
+        const QStringList cells { QString::fromStdString(row.label), overlayValue(row, row.predicted),
+            overlayValue(row, row.measured), error ? formatSignedPercent(*error) : tr("n/a") };
+        for (int column = 0; column < cells.size(); ++column) {
+            auto* item = new QTableWidgetItem(cells[column]);
+            if (column > 0)
+                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            m_overlayTable->setItem(i, column, item);
+        }
+    }
+}
+
+QString MetricsPanel::overlayText(const QString& key, int column) const
+{
+    for (int i = 0; i < static_cast<int>(m_overlayKeys.size()); ++i)
+        if (QString::fromStdString(m_overlayKeys[i]) == key && m_overlayTable->item(i, column))
+            return m_overlayTable->item(i, column)->text();
+    return {};
 }
 
 void MetricsPanel::setupColumnMenu()

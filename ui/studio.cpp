@@ -3,6 +3,7 @@
 #include "compareview.h"
 #include "filecontroller.h"
 #include "mainwindow.h"
+#include "runworkspace.h"
 #include "theme.h"
 
 #include <QApplication>
@@ -45,11 +46,14 @@ bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QS
         QObject::tr("Render the main window offscreen to <file> (PNG) and exit."), QStringLiteral("file"));
     const QCommandLineOption compare(QStringLiteral("compare-screenshot"),
         QObject::tr("Render the comparison view offscreen to <file> (PNG) and exit."), QStringLiteral("file"));
+    const QCommandLineOption measured(QStringLiteral("measured"),
+        QObject::tr("Overlay a run's measured trace (measured.json of `dpstudio run`) on the prediction."),
+        QStringLiteral("file"));
     const QCommandLineOption theme(
         QStringLiteral("theme"), QObject::tr("Palette: system, light or dark."), QStringLiteral("mode"));
     const QCommandLineOption size(
         QStringLiteral("size"), QObject::tr("Screenshot size, e.g. 1600x1000."), QStringLiteral("WxH"));
-    parser.addOptions({ shot, compare, theme, size });
+    parser.addOptions({ shot, compare, measured, theme, size });
     if (!parser.parse(arguments)) {
         error = parser.errorText();
         return false;
@@ -61,6 +65,7 @@ bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QS
     options.screenshot = parser.value(shot);
     options.compareScreenshot = parser.value(compare);
     options.theme = parser.value(theme);
+    options.measured = parser.value(measured);
     options.project = parser.positionalArguments().value(0);
     if (parser.positionalArguments().size() > 1) {
         error = QObject::tr("one project at most (got %1)").arg(parser.positionalArguments().size());
@@ -138,6 +143,14 @@ int runStudio(const StudioOptions& options)
     if (!options.project.isEmpty() && !window.files()->openFile(options.project) && options.headless()) {
         std::fprintf(stderr, "dualpipe-studio: %s\n", qPrintable(failure));
         return 1;
+    }
+    if (!options.measured.isEmpty()) {
+        window.waitUntilIdle();
+        QString error;
+        if (!window.runs()->loadMeasured(options.measured, &error) && options.headless()) {
+            std::fprintf(stderr, "dualpipe-studio: %s\n", qPrintable(error));
+            return 1;
+        }
     }
     if (options.headless())
         return renderShots(window, options);

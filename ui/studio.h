@@ -15,6 +15,7 @@ struct StudioOptions {
     QString project; ///< a project file to open; empty = the embedded default project
     QString screenshot; ///< --screenshot FILE: render the main window to FILE and exit
     QString compareScreenshot; ///< --compare-screenshot FILE: render the comparison view to FILE and exit
+    QString measured; ///< --measured FILE: overlay this measured.json (a run's trace) on the prediction
     QString theme; ///< --theme system|light|dark (default: the saved choice; light for screenshots)
     QSize size { 1600, 1000 }; ///< --size WxH of a screenshot
     bool headless() const { return !screenshot.isEmpty() || !compareScreenshot.isEmpty(); }

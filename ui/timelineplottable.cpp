@@ -62,7 +62,21 @@ QRectF TimelinePlottable::rectIn(const Frame& f, const TimelineBlock& block) con
     const int row = block.rank + m_rowOffset;
     const double x0 = f.time.toPixel(block.startUs);
     const double x1 = std::max(f.time.toPixel(block.endUs), x0 + 1.0);
-    return QRectF(QPointF(x0, f.rows.bandTop(row)), QPointF(x1, f.rows.bandBottom(row)));
+    const double top = f.rows.bandTop(row);
+    const double bottom = f.rows.bandBottom(row);
+    // With a measurement the predicted blocks take the upper part of the band, the measured ones the lower.
+    const double split = m_measured ? top + (bottom - top) * kPredictedShare : bottom;
+    return QRectF(QPointF(x0, top), QPointF(x1, split));
+}
+
+QRectF TimelinePlottable::measuredRectIn(const Frame& f, const TimelineBlock& block) const
+{
+    const int row = block.rank + m_rowOffset;
+    const double x0 = f.time.toPixel(block.startUs);
+    const double x1 = std::max(f.time.toPixel(block.endUs), x0 + 1.0);
+    const double top = f.rows.bandTop(row);
+    const double bottom = f.rows.bandBottom(row);
+    return QRectF(QPointF(x0, top + (bottom - top) * (kPredictedShare + 0.04)), QPointF(x1, bottom));
 }
 
 BlockRef TimelinePlottable::blockAt(const QPointF& pixel) const
@@ -94,7 +108,8 @@ double TimelinePlottable::selectTest(const QPointF& pos, bool onlySelectable, QV
 QCPRange TimelinePlottable::getKeyRange(bool& foundRange, QCP::SignDomain) const
 {
     foundRange = m_blocks && m_blocks->size() > 0;
-    return QCPRange(0.0, std::max(m_makespanUs, m_blocks ? m_blocks->endUs() : 0.0));
+    const double end = std::max(m_makespanUs, m_blocks ? m_blocks->endUs() : 0.0);
+    return QCPRange(0.0, std::max(end, m_measured ? m_measured->endUs() : 0.0));
 }
 
 QCPRange TimelinePlottable::getValueRange(bool& foundRange, QCP::SignDomain, const QCPRange&) const
@@ -224,11 +239,51 @@ void TimelinePlottable::drawMeasured(QCPPainter* painter, const Frame& f, int ra
 {
     if (!m_measured || rank >= m_measured->rankCount())
         return;
+    const auto& list = m_measured->blocks(rank);
+    if (!list.empty()) { // the measured row's idle band, as the predicted row has one
+        TimelineBlock whole = list.back();
+        whole.startUs = 0.0;
+        const QRectF band = measuredRectIn(f, whole);
+        painter->fillRect(band, m_colors.idle);
+        painter->fillRect(band, QBrush(m_colors.idleHatch, Qt::BDiagPattern));
+    }
     const auto [first, last] = m_measured->visible(rank, f.time.startUs(), f.time.endUs());
-    painter->setPen(QPen(m_colors.measured, 1.5, Qt::DashLine));
-    painter->setBrush(Qt::NoBrush);
     for (int i = first; i < last; ++i)
-        painter->drawRect(rectIn(f, m_measured->blocks(rank)[i]));
+        drawMeasuredBlock(painter, f, list[i]);
+}
+
+void TimelinePlottable::drawMeasuredBlock(QCPPainter* painter, const Frame& f, const TimelineBlock& b) const
+{
+    const QRectF rect = measuredRectIn(f, b);
+    const double waitEnd = std::min(f.time.toPixel(b.startUs + b.waitUs), rect.right());
+    const QRectF wait(rect.topLeft(), QPointF(waitEnd, rect.bottom()));
+    const QRectF busy(QPointF(waitEnd, rect.top()), rect.bottomRight());
+    const QColor kind = kindColor(b.action.op.kind);
+    // Opaque, a light (or, dark: deep) tint of the kind's colour, so the idle hatching never shows through.
+    const QColor base = b.action.overlapped ? kindColor(b.action.backward.kind) : kind;
+    const double share = m_colors.dark ? 0.45 : 0.35;
+    const auto mix = [&](int a, int c) { return static_cast<int>(a * share + c * (1.0 - share)); };
+    const QColor fill(mix(base.red(), m_colors.background.red()), mix(base.green(), m_colors.background.green()),
+        mix(base.blue(), m_colors.background.blue()));
+    painter->fillRect(busy, fill);
+    if (wait.width() >= 1.0) {
+        painter->fillRect(wait, m_colors.background);
+        painter->fillRect(wait, QBrush(m_colors.measured, Qt::Dense6Pattern));
+        painter->setPen(QPen(m_colors.measured, 1.0));
+        painter->drawLine(QPointF(wait.left(), wait.center().y()), QPointF(wait.right(), wait.center().y()));
+    }
+    painter->setBrush(Qt::NoBrush);
+    painter->setPen(QPen(kind.darker(140), 1.5));
+    painter->drawRect(rect.adjusted(0.5, 0.5, -0.5, -0.5));
+    if (b.action.overlapped)
+        drawLabel(painter, f, busy, b.action.backward.microbatch, fill);
+    else
+        drawLabel(painter, f, busy, b.action.op.microbatch, fill);
+    const BlockRef ref { b.rank, b.position };
+    if (ref.valid() && ref == m_marked) {
+        painter->setPen(QPen(m_colors.invalid, 2.0));
+        painter->drawRect(rect.adjusted(-1, -1, 0, 0));
+    }
 }
 
 void TimelinePlottable::drawDrag(QCPPainter* painter, const Frame& f) const

@@ -30,8 +30,13 @@ public:
     /// The blocks to draw; `makespanUs` ends the idle band of every row.
     void setBlocks(std::shared_ptr<const BlockIndex> blocks, double makespanUs);
     const BlockIndex* blocks() const { return m_blocks.get(); }
-    /// Measured blocks (a run's timeline) drawn as outlines over the predicted ones; null hides them.
+    /// Measured blocks (a run's timeline) drawn beside the predicted ones: with them each row's band is
+    /// split, predicted blocks above, measured ones below (light fill, outlined, the wait for data hatched
+    /// at the block's start); null hides them.
     void setMeasuredBlocks(std::shared_ptr<const BlockIndex> measured);
+    const BlockIndex* measuredBlocks() const { return m_measured.get(); }
+    /// Share of a row's band the predicted blocks take while measured blocks are shown.
+    static constexpr double kPredictedShare = 0.52;
     /// Value-axis row of rank 0 (rank r sits on row rowOffset + r).
     void setRowOffset(int offset) { m_rowOffset = offset; }
     int rowOffset() const { return m_rowOffset; }
@@ -41,6 +46,7 @@ public:
 
     void setHovered(BlockRef block) { m_hovered = block; }
     void setMarked(BlockRef block) { m_marked = block; }
+    BlockRef marked() const { return m_marked; }
     /// A drag in progress: block `block` moved by `offsetUs`, to land at `dropPosition`.
     void setDrag(BlockRef block, double offsetUs, int dropPosition);
     void clearDrag() { m_drag = {}; }
@@ -76,6 +82,9 @@ private:
     void drawBlock(QCPPainter* painter, const Frame& f, const TimelineBlock& block, const QRectF& rect) const;
     void drawLabel(QCPPainter* painter, const Frame& f, const QRectF& rect, int microbatch, const QColor& fill) const;
     void drawMeasured(QCPPainter* painter, const Frame& f, int rank) const;
+    void drawMeasuredBlock(QCPPainter* painter, const Frame& f, const TimelineBlock& block) const;
+    /// Pixel rectangle of a measured block: the lower part of its rank's band.
+    QRectF measuredRectIn(const Frame& f, const TimelineBlock& block) const;
     void drawDrag(QCPPainter* painter, const Frame& f) const;
     QRectF rectIn(const Frame& f, const TimelineBlock& block) const;
 

@@ -219,6 +219,43 @@ void TimelineView::panBy(double fraction)
     replot(rpQueuedReplot);
 }
 
+void TimelineView::setMeasuredBlocks(std::shared_ptr<const BlockIndex> measured)
+{
+    TimelinePlottable* p = lane(0);
+    if (!p)
+        return;
+    const double end = measured ? measured->endUs() : 0.0;
+    p->setMeasuredBlocks(std::move(measured));
+    double span = 0.0;
+    for (const auto& l : m_lanes)
+        span = std::max(span, laneMakespan(*l.snapshot));
+    m_makespanUs = std::max(span, end);
+    setTimeAxisUnit(xAxis, m_makespanUs);
+    if (!m_userZoomed)
+        fitAll();
+    replot(rpQueuedReplot);
+}
+
+const BlockIndex* TimelineView::measuredBlocks() const
+{
+    const TimelinePlottable* p = lane(0);
+    return p ? p->measuredBlocks() : nullptr;
+}
+
+QString TimelineView::measuredTooltip(const TimelineBlock& predicted) const
+{
+    const BlockIndex* measured = measuredBlocks();
+    if (!measured || predicted.rank >= measured->rankCount())
+        return {};
+    for (const auto& m : measured->blocks(predicted.rank))
+        if (m.position == predicted.position)
+            return tr("<br><b>measured</b>: start %1 (%2%3) · end %4 · %5, of which waiting %6")
+                .arg(formatTime(m.startUs), m.startUs >= predicted.startUs ? QStringLiteral("+") : QStringLiteral("−"),
+                    formatTime(std::abs(m.startUs - predicted.startUs)), formatTime(m.endUs),
+                    formatTime(m.endUs - m.startUs), formatTime(m.waitUs));
+    return tr("<br><b>measured</b>: not in the run");
+}
+
 void TimelineView::markBlock(BlockRef block)
 {
     if (auto* p = lane(0)) {
@@ -273,6 +310,8 @@ QString TimelineView::tooltipFor(const Hit& hit) const
     text += tr("<br>start %1 · end %2 · %3")
                 .arg(formatTime(b->startUs), formatTime(b->endUs), formatTime(b->endUs - b->startUs));
     text += tr("<br>waited for: %1").arg(QString::fromStdString(describeWait(s, b->rank, b->position)).toHtmlEscaped());
+    if (hit.lane == 0)
+        text += measuredTooltip(*b);
     if (b->invalid)
         text += tr("<br><b>named by the validator</b> (see the list under the chart)");
     if (m_editable)

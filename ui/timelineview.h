@@ -27,6 +27,11 @@ public:
     TimelinePlottable* lane(int index) const;
     SnapshotPtr laneSnapshot(int index) const;
 
+    /// Draws a run's measured blocks beside lane 0's predicted ones (null hides them); the fitted view
+    /// then spans the longer of the two timelines.
+    void setMeasuredBlocks(std::shared_ptr<const BlockIndex> measured);
+    const BlockIndex* measuredBlocks() const;
+
     void setEditable(bool editable) { m_editable = editable; }
     /// Outlines a block (e.g. the one a diagnostic names); an invalid ref clears.
     void markBlock(BlockRef block);
@@ -80,6 +85,7 @@ private:
     void updateDrag(const QPointF& pos);
     void finishDrag(const QPointF& pos);
     bool sameShape(const std::vector<SnapshotPtr>& lanes) const;
+    QString measuredTooltip(const TimelineBlock& predicted) const;
 
     std::vector<Lane> m_lanes;
     ChartColors m_colors;

@@ -3,6 +3,7 @@
 
 #include "project/compare.h"
 #include "project/project.h"
+#include "project/validatedconfig.h"
 #include "runtime/launch/measured.h"
 #include "schedule/csvio.h"
 #include "schedule/errors.h"
@@ -26,9 +27,6 @@ namespace dps::cli {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-/// Version of the validated-config files `export --format validated-config` writes.
-constexpr int kValidatedConfigFormatVersion = 1;
 
 const char* const kBubbleDefinition = "bubble rate = Σ idle ÷ (ranks × makespan), idle = makespan − busy";
 
@@ -131,15 +129,6 @@ ScheduleKind kindOrThrow(const std::string& name, const std::string& flag)
     return *kind;
 }
 
-CsvDialect dialectOf(const std::string& text)
-{
-    if (text == "current")
-        return CsvDialect::Current;
-    if (text == "2024")
-        return CsvDialect::Legacy2024;
-    return CsvDialect::Auto;
-}
-
 const Variant& variantOf(const Project& project, const std::string& name, const std::string& file)
 {
     if (name.empty())
@@ -222,8 +211,8 @@ Prediction fromProject(const std::string& file, const std::string& text, const S
 {
     const Project project = withCostsFile(parseProject(text, file), args.costs);
     const Variant& variant = variantOf(project, args.variant, file);
-    Prediction p { file + " [" + variant.name + "]", buildSchedule(project, variant), buildCostModel(project, variant),
-        costsNote("the project's model and costs", args.costs) };
+    Prediction p { file + " [" + variant.name + "]", projectSchedule(file, project, variant),
+        buildCostModel(project, variant), costsNote("the project's model and costs", args.costs) };
     applyCostFlags(p.costs, args.costs);
     return p;
 }
@@ -248,14 +237,7 @@ void recogniseKind(Schedule& schedule)
 
 Prediction fromCsv(const std::string& file, const std::string& text, const SimulateArgs& args)
 {
-    CsvImport imported;
-    try {
-        imported = readCsv(text, dialectOf(args.dialect));
-    } catch (const ParseError& e) {
-        throw ParseError(file + ": " + e.what(), e.row(), e.column());
-    }
-    for (const auto& w : imported.warnings)
-        std::cerr << "dpstudio: " << file << ": " << w << "\n";
+    CsvImport imported = readScheduleCsv(file, text, args.dialect);
     recogniseKind(imported.schedule);
     const int stages = imported.schedule.stages;
     return { file, std::move(imported.schedule), unitCosts(stages, args.costs),
@@ -289,19 +271,13 @@ std::string sourceProblem(const SimulateArgs& args)
     return {};
 }
 
-bool looksLikeJson(const std::string& text)
-{
-    const auto first = text.find_first_not_of(" \t\r\n");
-    return first != std::string::npos && text[first] == '{';
-}
-
 Prediction loadPrediction(const SimulateArgs& args)
 {
     if (!args.schedule.empty())
         return fromKind(args);
     const std::string& file = args.project.empty() ? args.csv : args.project;
     const std::string text = readFile(file);
-    if (!args.project.empty() && looksLikeJson(text))
+    if (!args.project.empty() && looksLikeJsonFile(file, text))
         return fromProject(file, text, args);
     return fromCsv(file, text, args);
 }
@@ -543,15 +519,6 @@ int cmdCompare(const CompareArgs& args)
 
 namespace {
 
-json diagnosticsJson(const ValidationReport& report)
-{
-    json list = json::array();
-    for (const auto& d : report.diagnostics)
-        list.push_back({ { "severity", std::string(severityName(d.severity)) }, { "rank", d.rank },
-            { "position", d.position }, { "action", d.action }, { "rule", d.rule }, { "message", d.message } });
-    return list;
-}
-
 int exportCsv(const ExportArgs& args, const Schedule& schedule, const std::string& label)
 {
     if (!checkSchedule(label, schedule))
@@ -565,7 +532,7 @@ int exportCsv(const ExportArgs& args, const Schedule& schedule, const std::strin
 
 int exportTrace(const ExportArgs& args, const Project& project, const Variant& variant, const std::string& label)
 {
-    const Schedule schedule = buildSchedule(project, variant);
+    const Schedule schedule = projectSchedule(args.project, project, variant);
     if (!checkSchedule(label, schedule))
         return kExitContent;
     const CostModel costs = buildCostModel(project, variant);
@@ -583,73 +550,34 @@ int exportTrace(const ExportArgs& args, const Project& project, const Variant& v
     return kExitOk;
 }
 
-/// Why a measured run does not validate this schedule (empty when it does).
-std::vector<std::string> measuredProblems(const MeasuredTrace& m, const Schedule& schedule, const Variant& variant)
-{
-    std::vector<std::string> problems;
-    if (!m.correctness.passed)
-        problems.push_back("the measured run failed its correctness check"
-            + (m.correctness.message.empty() ? std::string() : ": " + m.correctness.message));
-    if (!m.ranks.empty() && static_cast<int>(m.ranks.size()) != schedule.ranks)
-        problems.push_back("the measured run has " + std::to_string(m.ranks.size()) + " ranks, the schedule "
-            + std::to_string(schedule.ranks));
-    if (!m.variant.empty() && m.variant != variant.name)
-        problems.push_back("the measured run is of variant '" + m.variant + "', not '" + variant.name + "'");
-    return problems;
-}
-
 /// The fields of a measured run (measured.json of `dpstudio run`) a validated config records.
-json measuredSummary(const std::string& file, const MeasuredTrace& m)
+ValidatedRun validatedRun(const std::string& file, const MeasuredTrace& m)
 {
     const MeasuredCorrectness& c = m.correctness;
-    return { { "file", file }, { "hardware", { { "host", m.host }, { "cpu", m.cpu } } }, { "backend", m.backend },
-        { "comm", m.comm }, { "mpi_version", m.mpiVersion }, { "variant", m.variant }, { "median_step", m.medianStep },
-        { "median_step_makespan_us", m.medianMakespanUs() },
-        { "correctness",
-            { { "passed", c.passed }, { "max_loss_error", c.maxLossError }, { "max_grad_error", c.maxGradError },
-                { "thresholds", { { "loss", c.lossThreshold }, { "grad", c.gradThreshold } } },
-                { "message", c.message } } } };
+    ValidatedRun run { file, m.host, m.cpu, {}, m.backend, m.comm, m.mpiVersion, m.variant,
+        static_cast<int>(m.ranks.size()), m.medianStep, m.medianMakespanUs(), c.passed, c.maxLossError, c.maxGradError,
+        c.lossThreshold, c.gradThreshold, c.message };
+    return run;
 }
 
-json predictionJson(const Schedule& schedule, const CostModel& costs)
+int exportValidatedConfig(const ExportArgs& args, const Project& project, const Variant& variant)
 {
-    const SimResult result = simulate(schedule, costs, { false, false });
-    if (result.deadlocked)
-        return { { "deadlocked", true }, { "message", result.deadlockMessage } };
-    return { { "makespan_us", result.makespanUs }, { "bubble_rate", result.bubbleRate },
-        { "largest_idle_us", largestIdle(result) }, { "total_p2p_bytes", result.totalP2pBytes } };
-}
-
-int exportValidatedConfig(const ExportArgs& args, Project project, const Variant& variant)
-{
-    const Schedule schedule = buildSchedule(project, variant);
+    const Schedule schedule = projectSchedule(args.project, project, variant);
     const ValidationReport report = validate(schedule);
-    std::vector<std::string> reasons;
-    if (!report.valid())
-        reasons.push_back("the schedule is invalid (" + std::to_string(report.errorCount()) + " errors)");
-    json config = { { "format_version", kValidatedConfigFormatVersion }, { "kind", "dpstudio-validated-config" } };
-    project.activeVariant = variant.name;
-    config["project"] = json::parse(serializeProject(project));
-    config["variant"] = variant.name;
-    config["schedule"] = toJson(schedule);
-    config["validation"] = { { "valid", report.valid() }, { "diagnostics", diagnosticsJson(report) } };
+    std::optional<SimResult> prediction;
     if (report.valid())
-        config["prediction"] = predictionJson(schedule, buildCostModel(project, variant));
-    config["measured"] = nullptr;
-    if (!args.measured.empty()) {
-        const MeasuredTrace measured = loadMeasured(args.measured);
-        config["measured"] = measuredSummary(args.measured, measured);
-        for (auto& problem : measuredProblems(measured, schedule, variant))
-            reasons.push_back(std::move(problem));
-    }
-    config["validated"] = reasons.empty();
-    config["not_validated_because"] = reasons;
-    writeOutput(args.output, config.dump(2) + "\n");
-    for (const auto& r : reasons)
+        prediction = simulate(schedule, buildCostModel(project, variant), { false, false });
+    std::optional<ValidatedRun> run;
+    if (!args.measured.empty())
+        run = validatedRun(args.measured, loadMeasured(args.measured));
+    const ValidatedConfig config
+        = buildValidatedConfig(project, variant.name, schedule, report, prediction ? &*prediction : nullptr, run);
+    writeOutput(args.output, config.text);
+    for (const auto& r : config.reasons)
         std::cerr << "dpstudio: not validated: " << r << "\n";
     if (args.measured.empty())
         std::cerr << "dpstudio: note: no measured run recorded (add --measured measured.json from `dpstudio run`)\n";
-    return reasons.empty() ? kExitOk : kExitContent;
+    return config.validated ? kExitOk : kExitContent;
 }
 
 } // namespace
@@ -664,7 +592,7 @@ int cmdExport(const ExportArgs& args)
     const Variant variant = variantOf(project, args.variant, args.project);
     const std::string label = args.project + " [" + variant.name + "]";
     if (args.format == "torch-csv")
-        return exportCsv(args, buildSchedule(project, variant), label);
+        return exportCsv(args, projectSchedule(args.project, project, variant), label);
     if (args.format == "chrome-trace")
         return exportTrace(args, project, variant, label);
     if (args.format == "validated-config")

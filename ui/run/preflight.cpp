@@ -17,9 +17,9 @@ void add(Items& items, PreflightSeverity severity, const QString& text)
 
 void checkProject(const RunProjectInfo& p, Items& items)
 {
-    if (p.path.isEmpty())
+    if (p.path.isEmpty() && p.runPath.isEmpty())
         add(items, PreflightSeverity::Error, QStringLiteral("Save the project first: a run reads the project file."));
-    else if (p.modified)
+    else if (p.modified && p.runPath.isEmpty())
         add(items, PreflightSeverity::Warning,
             QStringLiteral("The project has unsaved changes: the run uses the saved file."));
     if (p.ranks < 1)

@@ -11,11 +11,12 @@ namespace dps::ui {
 
 /// What the caller (the main window) knows about the project to run.
 struct RunProjectInfo {
-    QString path; ///< the project file; empty when the project was never saved
+    QString path; ///< the project file (the runs history lives next to it); empty when never saved
     QString variant; ///< the active variant's name
     int ranks = 0; ///< the active variant's ranks
     bool modified = false; ///< unsaved edits (the run uses the file)
     QStringList validationErrors; ///< the validator's diagnostics for the active variant; empty = valid
+    QString runPath; ///< the file the run reads when not `path` (a saved copy of unsaved edits); empty = path
 };
 
 enum class PreflightSeverity {

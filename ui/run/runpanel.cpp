@@ -321,7 +321,7 @@ void RunPanel::chooseHostfile()
 RunRequest RunPanel::currentRequest() const
 {
     RunRequest r;
-    r.project = m_project.path;
+    r.project = m_project.runPath.isEmpty() ? m_project.path : m_project.runPath;
     r.variant = m_project.variant;
     r.backend = m_backend->currentData().toString();
     r.steps = m_steps->value();
@@ -356,6 +356,7 @@ void RunPanel::startRun()
                 StatusBanner::Kind::Error, tr("The project cannot run here: %1").arg(preflightItems().front().text));
         return;
     }
+    emit aboutToRun();
     RunRequest request = currentRequest();
     QString error;
     request.output = m_history->newMeasuredPath(request.variant, QDateTime::currentDateTime(), &error);
@@ -517,7 +518,8 @@ void RunPanel::recordRun(const QString& measuredPath)
     QString error;
     bool recorded = readRunRecord(measuredPath, record, &error);
     const QString runProject = m_controller->request().project;
-    if (recorded && QFileInfo(runProject) == QFileInfo(m_project.path)) {
+    const QString currentRunFile = m_project.runPath.isEmpty() ? m_project.path : m_project.runPath;
+    if (recorded && QFileInfo(runProject) == QFileInfo(currentRunFile)) {
         recorded = m_history->addRun(record, &error);
     } else if (recorded) { // the window switched projects during the run: the run belongs to the old one
         RunHistory other;

@@ -72,6 +72,9 @@ public slots:
     void cancelRun();
 
 signals:
+    /// Run was pressed and the pre-flight passed: the last moment to write the project's run file
+    /// (connect directly; setProject() may be called from the slot).
+    void aboutToRun();
     void runStarted();
     /// A run ended well; its measured trace is at `measuredPath`, ready to overlay.
     void runFinished(const QString& measuredPath);

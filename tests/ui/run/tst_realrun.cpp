@@ -174,7 +174,7 @@ private slots:
         panel.show();
         QSignalSpy probed(panel.devicesProbe(), &DevicesProbe::probed);
         panel.refreshDevices();
-        panel.setProject({ m_project, QStringLiteral("dualpipev"), 2, false, {} });
+        panel.setProject({ m_project, QStringLiteral("dualpipev"), 2, false, {}, {} });
         QTRY_COMPARE_WITH_TIMEOUT(probed.size(), 1, 20000);
         QVERIFY(panel.canRun());
         QSignalSpy finished(&panel, &RunPanel::runFinished);

@@ -57,7 +57,8 @@ private:
 
     RunProjectInfo project(int ranks = 2) const
     {
-        return { m_dir.filePath(QStringLiteral("demo.dpstudio.json")), QStringLiteral("dualpipev"), ranks, false, {} };
+        return { m_dir.filePath(QStringLiteral("demo.dpstudio.json")), QStringLiteral("dualpipev"), ranks, false, {},
+            {} };
     }
 
     /// A panel on the fake dpstudio running `scenario`, with a known CPU machine.

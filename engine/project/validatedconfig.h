@@ -1,0 +1,60 @@
+#pragma once
+// The validated config (`dpstudio export --format validated-config`, the designer's File → Export
+// Validated Config): the project with the variant active, its schedule, the validation report, the
+// prediction and the last run's summary, with "validated" true only when the schedule is valid and the
+// run (when one is given) passed its correctness check on this variant. One layout for the CLI and the
+// designer; plain fields in, text out (no Qt, no launcher dependency).
+#include "project/project.h"
+#include "schedule/schedule.h"
+#include "schedule/validator.h"
+#include "sim/simulator.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dps {
+
+/// Version of the validated-config files.
+inline constexpr int kValidatedConfigFormatVersion = 1;
+
+/// What a validated config records of a run (the fields of a measured.json that matter here).
+struct ValidatedRun {
+    std::string file; ///< the measured.json
+    std::string host;
+    std::string cpu;
+    std::string hardware; ///< GPU names for cuda runs; empty when the CPU is the hardware
+    std::string backend; ///< "cpu" or "cuda"
+    std::string comm; ///< "mpi" or "nccl"
+    std::string mpiVersion;
+    std::string variant; ///< the variant that ran ("" when unknown)
+    int ranks = 0; ///< ranks that ran (0 when unknown)
+    int medianStep = 0;
+    double medianStepMakespanUs = 0.0; ///< measured step time
+    bool correctnessPassed = false;
+    double maxLossError = 0.0;
+    double maxGradError = 0.0;
+    double lossThreshold = 0.0;
+    double gradThreshold = 0.0;
+    std::string correctnessMessage;
+};
+
+struct ValidatedConfig {
+    std::string text; ///< the JSON (2-space indent, final newline)
+    bool validated = false;
+    std::vector<std::string> reasons; ///< why it is not validated (empty when it is)
+};
+
+/// The largest per-rank idle of a simulation (0 without ranks).
+double largestIdleUs(const SimResult& result);
+
+/// Why a run does not validate this schedule of `variant`: a failed correctness check, another rank
+/// count, another variant. Empty when it does.
+std::vector<std::string> runProblems(const ValidatedRun& run, const Schedule& schedule, const std::string& variant);
+
+/// Builds the validated config of `variant` of `project`. `prediction` is the simulation of `schedule`
+/// (null: none recorded, e.g. the order is invalid); `run` the last run (nullopt: "measured" is null).
+ValidatedConfig buildValidatedConfig(const Project& project, const std::string& variant, const Schedule& schedule,
+    const ValidationReport& report, const SimResult* prediction, const std::optional<ValidatedRun>& run);
+
+} // namespace dps

@@ -1,0 +1,258 @@
+// The run overlay in the window, offscreen: a real measured.json of the tiny DualPipeV project gives a
+// measured block for every predicted one, the metrics show measured and error, a slip click selects its
+// block, Calibrate moves the prediction towards the run, the validated config records the run (and is not
+// validated when the run failed its check), `--screenshot --measured` writes a PNG, and a real run
+// started from the window's run panel ends overlaid.
+#include "filecontroller.h"
+#include "mainwindow.h"
+#include "memorychart.h"
+#include "metricspanel.h"
+#include "overlaypanel.h"
+#include "projectdocument.h"
+#include "run/runhistory.h"
+#include "run/runpanel.h"
+#include "runworkspace.h"
+#include "timelineview.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace dps::ui;
+
+namespace {
+
+const QString kProject = QStringLiteral(DPS_TEST_DATA "/launch/tiny.dpstudio.json");
+const QString kMeasured = QStringLiteral(DPS_TEST_DATA "/measured/tiny-dualpipev.measured.json");
+
+/// A window on the tiny DualPipeV project with its prediction delivered.
+struct OverlayFixture {
+    MainWindow window;
+    OverlayFixture()
+    {
+        window.setThemeMode(ThemeMode::Light);
+        window.resize(1600, 1000);
+        window.show();
+        EXPECT_TRUE(window.files()->openFile(kProject));
+        settle();
+    }
+    void settle()
+    {
+        QApplication::processEvents();
+        window.waitUntilIdle();
+        QApplication::processEvents();
+    }
+    OverlayPanel* overlay() { return window.runs()->overlayPanel(); }
+    bool load(const QString& path = kMeasured)
+    {
+        QString error;
+        const bool ok = window.runs()->loadMeasured(path, &error);
+        EXPECT_TRUE(ok) << error.toStdString();
+        QApplication::processEvents();
+        return ok;
+    }
+};
+
+/// Every predicted block has a measured block at the same rank and position.
+void expectEveryBlockMeasured(MainWindow& window)
+{
+    const BlockIndex& predicted = window.snapshot()->blocks;
+    const BlockIndex* measured = window.timeline()->measuredBlocks();
+    ASSERT_NE(measured, nullptr);
+    ASSERT_EQ(measured->rankCount(), predicted.rankCount());
+    for (int r = 0; r < predicted.rankCount(); ++r) {
+        ASSERT_EQ(measured->blocks(r).size(), predicted.blocks(r).size()) << "rank " << r;
+        for (const auto& m : measured->blocks(r)) {
+            ASSERT_GE(m.position, 0) << "rank " << r;
+            EXPECT_EQ(m.action, predicted.blocks(r)[m.position].action);
+        }
+    }
+}
+
+QJsonObject readJson(const QString& path)
+{
+    QFile file(path);
+    EXPECT_TRUE(file.open(QIODevice::ReadOnly)) << path.toStdString();
+    return QJsonDocument::fromJson(file.readAll()).object();
+}
+
+} // namespace
+
+TEST(Overlay, AMeasuredFileGivesAMeasuredBlockForEveryPredictedOne)
+{
+    OverlayFixture f;
+    ASSERT_TRUE(f.load());
+    expectEveryBlockMeasured(f.window);
+    EXPECT_EQ(f.overlay()->overlay().unmatched, 0);
+    EXPECT_EQ(static_cast<std::size_t>(f.overlay()->overlay().matched), f.window.snapshot()->blocks.size());
+    EXPECT_TRUE(f.window.memoryChart()->hasMeasuredMemory());
+    // The time axis spans the longer (measured) timeline.
+    EXPECT_GE(f.window.timeline()->makespan(), f.overlay()->overlay().blocks->endUs());
+}
+
+TEST(Overlay, MetricsShowPredictedMeasuredAndError)
+{
+    OverlayFixture f;
+    ASSERT_TRUE(f.load());
+    MetricsPanel* m = f.window.metrics();
+    for (const QString& key : { QStringLiteral("makespan"), QStringLiteral("bubble"), QStringLiteral("peak-memory"),
+             QStringLiteral("idle-0"), QStringLiteral("idle-1"), QStringLiteral("peak-memory-1") }) {
+        EXPECT_FALSE(m->overlayText(key, 1).isEmpty()) << key.toStdString();
+        EXPECT_FALSE(m->overlayText(key, 2).isEmpty()) << key.toStdString();
+        EXPECT_TRUE(m->overlayText(key, 3).contains(QLatin1Char('%'))) << key.toStdString();
+    }
+    const auto* row = f.overlay()->overlay().row("makespan");
+    ASSERT_NE(row, nullptr);
+    EXPECT_NEAR(row->measured, f.overlay()->trace()->medianMakespanUs(), 1e-9);
+    EXPECT_TRUE(f.overlay()->comparisonText().contains(QStringLiteral("this run")));
+}
+
+TEST(Overlay, AnyStepCanBeShown)
+{
+    OverlayFixture f;
+    ASSERT_TRUE(f.load());
+    const auto steps = dps::ui::measuredSteps(*f.overlay()->trace());
+    ASSERT_GE(steps.size(), 2u);
+    const int other = steps.back() == f.overlay()->trace()->medianStep ? steps.front() : steps.back();
+    f.overlay()->setStep(other);
+    QApplication::processEvents();
+    EXPECT_EQ(f.overlay()->overlay().step, other);
+    expectEveryBlockMeasured(f.window);
+}
+
+TEST(Overlay, ClickingASlipSelectsItsBlock)
+{
+    OverlayFixture f;
+    ASSERT_TRUE(f.load());
+    QTableWidget* table = f.overlay()->slipTable();
+    ASSERT_GT(table->rowCount(), 0);
+    f.window.findChild<QWidget*>(QStringLiteral("overlayDock"))->show();
+    QApplication::processEvents();
+    const QRect cell = table->visualItemRect(table->item(1, 0));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+    const StartSlip& slip = f.overlay()->overlay().slips[1];
+    const BlockRef marked = f.window.timeline()->lane(0)->marked();
+    EXPECT_EQ(marked.rank, slip.rank);
+    EXPECT_EQ(marked.position, slip.position);
+}
+
+TEST(Overlay, CalibrateMovesThePredictionTowardsTheRunAndUndoes)
+{
+    OverlayFixture f;
+    ASSERT_TRUE(f.load());
+    const double measured = f.overlay()->overlay().row("makespan")->measured;
+    const double before = f.window.snapshot()->sim.makespanUs;
+    QString error;
+    ASSERT_TRUE(f.window.runs()->calibrate(&error)) << error.toStdString();
+    f.settle();
+    const double after = f.window.snapshot()->sim.makespanUs;
+    EXPECT_LT(std::abs(after - measured), std::abs(before - measured));
+    // The metrics follow the new prediction.
+    EXPECT_NEAR(f.overlay()->overlay().row("makespan")->predicted, after, 1e-9);
+    expectEveryBlockMeasured(f.window);
+    f.window.document()->undoStack()->undo();
+    f.settle();
+    EXPECT_NEAR(f.window.snapshot()->sim.makespanUs, before, 1e-9);
+}
+
+TEST(Overlay, ValidatedConfigRecordsTheRunAndRefusesAFailedCheck)
+{
+    OverlayFixture f;
+    QTemporaryDir dir;
+    ASSERT_TRUE(f.load());
+    const QString good = dir.filePath(QStringLiteral("good.json"));
+    ASSERT_TRUE(f.window.files()->exportConfigTo(good));
+    QJsonObject config = readJson(good);
+    EXPECT_TRUE(config.value(QStringLiteral("validated")).toBool());
+    const QJsonObject run = config.value(QStringLiteral("measured")).toObject();
+    EXPECT_EQ(run.value(QStringLiteral("backend")).toString(), QStringLiteral("cpu"));
+    EXPECT_GT(run.value(QStringLiteral("median_step_makespan_us")).toDouble(), 0.0);
+    EXPECT_TRUE(run.value(QStringLiteral("hardware")).toObject().contains(QStringLiteral("cpu")));
+    EXPECT_TRUE(run.value(QStringLiteral("correctness")).toObject().value(QStringLiteral("passed")).toBool());
+
+    QFile in(kMeasured);
+    ASSERT_TRUE(in.open(QIODevice::ReadOnly));
+    QJsonObject failed = QJsonDocument::fromJson(in.readAll()).object();
+    QJsonObject check = failed.value(QStringLiteral("correctness")).toObject();
+    check.insert(QStringLiteral("passed"), false);
+    failed.insert(QStringLiteral("correctness"), check);
+    const QString failedPath = dir.filePath(QStringLiteral("failed.measured.json"));
+    QFile out(failedPath);
+    ASSERT_TRUE(out.open(QIODevice::WriteOnly));
+    out.write(QJsonDocument(failed).toJson());
+    out.close();
+    ASSERT_TRUE(f.load(failedPath));
+    const QString bad = dir.filePath(QStringLiteral("bad.json"));
+    ASSERT_TRUE(f.window.files()->exportConfigTo(bad));
+    config = readJson(bad);
+    EXPECT_FALSE(config.value(QStringLiteral("validated")).toBool());
+    EXPECT_TRUE(config.value(QStringLiteral("not_validated_because"))
+                    .toArray()
+                    .first()
+                    .toString()
+                    .contains(QStringLiteral("correctness")));
+}
+
+TEST(Overlay, ScreenshotWithMeasuredWritesAPng)
+{
+    QTemporaryDir dir;
+    const QString png = dir.filePath(QStringLiteral("overlay.png"));
+    QProcess studio;
+    studio.start(QStringLiteral(DPS_STUDIO_EXE),
+        { QStringLiteral("--screenshot"), png, QStringLiteral("--measured"), kMeasured, kProject });
+    ASSERT_TRUE(studio.waitForFinished(60000));
+    EXPECT_EQ(studio.exitCode(), 0) << studio.readAllStandardError().toStdString();
+    const QImage image(png);
+    ASSERT_FALSE(image.isNull());
+    EXPECT_EQ(image.size(), QSize(1600, 1000));
+
+    QProcess broken;
+    broken.start(QStringLiteral(DPS_STUDIO_EXE),
+        { QStringLiteral("--screenshot"), png, QStringLiteral("--measured"),
+            dir.filePath(QStringLiteral("missing.json")), kProject });
+    ASSERT_TRUE(broken.waitForFinished(60000));
+    EXPECT_EQ(broken.exitCode(), 1);
+}
+
+TEST(Overlay, ARealRunFromTheWindowEndsOverlaid)
+{
+    const QString program = QStringLiteral(DPS_REAL_DPSTUDIO);
+    const QString worker = QFileInfo(program).dir().filePath(QStringLiteral("dpstudio-worker"));
+    if (!QFileInfo(program).isExecutable() || !QFileInfo(worker).isExecutable()
+        || QStandardPaths::findExecutable(QStringLiteral("mpirun")).isEmpty())
+        GTEST_SKIP() << "dpstudio, dpstudio-worker or mpirun is not available";
+    QTemporaryDir dir;
+    const QString project = dir.filePath(QStringLiteral("tiny.dpstudio.json"));
+    ASSERT_TRUE(QFile::copy(kProject, project));
+    OverlayFixture f;
+    ASSERT_TRUE(f.window.files()->openFile(project));
+    f.settle();
+    RunPanel* panel = f.window.runs()->runPanel();
+    panel->setProgram(program);
+    QSignalSpy overlaid(f.window.runs(), &RunWorkspace::overlayLoaded);
+    QSignalSpy failed(panel, &RunPanel::runFailed);
+    f.window.runs()->runAction()->trigger();
+    for (int i = 0; i < 1200 && overlaid.isEmpty() && failed.isEmpty(); ++i)
+        QTest::qWait(100);
+    ASSERT_TRUE(failed.isEmpty()) << failed.value(0).value(0).toString().toStdString();
+    ASSERT_EQ(overlaid.size(), 1);
+    expectEveryBlockMeasured(f.window);
+    EXPECT_EQ(panel->history()->runCount(), 1);
+    ASSERT_TRUE(f.window.files()->lastRun().has_value());
+    EXPECT_TRUE(f.window.files()->lastRun()->correctnessPassed);
+}

@@ -1,0 +1,277 @@
+#include "runworkspace.h"
+
+#include "filecontroller.h"
+#include "mainwindow.h"
+#include "memorychart.h"
+#include "messagebanner.h"
+#include "metricspanel.h"
+#include "overlaypanel.h"
+#include "projectdocument.h"
+#include "run/runhistory.h"
+#include "run/runpanel.h"
+#include "timelineview.h"
+
+#include "runtime/launch/calibrate.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCoreApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QSettings>
+#include <QTimer>
+#include <QToolBar>
+
+namespace dps::ui {
+
+namespace {
+
+/// `panel` in a scroll area, so its minimum size never forces the window wider than the screen.
+QWidget* scrollable(QWidget* panel)
+{
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(panel);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    return scroll;
+}
+
+} // namespace
+
+RunWorkspace::RunWorkspace(MainWindow* window)
+    : QObject(window)
+    , m_window(window)
+    , m_runPanel(new RunPanel)
+    , m_overlay(new OverlayPanel)
+{
+    m_runPanel->setProgram(defaultProgram());
+    m_overlay->setHistory(m_runPanel->history());
+    setupDocks();
+    setupActions();
+    setupConnections();
+    updateProject();
+    m_overlay->setSnapshot(m_window->snapshot());
+}
+
+QString RunWorkspace::defaultProgram()
+{
+    const QByteArray env = qgetenv("DPSTUDIO_PROGRAM");
+    if (!env.isEmpty())
+        return QString::fromLocal8Bit(env);
+    const QString beside = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("dpstudio"));
+    return QFileInfo(beside).isExecutable() ? beside : QStringLiteral("dpstudio");
+}
+
+void RunWorkspace::setupDocks()
+{
+    auto* metrics = m_window->findChild<QDockWidget*>(QStringLiteral("metricsDock"));
+    auto* run
+        = m_window->addPanel(QStringLiteral("runDock"), tr("Run"), scrollable(m_runPanel), Qt::RightDockWidgetArea);
+    auto* overlay = m_window->addPanel(
+        QStringLiteral("overlayDock"), tr("Run overlay"), scrollable(m_overlay), Qt::LeftDockWidgetArea);
+    // Ask `dpstudio devices` the first time the panel is seen, not for every window (tests, screenshots).
+    connect(run, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        if (visible && !m_probed) {
+            m_probed = true;
+            m_runPanel->refreshDevices();
+        }
+    });
+    if (metrics) {
+        m_window->tabifyDockWidget(metrics, run);
+        metrics->raise();
+    }
+    if (auto* partition = m_window->findChild<QDockWidget*>(QStringLiteral("partitionDock"))) {
+        m_window->tabifyDockWidget(partition, overlay);
+        partition->raise();
+    }
+    // Sizes take once the window has its size; a layout restored from the last session wins.
+    if (!QSettings().contains(QStringLiteral("mainWindow/state")))
+        QTimer::singleShot(0, this, [this, metrics] {
+            if (metrics)
+                m_window->resizeDocks({ metrics }, { 430 }, Qt::Horizontal);
+            if (auto* memory = m_window->findChild<QDockWidget*>(QStringLiteral("memoryDock")))
+                m_window->resizeDocks({ memory }, { 250 }, Qt::Vertical);
+        });
+}
+
+void RunWorkspace::setupActions()
+{
+    m_run = new QAction(tr("&Run on This Machine"), this);
+    m_run->setShortcut(QKeySequence(Qt::Key_F5));
+    m_run->setToolTip(tr("Run the project with dpstudio on this machine's GPUs or CPUs (F5)"));
+    m_cancel = new QAction(tr("&Cancel Run"), this);
+    m_cancel->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F5));
+    m_calibrate = new QAction(tr("Ca&librate from Run"), this);
+    m_calibrate->setToolTip(tr("Fit the cost model to the overlaid run and predict again"));
+    QMenu* menu = new QMenu(tr("&Run"), m_window);
+    m_window->menuBar()->insertMenu(m_window->menuBar()->actions().value(2), menu);
+    menu->addActions({ m_run, m_cancel });
+    menu->addSeparator();
+    menu->addAction(m_calibrate);
+    if (auto* bar = m_window->findChild<QToolBar*>(QStringLiteral("mainToolBar"))) {
+        bar->addSeparator();
+        bar->addActions({ m_run, m_cancel });
+    }
+    updateActions();
+}
+
+void RunWorkspace::setupConnections()
+{
+    ProjectDocument* doc = m_window->document();
+    connect(m_run, &QAction::triggered, m_runPanel, [this] {
+        m_window->findChild<QDockWidget*>(QStringLiteral("runDock"))->raise();
+        m_runPanel->startRun();
+    });
+    connect(m_cancel, &QAction::triggered, m_runPanel, &RunPanel::cancelRun);
+    connect(m_calibrate, &QAction::triggered, this, [this] { calibrate(); });
+    connect(m_overlay, &OverlayPanel::calibrateRequested, this, [this] { calibrate(); });
+    connect(doc, &ProjectDocument::changed, this, &RunWorkspace::updateProject);
+    connect(doc, &ProjectDocument::titleChanged, this, &RunWorkspace::updateProject);
+    connect(m_window->simulation(), &SimulationService::snapshotChanged, this, [this](const SnapshotPtr& s) {
+        m_overlay->setSnapshot(s);
+        updateProject();
+    });
+    connect(m_runPanel, &RunPanel::aboutToRun, this, &RunWorkspace::writeRunFile, Qt::DirectConnection);
+    connect(m_runPanel, &RunPanel::runStarted, this, &RunWorkspace::updateActions);
+    connect(m_runPanel, &RunPanel::runFinished, this, &RunWorkspace::onRunFinished);
+    connect(m_runPanel, &RunPanel::runFailed, this, &RunWorkspace::onRunFailed);
+    connect(m_runPanel, &RunPanel::runCancelled, this, &RunWorkspace::updateActions);
+    connect(m_runPanel, &RunPanel::runActivated, this, [this](const QString& path) { loadMeasured(path); });
+    connect(m_overlay, &OverlayPanel::overlayChanged, this, &RunWorkspace::applyOverlay);
+    connect(m_overlay, &OverlayPanel::loadFailed, m_window->banner(),
+        [this](const QString& text) { m_window->banner()->showMessage(MessageBanner::Kind::Error, text); });
+    connect(m_overlay, &OverlayPanel::slipActivated, this, [this](int rank, int position) {
+        m_window->timeline()->markBlock({ rank, position });
+    });
+}
+
+QString RunWorkspace::runFilePath() const
+{
+    const QString dir
+        = QDir(QDir::tempPath()).filePath(QStringLiteral("dualpipe-studio-%1").arg(QCoreApplication::applicationPid()));
+    const QString path = m_window->document()->filePath();
+    QString name = path.isEmpty() ? QStringLiteral("untitled.dpstudio.json") : QFileInfo(path).fileName();
+    if (!name.endsWith(QStringLiteral(".dpstudio.json")))
+        name += QStringLiteral(".dpstudio.json");
+    return QDir(dir).filePath(name);
+}
+
+RunProjectInfo RunWorkspace::projectInfo() const
+{
+    const ProjectDocument* doc = m_window->document();
+    RunProjectInfo info;
+    info.path = doc->filePath().isEmpty() ? runFilePath() : doc->filePath();
+    if (doc->filePath().isEmpty() || doc->isModified())
+        info.runPath = runFilePath();
+    info.variant = doc->activeName();
+    info.ranks = doc->activeVariant().ranks;
+    const SnapshotPtr s = m_window->snapshot();
+    if (s && !s->error.empty())
+        info.validationErrors << QString::fromStdString(s->error);
+    else if (s)
+        for (const auto& d : s->report.diagnostics)
+            if (d.severity == Severity::Error)
+                info.validationErrors << QString::fromStdString(d.message);
+    return info;
+}
+
+void RunWorkspace::updateProject()
+{
+    m_runPanel->setProject(projectInfo());
+    updateActions();
+}
+
+void RunWorkspace::writeRunFile()
+{
+    const RunProjectInfo info = projectInfo();
+    if (info.runPath.isEmpty())
+        return;
+    QDir().mkpath(QFileInfo(info.runPath).absolutePath());
+    QSaveFile file(info.runPath);
+    const std::string text = serializeProject(m_window->document()->project());
+    if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), static_cast<qint64>(text.size())) < 0
+        || !file.commit())
+        m_window->banner()->showMessage(
+            MessageBanner::Kind::Error, tr("Cannot write the project for the run to %1").arg(info.runPath));
+    m_runPanel->setProject(info);
+}
+
+bool RunWorkspace::loadMeasured(const QString& path, QString* error)
+{
+    if (!m_overlay->loadMeasured(path, error))
+        return false;
+    m_window->files()->setLastRun(validatedRunOf(*m_overlay->trace(), path.toStdString()));
+    if (auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("overlayDock"))) {
+        dock->show();
+        dock->raise();
+    }
+    updateActions();
+    emit overlayLoaded(path);
+    return true;
+}
+
+void RunWorkspace::onRunFinished(const QString& measuredPath)
+{
+    if (loadMeasured(measuredPath))
+        m_window->banner()->showMessage(MessageBanner::Kind::Info,
+            tr("Run finished: the measurement is overlaid on the prediction (lower half of each row)."));
+    updateActions();
+}
+
+void RunWorkspace::onRunFailed(const QString& message)
+{
+    // A run that failed its correctness check still wrote its trace: overlay it, and the validated config
+    // records the failure.
+    const QString written = m_runPanel->controller()->lastOutcome().measuredPath;
+    if (!written.isEmpty() && QFileInfo::exists(written))
+        loadMeasured(written);
+    m_window->banner()->showMessage(MessageBanner::Kind::Error, message);
+    updateActions();
+}
+
+void RunWorkspace::applyOverlay(const MeasuredOverlay& overlay)
+{
+    m_window->timeline()->setMeasuredBlocks(overlay.blocks);
+    m_window->memoryChart()->setMeasuredMemory(overlay.blocks ? overlay.memory : decltype(overlay.memory) {});
+    m_window->metrics()->setOverlay(overlay);
+    updateActions();
+}
+
+bool RunWorkspace::calibrate(QString* error)
+{
+    const auto trace = m_overlay->trace();
+    QString why;
+    if (!trace) {
+        why = tr("Nothing to calibrate from: overlay a run first");
+    } else {
+        try {
+            const Project& project = m_window->document()->project();
+            const launch::Calibration fit = launch::calibrate(*trace, launch::measuredStageCount(*trace, &project));
+            m_window->document()->edit(tr("Calibrate from %1").arg(QFileInfo(m_overlay->measuredPath()).fileName()),
+                [costs = fit.costs](Project& p) { applyCostsFile(p.costs, costs); });
+            m_window->banner()->showMessage(MessageBanner::Kind::Info,
+                tr("Calibrated the costs from the run; the prediction and its error are updated (Ctrl+Z undoes)."));
+            return true;
+        } catch (const std::exception& e) {
+            why = tr("Calibration failed: %1").arg(QString::fromUtf8(e.what()));
+        }
+    }
+    if (error)
+        *error = why;
+    m_window->banner()->showMessage(MessageBanner::Kind::Error, why);
+    return false;
+}
+
+void RunWorkspace::updateActions()
+{
+    const bool running = m_runPanel->controller()->isRunning();
+    m_run->setEnabled(!running);
+    m_cancel->setEnabled(running);
+    m_calibrate->setEnabled(m_overlay->hasOverlay());
+}
+
+} // namespace dps::ui
