@@ -153,14 +153,7 @@ void CompareView::changeEvent(QEvent* event)
 void CompareView::styleSweep()
 {
     m_sweepPlot->setBackground(m_colors.background);
-    for (QCPAxis* axis : { m_sweepPlot->xAxis, m_sweepPlot->yAxis }) {
-        axis->setBasePen(QPen(m_colors.axis));
-        axis->setTickPen(QPen(m_colors.axis));
-        axis->setSubTickPen(QPen(m_colors.axis));
-        axis->setTickLabelColor(m_colors.text);
-        axis->setLabelColor(m_colors.text);
-        axis->grid()->setPen(QPen(m_colors.grid, 1, Qt::DotLine));
-    }
+    styleChartAxes(*m_sweepPlot, m_colors);
     m_sweepPlot->legend->setBrush(m_colors.background);
     m_sweepPlot->legend->setTextColor(m_colors.text);
     m_sweepPlot->legend->setBorderPen(QPen(m_colors.grid));

@@ -168,14 +168,7 @@ void MemoryChart::changeEvent(QEvent* event)
 void MemoryChart::styleAxes()
 {
     m_plot->setBackground(m_colors.background);
-    for (QCPAxis* axis : { m_plot->xAxis, m_plot->yAxis }) {
-        axis->setBasePen(QPen(m_colors.axis));
-        axis->setTickPen(QPen(m_colors.axis));
-        axis->setSubTickPen(QPen(m_colors.axis));
-        axis->setTickLabelColor(m_colors.text);
-        axis->setLabelColor(m_colors.text);
-        axis->grid()->setPen(QPen(m_colors.grid, 1, Qt::DotLine));
-    }
+    styleChartAxes(*m_plot, m_colors);
     m_plot->legend->setBrush(Qt::NoBrush);
     m_plot->legend->setTextColor(m_colors.text);
     m_plot->legend->setBorderPen(Qt::NoPen);

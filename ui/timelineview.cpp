@@ -74,12 +74,9 @@ void TimelineView::setupAxes()
     setPlottingHints(QCP::phCacheLabels | QCP::phImmediateRefresh);
 }
 
-void TimelineView::applyColors(const ChartColors& colors)
+void styleChartAxes(QCustomPlot& plot, const ChartColors& colors)
 {
-    m_colors = colors;
-    setBackground(colors.background);
-    axisRect()->setBackground(colors.background);
-    for (QCPAxis* axis : { xAxis, yAxis }) {
+    for (QCPAxis* axis : { plot.xAxis, plot.yAxis }) {
         axis->setBasePen(QPen(colors.axis));
         axis->setTickPen(QPen(colors.axis));
         axis->setSubTickPen(QPen(colors.axis));
@@ -87,6 +84,14 @@ void TimelineView::applyColors(const ChartColors& colors)
         axis->setLabelColor(colors.text);
         axis->grid()->setPen(QPen(colors.grid, 1, Qt::DotLine));
     }
+}
+
+void TimelineView::applyColors(const ChartColors& colors)
+{
+    m_colors = colors;
+    setBackground(colors.background);
+    axisRect()->setBackground(colors.background);
+    styleChartAxes(*this, colors);
     for (auto& lane : m_lanes)
         lane.plottable->setColors(colors);
     replot(rpQueuedReplot);

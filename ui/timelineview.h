@@ -14,6 +14,10 @@
 
 namespace dps::ui {
 
+/// Colours both axes of `plot` (base, ticks, labels, dotted grid) from `colors`: the one axis style the
+/// timeline, the memory chart and the comparison sweep share.
+void styleChartAxes(QCustomPlot& plot, const ChartColors& colors);
+
 class TimelineView : public QCustomPlot {
     Q_OBJECT
 public:
