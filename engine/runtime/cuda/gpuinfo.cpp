@@ -14,12 +14,13 @@ namespace dps::runtime {
 
 namespace {
 
+#ifdef DPS_HAVE_CUDA
+/// "13.0" from CUDA's integer version 13000.
 std::string versionText(int version)
 {
     return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
 
-#ifdef DPS_HAVE_CUDA
 std::string uuidText(const cudaUUID_t& uuid)
 {
     // The form nvidia-smi prints: GPU-8-4-4-4-12 hex digits.
