@@ -138,16 +138,15 @@ QWidget* ProjectPanel::setupShape()
     return group(tr("Active variant"), form);
 }
 
-QSpinBox* ProjectPanel::addInt(QFormLayout* form, const QString& label, int min, int max,
-    std::function<int(const Project&)> get, std::function<void(Project&, int)> set)
+template <typename Box, typename T>
+Box* ProjectPanel::bindSpinBox(QFormLayout* form, const QString& label, Box* box, std::function<T(const Project&)> get,
+    std::function<void(Project&, T)> set)
 {
-    auto* box = new QSpinBox;
-    box->setRange(min, max);
     box->setKeyboardTracking(false);
     box->setMinimumWidth(90); // the range's widest text would otherwise set the panel's width
     const int key = m_nextKey++;
     const QString name = QString(label).remove(QLatin1Char(':'));
-    connect(box, qOverload<int>(&QSpinBox::valueChanged), this, [this, set, key, name](int value) {
+    connect(box, qOverload<T>(&Box::valueChanged), this, [this, set, key, name](T value) {
         m_document->edit(
             tr("Set %1 to %2").arg(name).arg(value), [&](Project& p) { set(p, value); }, key);
     });
@@ -159,27 +158,22 @@ QSpinBox* ProjectPanel::addInt(QFormLayout* form, const QString& label, int min,
     return box;
 }
 
+QSpinBox* ProjectPanel::addInt(QFormLayout* form, const QString& label, int min, int max,
+    std::function<int(const Project&)> get, std::function<void(Project&, int)> set)
+{
+    auto* box = new QSpinBox;
+    box->setRange(min, max);
+    return bindSpinBox<QSpinBox, int>(form, label, box, std::move(get), std::move(set));
+}
+
 QDoubleSpinBox* ProjectPanel::addDouble(QFormLayout* form, const QString& label, double min, double max, int decimals,
     const QString& suffix, std::function<double(const Project&)> get, std::function<void(Project&, double)> set)
 {
     auto* box = new QDoubleSpinBox;
     box->setRange(min, max);
-    box->setMinimumWidth(90);
     box->setDecimals(decimals);
     box->setSuffix(suffix);
-    box->setKeyboardTracking(false);
-    const int key = m_nextKey++;
-    const QString name = QString(label).remove(QLatin1Char(':'));
-    connect(box, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this, set, key, name](double value) {
-        m_document->edit(
-            tr("Set %1 to %2").arg(name).arg(value), [&](Project& p) { set(p, value); }, key);
-    });
-    m_refreshers.push_back([this, box, get] {
-        const QSignalBlocker block(box);
-        box->setValue(get(m_document->project()));
-    });
-    form->addRow(label, box);
-    return box;
+    return bindSpinBox<QDoubleSpinBox, double>(form, label, box, std::move(get), std::move(set));
 }
 
 QWidget* ProjectPanel::setupModel()

@@ -45,6 +45,11 @@ private:
     void selectActiveRow();
 
     /// Adds a spin box row whose value comes from `get` and goes to the project through `set`.
+    /// Wires a spin box (QSpinBox or QDoubleSpinBox) to a project field: an edit is one undoable document
+    /// edit (merged per box), and the box follows the document. Adds the labelled row to `form`.
+    template <typename Box, typename T>
+    Box* bindSpinBox(QFormLayout* form, const QString& label, Box* box, std::function<T(const Project&)> get,
+        std::function<void(Project&, T)> set);
     QSpinBox* addInt(QFormLayout* form, const QString& label, int min, int max, std::function<int(const Project&)> get,
         std::function<void(Project&, int)> set);
     QDoubleSpinBox* addDouble(QFormLayout* form, const QString& label, double min, double max, int decimals,
