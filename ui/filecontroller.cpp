@@ -1,4 +1,5 @@
 #include "filecontroller.h"
+#include "base/fileio.h"
 
 #include "exports.h"
 #include "projectdocument.h"

@@ -6,7 +6,7 @@
 #include "snapshot.h"
 
 #include "project/validatedconfig.h"
-#include "runtime/launch/measured.h"
+#include "trace/measured.h"
 
 #include <memory>
 #include <optional>

@@ -11,7 +11,7 @@
 #include "run/runpanel.h"
 #include "timelineview.h"
 
-#include "runtime/launch/calibrate.h"
+#include "launch/calibrate.h"
 
 #include <QAction>
 #include <QApplication>

@@ -1,6 +1,6 @@
 #include "snapshot.h"
 
-#include "schedule/errors.h"
+#include "base/errors.h"
 
 #include <algorithm>
 #include <cmath>

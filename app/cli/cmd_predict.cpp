@@ -4,9 +4,10 @@
 #include "project/compare.h"
 #include "project/project.h"
 #include "project/validatedconfig.h"
-#include "runtime/launch/measured.h"
+#include "trace/measured.h"
 #include "schedule/csvio.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
+#include "base/fileio.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_json.h"
 #include "schedule/validator.h"
@@ -143,7 +144,7 @@ const Variant& variantOf(const Project& project, const std::string& name, const 
 
 CostsFile loadCosts(const std::string& path)
 {
-    return parseCostsFile(readFile(path), path);
+    return parseCostsFile(readTextFile(path), path);
 }
 
 /// Uniform command-line costs over every stage, after the source's own.
@@ -276,7 +277,7 @@ Prediction loadPrediction(const SimulateArgs& args)
     if (!args.schedule.empty())
         return fromKind(args);
     const std::string& file = args.project.empty() ? args.csv : args.project;
-    const std::string text = readFile(file);
+    const std::string text = readTextFile(file);
     if (!args.project.empty() && looksLikeJsonFile(file, text))
         return fromProject(file, text, args);
     return fromCsv(file, text, args);
@@ -499,7 +500,7 @@ int cmdCompare(const CompareArgs& args)
 {
     const std::string source = args.project.empty() ? std::string("default project") : args.project;
     const Project project = withCostsFile(
-        args.project.empty() ? defaultProject() : parseProject(readFile(args.project), source), args.costs);
+        args.project.empty() ? defaultProject() : parseProject(readTextFile(args.project), source), args.costs);
     const std::vector<VariantComparison> rows = compareRows(project, args);
     const std::string costs = costsNote("the project's model and costs", args.costs);
     if (!args.json) {

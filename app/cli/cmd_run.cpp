@@ -1,10 +1,10 @@
 // dpstudio run, devices, calibrate: thin glue over engine/runtime/launch.
 #include "commands.h"
 
-#include "runtime/launch/calibrate.h"
-#include "runtime/launch/devices.h"
-#include "runtime/launch/launcher.h"
-#include "runtime/launch/measured.h"
+#include "launch/calibrate.h"
+#include "launch/devices.h"
+#include "launch/launcher.h"
+#include "trace/measured.h"
 
 #include <iostream>
 #include <optional>

@@ -3,7 +3,8 @@
 
 #include "project/project.h"
 #include "schedule/csvio.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
+#include "base/fileio.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_json.h"
 #include "schedule/validator.h"
@@ -77,7 +78,7 @@ int cmdGenerate(const GenerateArgs& args)
 
 int cmdValidate(const ValidateArgs& args)
 {
-    const std::string text = readFile(args.file);
+    const std::string text = readTextFile(args.file);
     nlohmann::json out = nlohmann::json::array();
     bool allValid = true;
     if (looksLikeJsonFile(args.file, text)) {

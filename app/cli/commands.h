@@ -3,6 +3,7 @@
 // CLI11) fills the structs. Each returns the process exit code; engine exceptions propagate to main, which
 // maps them: ParseError/FormatError/ConstraintError → 1, IoError → 2.
 #include "project/project.h"
+#include "protocol/exitcodes.h"
 #include "schedule/csvio.h"
 
 #include <optional>
@@ -10,15 +11,6 @@
 #include <vector>
 
 namespace dps::cli {
-
-/// Exit codes of every dpstudio command (ARCHITECTURE.md).
-enum ExitCode : int {
-    kExitOk = 0, ///< success
-    kExitContent = 1, ///< the content is wrong (malformed cell, newer format, invalid schedule) or a check failed
-    kExitUsage = 2, ///< bad flags, or a file that cannot be read at all
-    kExitRunFailed = 3, ///< a run failed (rank crashed, timed out, mpirun missing)
-    kExitCancelled = 130, ///< cancelled (Ctrl-C, SIGTERM)
-};
 
 struct GenerateArgs {
     std::string schedule;
@@ -116,9 +108,7 @@ int cmdRun(const RunArgs& args);
 int cmdDevices(const DevicesArgs& args);
 int cmdCalibrate(const CalibrateArgs& args);
 
-/// Reads a whole file; throws IoError("FILE: cannot read: <reason>") when it cannot.
-std::string readFile(const std::string& path);
-/// Writes text to `path` atomically, or to stdout when path is empty or "-". Throws IoError.
+/// Writes text to `path` atomically (writeFileAtomic), or to stdout when path is empty or "-". Throws IoError.
 void writeOutput(const std::string& path, const std::string& text);
 /// buildSchedule of a project's variant; a broken size rule is reported with the file's name in front
 /// ("FILE: variants[1].stages_per_rank: DualPipeV needs exactly 2 stages per rank ...").

@@ -2,7 +2,7 @@
 // command functions of commands.h; all the work is in the engine libraries.
 #include "commands.h"
 
-#include "schedule/errors.h"
+#include "base/errors.h"
 
 #include <CLI/CLI.hpp>
 
@@ -15,6 +15,7 @@
 namespace {
 
 using namespace dps::cli;
+using namespace dps;
 
 /// Copies an option's value into an optional only when the user gave it.
 template <typename T> void setIf(CLI::Option* opt, const T& value, std::optional<T>& target)

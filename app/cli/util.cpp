@@ -1,6 +1,7 @@
 #include "commands.h"
 
-#include "schedule/errors.h"
+#include "base/errors.h"
+#include "base/fileio.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -12,21 +13,6 @@
 
 namespace dps::cli {
 
-std::string readFile(const std::string& path)
-{
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw IoError(path + ": cannot read: is a directory");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw IoError(path + ": cannot read: " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad())
-        throw IoError(path + ": cannot read: " + std::strerror(errno));
-    return ss.str();
-}
-
 void writeOutput(const std::string& path, const std::string& text)
 {
     if (path.empty() || path == "-") {
@@ -34,28 +20,7 @@ void writeOutput(const std::string& path, const std::string& text)
         std::cout.flush();
         return;
     }
-    const std::filesystem::path target(path);
-    std::error_code dirError;
-    if (std::filesystem::is_directory(target, dirError))
-        throw IoError(path + ": cannot write: is a directory");
-    std::filesystem::path tmp = target;
-    tmp += ".tmp-dpstudio";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out)
-            throw IoError(path + ": cannot write: " + std::strerror(errno));
-        out << text;
-        out.flush();
-        if (!out)
-            throw IoError(path + ": cannot write: " + std::strerror(errno));
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, target, ec);
-    if (ec) {
-        std::error_code ignored; // keep the rename's reason for the message
-        std::filesystem::remove(tmp, ignored);
-        throw IoError(path + ": cannot write: " + ec.message());
-    }
+    writeFileAtomic(path, text);
 }
 
 Schedule projectSchedule(const std::string& file, const Project& project, const Variant& variant)

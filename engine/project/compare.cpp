@@ -1,6 +1,6 @@
 #include "compare.h"
 
-#include "schedule/errors.h"
+#include "base/errors.h"
 #include "schedule/generator.h"
 #include "schedule/validator.h"
 

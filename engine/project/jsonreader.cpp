@@ -1,6 +1,6 @@
 #include "jsonreader.h"
 
-#include "schedule/errors.h"
+#include "base/errors.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,21 +12,6 @@
 namespace dps::detail {
 
 using json = nlohmann::json;
-
-std::string readTextFile(const std::filesystem::path& path)
-{
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw IoError(path.string() + ": cannot read: is a directory");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw IoError(path.string() + ": cannot read: " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad())
-        throw IoError(path.string() + ": cannot read: " + std::strerror(errno));
-    return text.str();
-}
 
 JsonReader::JsonReader(const json& value, std::string path, const std::string& source)
     : m_value(&value)

@@ -1,7 +1,7 @@
 #pragma once
 // Internal to engine/project: reads JSON fields with messages that name the file and the field path
 // ("p.dpstudio.json: variants[1].ranks: must be a positive integer, got -3"). Every failure throws
-// FormatError; only readTextFile throws IoError.
+// FormatError.
 #include "schedule/action.h"
 
 #include <cstdint>
@@ -14,9 +14,6 @@
 #include <nlohmann/json.hpp>
 
 namespace dps::detail {
-
-/// Reads a whole file. Throws IoError("FILE: cannot read: <reason>").
-std::string readTextFile(const std::filesystem::path& path);
 
 /// A JSON value plus where it sits (file and field path), with typed accessors for its members.
 class JsonReader {

@@ -96,12 +96,8 @@ Project loadProject(const std::filesystem::path& path);
 std::string serializeProject(const Project& project);
 /// The JSON object serializeProject writes (keys in file order).
 nlohmann::ordered_json projectToJson(const Project& project);
-/// Atomic save: writes a temporary file beside `path`, flushes, renames over it. Throws IoError.
+/// Atomic save (writeFileAtomic: temporary file beside `path`, fsync, rename). Throws IoError.
 void saveProject(const Project& project, const std::filesystem::path& path);
-/// Writes `text` to `path` atomically: a temporary file in the same folder, flushed and synced, then renamed
-/// over `path`. On any failure the temporary file is removed, `path` is left as it was, and IoError is
-/// thrown naming the path and the reason.
-void writeFileAtomic(const std::filesystem::path& path, const std::string& text);
 /// True when the text looks like a project file (a JSON object with "format_version" and "variants").
 bool looksLikeProject(const std::string& text);
 

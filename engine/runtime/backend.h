@@ -8,7 +8,7 @@
 // backend allocated (host memory on CPU); element type is the backend's compute type (elementBytes()),
 // fp32 on CPU. Lanes: 0 and 1; a kernel issued on a lane runs in issue order after earlier work of that
 // lane; synchronize() waits for both lanes.
-#include "schedule/errors.h"
+#include "base/errors.h"
 
 #include <array>
 #include <atomic>

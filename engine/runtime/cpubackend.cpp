@@ -1,7 +1,7 @@
 #include "cpubackend.h"
 
 #include "cpukernels.h"
-#include "sysinfo.h"
+#include "base/hostinfo.h"
 
 #include <algorithm>
 #include <cblas.h>

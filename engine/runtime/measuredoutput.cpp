@@ -1,4 +1,5 @@
 #include "measuredoutput.h"
+#include "base/fileio.h"
 
 #include "project/project.h"
 

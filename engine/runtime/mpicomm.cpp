@@ -1,7 +1,7 @@
 #include "mpicomm.h"
 
 #include "backend.h"
-#include "sysinfo.h"
+#include "base/hostinfo.h"
 
 #include <algorithm>
 #include <chrono>

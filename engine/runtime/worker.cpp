@@ -1,4 +1,5 @@
 #include "worker.h"
+#include "base/fileio.h"
 
 #include "correctness.h"
 #include "cpubackend.h"
@@ -6,7 +7,7 @@
 #include "measuredoutput.h"
 #include "project/project.h"
 #include "schedule/validator.h"
-#include "sysinfo.h"
+#include "base/hostinfo.h"
 #include "wire.h"
 
 #include <nlohmann/json.hpp>
@@ -188,16 +189,6 @@ struct SetupFailure {
     std::string message;
 };
 
-std::string readText(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw IoError(path + ": cannot read the project file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 /// Throws UsageError unless `requested` is a backend name the worker knows.
 void checkBackendName(const std::string& requested)
 {
@@ -234,7 +225,7 @@ ModelSpec modelSpec(const Project& project, const Variant& variant)
 /// Reads the project, builds and checks the schedule and creates this rank's backend (not collective).
 void loadProject(const WorkerOptions& options, int worldSize, WorkerPlatform& platform, RunState& s)
 {
-    s.projectText = readText(options.project);
+    s.projectText = readTextFile(options.project);
     s.project = parseProject(s.projectText, options.project);
     const Variant* variant = options.variant.empty() ? &s.project.active() : s.project.find(options.variant);
     if (!variant)

@@ -1,6 +1,6 @@
 #include "action.h"
 
-#include "errors.h"
+#include "base/errors.h"
 
 #include <charconv>
 

@@ -1,7 +1,7 @@
 // PyTorch's compute-only schedule CSV: reading (both dialects, placement inferred) and writing.
 #include "csvio.h"
 
-#include "errors.h"
+#include "base/errors.h"
 
 #include <algorithm>
 #include <array>

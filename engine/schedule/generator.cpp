@@ -1,7 +1,7 @@
 // The generator entry point: size constraints of every kind, then dispatch to the per-family generators.
 #include "generator.h"
 
-#include "errors.h"
+#include "base/errors.h"
 #include "generators_internal.h"
 
 #include <algorithm>

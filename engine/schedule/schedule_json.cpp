@@ -2,7 +2,7 @@
 // ranks and microbatches), "table" with "table": one array of ranks per stage, indexed by microbatch.
 #include "schedule_json.h"
 
-#include "errors.h"
+#include "base/errors.h"
 
 namespace dps {
 

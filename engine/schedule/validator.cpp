@@ -14,7 +14,7 @@
 // an overlapped pair being named on its own); pair-shape and deadlock findings name the whole slot.
 #include "validator.h"
 
-#include "errors.h"
+#include "base/errors.h"
 #include "generator.h"
 
 #include <algorithm>

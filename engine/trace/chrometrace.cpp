@@ -1,7 +1,8 @@
 #include "chrometrace.h"
+#include "base/fileio.h"
 
 #include "project/project.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
 
 #include <algorithm>
 

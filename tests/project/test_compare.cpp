@@ -1,6 +1,6 @@
 // The comparison of variants: sizes for a kind, figures per variant, reasons instead of exceptions.
 #include "project/compare.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
 
 #include <gtest/gtest.h>
 

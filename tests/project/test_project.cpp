@@ -1,6 +1,6 @@
 // Project files: the default project, round trips, defaults, and an error naming its field for every rule.
 #include "project/project.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
 #include "schedule/generator.h"
 
 #include <gtest/gtest.h>

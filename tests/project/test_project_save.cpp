@@ -1,6 +1,6 @@
 // Atomic saves: a failed write leaves the old file as it was and no temporary file behind.
 #include "project/project.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
 
 #include <gtest/gtest.h>
 

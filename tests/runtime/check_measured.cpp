@@ -10,7 +10,7 @@
 #include "project/project.h"
 #include "sim/simulator.h"
 #ifdef DPS_CHECK_WITH_LAUNCH
-#include "runtime/launch/measured.h"
+#include "trace/measured.h"
 #endif
 
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // Tests of the schedule IR: action text (PyTorch notation, both dialects), placement, kind names, Schedule.
 #include "schedule/action.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
 #include "schedule/placement.h"
 #include "schedule/schedule.h"
 

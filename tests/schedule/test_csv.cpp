@@ -1,7 +1,7 @@
 // PyTorch CSV interchange (both dialects, blank cells, spaces, CRLF, placement inference, malformed cells)
 // and the schedule's JSON form.
 #include "schedule/csvio.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
 #include "schedule/schedule_json.h"
 #include "schedule/validator.h"
 

@@ -1,7 +1,7 @@
 // Tests of the generator entry point (sizes, constraints) and the classic generators: GPipe, 1F1B,
 // Interleaved 1F1B, ZB-H1 and ZB-V. Exact orders for small sizes (worked out from PyTorch's algorithms and
 // the zero-bubble paper), structural properties and a blocking replay for every valid size of a sweep.
-#include "schedule/errors.h"
+#include "base/errors.h"
 #include "schedule/generator.h"
 
 #include <gtest/gtest.h>

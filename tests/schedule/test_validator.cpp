@@ -1,7 +1,7 @@
 // The validator: the shared cases, the invalid corpus (one CSV per rule), rules only code can express,
 // deadlock naming, generated schedules, robustness and scale.
 #include "schedule/csvio.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
 #include "schedule/generator.h"
 #include "schedule/validator.h"
 

@@ -5,7 +5,7 @@
 #include "simtest.h"
 
 #include "schedule/csvio.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
 #include "schedule/validator.h"
 
 #include <gtest/gtest.h>

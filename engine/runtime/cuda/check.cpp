@@ -1,6 +1,6 @@
 #include "check.h"
 
-#include "runtime/sysinfo.h"
+#include "base/hostinfo.h"
 
 #include <atomic>
 #include <cstdlib>

@@ -17,10 +17,11 @@
 #include "gpuinfo.h"
 #include "project/project.h"
 #include "runtime/cpubackend.h"
-#include "runtime/launch/calibrate.h"
-#include "runtime/launch/measured.h"
-#include "runtime/launch/report.h"
-#include "schedule/errors.h"
+#include "launch/calibrate.h"
+#include "trace/measured.h"
+#include "launch/report.h"
+#include "base/errors.h"
+#include "base/fileio.h"
 
 #include <cmath>
 #include <cstdio>
@@ -399,10 +400,7 @@ int runCompare(const Args& args)
     }
     Project project = loadProject(args.required("project"));
     const CostsFile costs = parseCostsFile(
-        [&] {
-            std::ifstream in(args.required("costs"));
-            return std::string(std::istreambuf_iterator<char>(in), {});
-        }(),
+        readTextFile(args.required("costs")),
         args.get("costs"));
     applyCostsFile(project.costs, costs);
     const MeasuredTrace measured = loadMeasured(args.required("measured"));

@@ -2,7 +2,7 @@
 
 #include "gpuinfo.h"
 #include "runtime/backend.h"
-#include "runtime/sysinfo.h"
+#include "base/hostinfo.h"
 
 #include <cstdint>
 #include <cstdlib>

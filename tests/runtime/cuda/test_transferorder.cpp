@@ -3,7 +3,7 @@
 // generated schedule kind at several sizes.
 #include "runtime/backend.h"
 #include "runtime/cuda/transferorder.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
 #include "schedule/generator.h"
 
 #include <gtest/gtest.h>

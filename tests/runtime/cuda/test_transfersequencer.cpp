@@ -5,7 +5,7 @@
 #include "runtime/backend.h"
 #include "runtime/cuda/transferorder.h"
 #include "runtime/cuda/transfersequencer.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
 #include "schedule/generator.h"
 
 #include <gtest/gtest.h>

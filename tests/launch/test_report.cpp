@@ -1,7 +1,7 @@
 // Predicted against measured: summaries and the table.
-#include "runtime/launch/report.h"
+#include "launch/report.h"
 #include "schedule/generator.h"
-#include "synthetic.h"
+#include "support/synthetic.h"
 
 #include <gtest/gtest.h>
 

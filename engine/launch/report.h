@@ -1,6 +1,6 @@
 #pragma once
 // Predicted against measured: the table `dpstudio run` ends with.
-#include "measured.h"
+#include "trace/measured.h"
 #include "project/project.h"
 #include "sim/simulator.h"
 

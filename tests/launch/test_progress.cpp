@@ -1,7 +1,7 @@
 // The worker's progress stream as data, the human line, mpirun's failure messages, and child processes.
-#include "runtime/launch/devices.h"
-#include "runtime/launch/process.h"
-#include "runtime/launch/progress.h"
+#include "launch/devices.h"
+#include "launch/process.h"
+#include "launch/progress.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
-namespace dps::launch {
+namespace dps {
 
 namespace {
 
@@ -38,4 +38,4 @@ GpuStatus listGpus()
     return status;
 }
 
-} // namespace dps::launch
+} // namespace dps

@@ -2,6 +2,8 @@
 
 #include "launcher.h"
 
+#include "base/hostinfo.h"
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -27,26 +29,10 @@ std::string gpuLine(const GpuInfo& gpu)
 
 } // namespace
 
-std::string cpuModelName()
-{
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (!line.starts_with("model name"))
-            continue;
-        const std::size_t colon = line.find(':');
-        const std::size_t start
-            = colon == std::string::npos ? std::string::npos : line.find_first_not_of(' ', colon + 1);
-        if (start != std::string::npos)
-            return line.substr(start);
-    }
-    return "unknown";
-}
-
 DeviceReport probeDevices()
 {
     DeviceReport report;
-    report.cpuCores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    report.cpuCores = cpuCoreCount();
     report.cpuModel = cpuModelName();
     report.gpus = listGpus();
     if (const auto mpirun = findMpirun()) {

@@ -1,10 +1,10 @@
-#include "sysinfo.h"
+#include "hostinfo.h"
 
 #include <fstream>
 #include <thread>
 #include <unistd.h>
 
-namespace dps::runtime {
+namespace dps {
 
 std::string cpuInfoField(const std::string& name)
 {
@@ -42,4 +42,4 @@ std::string hostName()
     return name;
 }
 
-} // namespace dps::runtime
+} // namespace dps

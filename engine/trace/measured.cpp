@@ -1,6 +1,7 @@
 #include "measured.h"
 
-#include "schedule/errors.h"
+#include "base/errors.h"
+#include "base/fileio.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -253,12 +254,7 @@ MeasuredTrace parseMeasured(const std::string& text, const std::string& source)
 
 MeasuredTrace loadMeasured(const std::filesystem::path& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw IoError(path.string() + ": cannot read: " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return parseMeasured(ss.str(), path.string());
+    return parseMeasured(readTextFile(path), path.string());
 }
 
 std::string serializeMeasured(const MeasuredTrace& t)

@@ -3,6 +3,7 @@
 // group, follows its progress stream, enforces the timeout, forwards cancellation, and prints predicted
 // against measured. No MPI headers: mpirun is only a child process.
 #include "project/project.h"
+#include "protocol/exitcodes.h"
 #include "schedule/schedule.h"
 
 #include <filesystem>
@@ -12,15 +13,6 @@
 #include <vector>
 
 namespace dps::launch {
-
-/// Exit codes of `dpstudio run` (the ones of every dpstudio command, ARCHITECTURE.md).
-enum RunExit : int {
-    kRunOk = 0, ///< the run finished and its correctness check passed
-    kRunContent = 1, ///< bad project (refused before starting) or the correctness check failed
-    kRunUsage = 2, ///< a file that cannot be read or written at all
-    kRunFailed = 3, ///< a rank crashed, the run timed out, mpirun or the worker is missing
-    kRunCancelled = 130, ///< Ctrl-C or SIGTERM
-};
 
 /// What to run and how; mirrors app/cli's RunArgs (the GUI builds the same command line).
 struct RunOptions {

@@ -1,7 +1,7 @@
 #pragma once
 // A measured trace made from the simulator's timeline: each slot starts when its rank is free, waits until
 // its inputs arrived, then runs exactly its modelled time. Calibrating it must give the model back.
-#include "runtime/launch/measured.h"
+#include "trace/measured.h"
 #include "schedule/schedule.h"
 #include "sim/simulator.h"
 

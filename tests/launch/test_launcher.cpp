@@ -1,9 +1,9 @@
 // The launcher against a fake mpirun (tests/data/fake/fake-mpirun.sh): forwarding, exit codes, timeout,
 // cancellation, and that no process is left behind.
-#include "runtime/launch/launcher.h"
-#include "runtime/launch/measured.h"
+#include "launch/launcher.h"
+#include "trace/measured.h"
 #include "schedule/generator.h"
-#include "synthetic.h"
+#include "support/synthetic.h"
 
 #include <gtest/gtest.h>
 
@@ -111,7 +111,7 @@ protected:
 TEST_F(Launcher, ForwardsExactlyTheProgressStreamWithProgressJson)
 {
     m_options.progressJson = true;
-    ASSERT_EQ(run(), kRunOk) << m_err.str();
+    ASSERT_EQ(run(), kExitOk) << m_err.str();
     const std::vector<std::string> out = linesOf(m_out.str());
     ASSERT_EQ(out.size(), 6u) << m_out.str();
     EXPECT_EQ(
@@ -127,7 +127,7 @@ TEST_F(Launcher, ReassemblesLinesSplitAcrossWritesAndKeepsLogsOffStdout)
 {
     mode("garbled");
     m_options.progressJson = true;
-    ASSERT_EQ(run(), kRunOk) << m_err.str();
+    ASSERT_EQ(run(), kExitOk) << m_err.str();
     const std::vector<std::string> out = linesOf(m_out.str());
     ASSERT_EQ(out.size(), 4u) << m_out.str();
     EXPECT_EQ(
@@ -140,7 +140,7 @@ TEST_F(Launcher, KeepsHelloFirstAndDoneLastWhenRanksOvertakeEachOther)
 {
     mode("unordered");
     m_options.progressJson = true;
-    ASSERT_EQ(run(), kRunOk) << m_err.str();
+    ASSERT_EQ(run(), kExitOk) << m_err.str();
     const std::vector<std::string> out = linesOf(m_out.str());
     ASSERT_EQ(out.size(), 5u) << m_out.str();
     EXPECT_EQ(out[0].rfind(R"({"event":"hello")", 0), 0u);
@@ -158,7 +158,7 @@ TEST_F(Launcher, WithoutProgressJsonRendersProgressAndPrintsTheTable)
     const fs::path measured = m_dir / "synthetic.json";
     std::ofstream(measured) << serializeMeasured(test::syntheticTrace(schedule, model, 3));
     ::setenv("FAKE_MEASURED", measured.c_str(), 1);
-    ASSERT_EQ(run(), kRunOk) << m_err.str();
+    ASSERT_EQ(run(), kExitOk) << m_err.str();
     EXPECT_NE(m_err.str().find("dpstudio: step 2/2 · rank 0 4/4 · rank 1 4/4"), std::string::npos) << m_err.str();
     EXPECT_NE(m_out.str().find("predicted vs measured"), std::string::npos) << m_out.str();
     EXPECT_NE(m_out.str().find("makespan"), std::string::npos);
@@ -171,7 +171,7 @@ TEST_F(Launcher, BuildsTheOpenMpiCommandLine)
     m_options.threads = 2;
     m_options.steps = 5;
     m_options.traceDir = (m_dir / "traces").string();
-    ASSERT_EQ(run(), kRunOk) << m_err.str();
+    ASSERT_EQ(run(), kExitOk) << m_err.str();
     const std::vector<std::string> args = linesOf(slurp(m_dir / "args"));
     const std::vector<std::string> head { "-np", "2", "--oversubscribe", "--mca", "btl", "self,vader", "--mca",
         "btl_vader_single_copy_mechanism", "none", "--bind-to", "none", "/bin/true", "--project" };
@@ -194,7 +194,7 @@ TEST_F(Launcher, HostfileSelectsTcpBetweenHosts)
     const fs::path hostfile = m_dir / "hosts";
     std::ofstream(hostfile) << "localhost slots=2\n";
     m_options.hostfile = hostfile.string();
-    ASSERT_EQ(run(), kRunOk) << m_err.str();
+    ASSERT_EQ(run(), kExitOk) << m_err.str();
     const std::string all = slurp(m_dir / "args");
     EXPECT_NE(all.find("--hostfile\n" + hostfile.string() + "\n--mca\nbtl\nself,vader,tcp\n"), std::string::npos)
         << all;
@@ -221,7 +221,7 @@ TEST_F(Launcher, TimeoutEndsTheRunWithExit3AndLeavesNoProcess)
     mode("hang");
     m_options.timeoutS = 1;
     const auto start = std::chrono::steady_clock::now();
-    EXPECT_EQ(run(), kRunFailed);
+    EXPECT_EQ(run(), kExitRunFailed);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
     EXPECT_NE(m_err.str().find("timed out after 1 s (rank 1 at step 0, 2/4 actions)"), std::string::npos)
         << m_err.str();
@@ -232,7 +232,7 @@ TEST_F(Launcher, ARunThatClosedItsOutputStillTimesOut)
 {
     mode("mute-hang");
     m_options.timeoutS = 1;
-    EXPECT_EQ(run(), kRunFailed);
+    EXPECT_EQ(run(), kExitRunFailed);
     EXPECT_NE(m_err.str().find("timed out after 1 s"), std::string::npos) << m_err.str();
     expectNoneRunning();
 }
@@ -242,7 +242,7 @@ TEST_F(Launcher, ARunIgnoringSigtermIsKilledAfterTheGracePeriod)
     mode("stubborn");
     m_options.timeoutS = 0.5;
     m_options.graceS = 0.5;
-    EXPECT_EQ(run(), kRunFailed);
+    EXPECT_EQ(run(), kExitRunFailed);
     EXPECT_NE(m_err.str().find("timed out"), std::string::npos) << m_err.str();
     expectNoneRunning();
 }
@@ -250,7 +250,7 @@ TEST_F(Launcher, ARunIgnoringSigtermIsKilledAfterTheGracePeriod)
 TEST_F(Launcher, ACrashNamesTheRank)
 {
     mode("crash");
-    EXPECT_EQ(run(), kRunFailed);
+    EXPECT_EQ(run(), kExitRunFailed);
     EXPECT_NE(
         m_err.str().find("dpstudio: run failed: rank 1 exited on signal 11 (Segmentation fault)"), std::string::npos)
         << m_err.str();
@@ -260,7 +260,7 @@ TEST_F(Launcher, AnErrorEventNamesTheRank)
 {
     mode("error-event");
     m_options.progressJson = true;
-    EXPECT_EQ(run(), kRunFailed);
+    EXPECT_EQ(run(), kExitRunFailed);
     EXPECT_NE(m_out.str().find(R"({"event":"error","rank":1,"message":"std::bad_alloc in 1F3"})"), std::string::npos);
     EXPECT_NE(m_err.str().find("run failed: rank 1: std::bad_alloc in 1F3"), std::string::npos) << m_err.str();
 }
@@ -268,7 +268,7 @@ TEST_F(Launcher, AnErrorEventNamesTheRank)
 TEST_F(Launcher, AFailedCorrectnessCheckExits1)
 {
     mode("fail-check");
-    EXPECT_EQ(run(), kRunContent);
+    EXPECT_EQ(run(), kExitContent);
     EXPECT_NE(m_err.str().find("correctness check failed"), std::string::npos) << m_err.str();
 }
 
@@ -283,7 +283,7 @@ TEST_F(Launcher, SigtermCancelsWith130AndLeavesNoProcess)
     std::this_thread::sleep_for(std::chrono::milliseconds(300)); // let the launcher see the processes
     ::kill(::getpid(), SIGTERM);
     runner.join();
-    EXPECT_EQ(code, kRunCancelled);
+    EXPECT_EQ(code, kExitCancelled);
     EXPECT_NE(m_err.str().find("cancelled"), std::string::npos) << m_err.str();
     expectNoneRunning();
 }
@@ -291,7 +291,7 @@ TEST_F(Launcher, SigtermCancelsWith130AndLeavesNoProcess)
 TEST_F(Launcher, MissingMpirunExits3WithTheHint)
 {
     ::setenv("DPSTUDIO_MPIRUN", (m_dir / "no-such-mpirun").c_str(), 1);
-    EXPECT_EQ(run(), kRunFailed);
+    EXPECT_EQ(run(), kExitRunFailed);
     EXPECT_NE(m_err.str().find("mpirun not found: install openmpi-bin or set DPSTUDIO_MPIRUN"), std::string::npos)
         << m_err.str();
 }
@@ -303,14 +303,14 @@ TEST_F(Launcher, NoMpirunOnPathExits3WithTheHint)
     ::setenv("PATH", m_dir.c_str(), 1);
     const int code = run();
     ::setenv("PATH", path.c_str(), 1);
-    EXPECT_EQ(code, kRunFailed);
+    EXPECT_EQ(code, kExitRunFailed);
     EXPECT_NE(m_err.str().find("mpirun not found: install openmpi-bin or set DPSTUDIO_MPIRUN"), std::string::npos);
 }
 
 TEST_F(Launcher, MissingWorkerExits3)
 {
     ::setenv("DPSTUDIO_WORKER", (m_dir / "no-worker").c_str(), 1);
-    EXPECT_EQ(run(), kRunFailed);
+    EXPECT_EQ(run(), kExitRunFailed);
     EXPECT_NE(m_err.str().find("dpstudio-worker not found"), std::string::npos) << m_err.str();
     expectNotStarted();
 }
@@ -320,13 +320,13 @@ TEST_F(Launcher, BadProjectsAreRefusedWithExit1BeforeAnythingStarts)
     for (const char* name : { "bad_kind", "bad_partition", "bad_ranks" }) {
         SCOPED_TRACE(name);
         m_options.project = kData + "/launch/" + name + ".dpstudio.json";
-        EXPECT_EQ(run(), kRunContent) << m_err.str();
+        EXPECT_EQ(run(), kExitContent) << m_err.str();
         EXPECT_NE(m_err.str().find("nothing was started"), std::string::npos) << m_err.str();
         expectNotStarted();
     }
     m_options.project = kTiny;
     m_options.variant = "no-such-variant";
-    EXPECT_EQ(run(), kRunContent);
+    EXPECT_EQ(run(), kExitContent);
     EXPECT_NE(m_err.str().find("no variant \"no-such-variant\""), std::string::npos) << m_err.str();
     expectNotStarted();
 }
@@ -334,7 +334,7 @@ TEST_F(Launcher, BadProjectsAreRefusedWithExit1BeforeAnythingStarts)
 TEST_F(Launcher, AnUnreadableProjectExits2)
 {
     m_options.project = (m_dir / "missing.dpstudio.json").string();
-    EXPECT_EQ(run(), kRunUsage);
+    EXPECT_EQ(run(), kExitUsage);
     expectNotStarted();
 }
 

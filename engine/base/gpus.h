@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace dps::launch {
+namespace dps {
 
 struct GpuInfo {
     int index = 0;
@@ -27,4 +27,4 @@ struct GpuStatus {
 /// Lists the GPUs. Never throws; a failing driver gives an empty list and a message.
 GpuStatus listGpus();
 
-} // namespace dps::launch
+} // namespace dps

@@ -1,8 +1,9 @@
 #pragma once
-// Facts about the machine recorded in measured traces.
+// Facts about this host, recorded in measured traces and shown by `dpstudio devices`: the CPU (from
+// /proc/cpuinfo), its cores, the host name. The GPUs are in gpus.h.
 #include <string>
 
-namespace dps::runtime {
+namespace dps {
 
 /// The first value of a /proc/cpuinfo field ("vendor_id", "cpu family"); "" when absent or unreadable.
 std::string cpuInfoField(const std::string& name);
@@ -13,4 +14,4 @@ int cpuCoreCount();
 /// The host name; "unknown" when unavailable.
 std::string hostName();
 
-} // namespace dps::runtime
+} // namespace dps

@@ -1,7 +1,7 @@
 // listGpus() for a build without the CUDA backend.
 #include "gpus.h"
 
-namespace dps::launch {
+namespace dps {
 
 GpuStatus listGpus()
 {
@@ -10,4 +10,4 @@ GpuStatus listGpus()
     return status;
 }
 
-} // namespace dps::launch
+} // namespace dps

@@ -1,10 +1,11 @@
 #include "launcher.h"
 
-#include "measured.h"
+#include "trace/measured.h"
 #include "process.h"
 #include "progress.h"
 #include "report.h"
-#include "schedule/errors.h"
+#include "base/errors.h"
+#include "base/fileio.h"
 #include "schedule/validator.h"
 
 #include <cerrno>
@@ -37,16 +38,6 @@ bool isExecutableFile(const fs::path& path)
 {
     std::error_code ec;
     return fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
-}
-
-std::string readText(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw IoError(path + ": cannot read: " + std::strerror(errno));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
 }
 
 const Variant& selectVariant(const Project& project, const std::string& name)
@@ -228,29 +219,29 @@ int Session::run()
         prepared = prepareRun(m_options);
     } catch (const IoError& e) {
         human(std::string("error: ") + e.what());
-        return kRunUsage;
+        return kExitUsage;
     } catch (const Error& e) {
         human(std::string("error: ") + e.what() + "; nothing was started");
-        return kRunContent;
+        return kExitContent;
     }
     const std::optional<fs::path> mpirun = findMpirun();
     if (!mpirun || !isExecutableFile(*mpirun)) {
         const std::string env = envValue("DPSTUDIO_MPIRUN");
         human("mpirun not found: install openmpi-bin or set DPSTUDIO_MPIRUN"
             + (env.empty() ? std::string() : " (DPSTUDIO_MPIRUN=" + env + " is not an executable file)"));
-        return kRunFailed;
+        return kExitRunFailed;
     }
     const std::optional<fs::path> worker = findWorker();
     if (!worker) {
         human("dpstudio-worker not found: set DPSTUDIO_WORKER, or install it next to dpstudio or in "
               "../libexec relative to it");
-        return kRunFailed;
+        return kExitRunFailed;
     }
     try {
         return launch(prepared, *mpirun, *worker);
     } catch (const IoError& e) {
         human(std::string("error: ") + e.what());
-        return kRunUsage;
+        return kExitUsage;
     }
 }
 
@@ -284,14 +275,14 @@ int Session::launch(const PreparedRun& prepared, const fs::path& mpirun, const f
         child.emplace(argv, environmentWith(mpirunEnvironment(::geteuid() == 0)));
     } catch (const std::system_error& e) {
         human("cannot start " + mpirun.string() + ": " + e.code().message());
-        return kRunFailed;
+        return kExitRunFailed;
     }
     if (!m_options.progressJson)
         human("running variant \"" + prepared.variant + "\" on " + std::to_string(prepared.schedule.ranks)
             + " ranks: " + joinCommandLine(argv));
     pump(*child, signals);
     const int code = outcome(child->finish());
-    if (code == kRunOk || (code == kRunContent && m_tracker.done()))
+    if (code == kExitOk || (code == kExitContent && m_tracker.done()))
         report(prepared);
     return code;
 }
@@ -501,7 +492,7 @@ int Session::outcome(const ExitStatus& status)
 {
     if (m_stop == Stop::Cancel) {
         human("cancelled: mpirun and its ranks were ended");
-        return kRunCancelled;
+        return kExitCancelled;
     }
     if (m_stop == Stop::Timeout) {
         const std::string behind = m_tracker.laggards();
@@ -509,27 +500,27 @@ int Session::outcome(const ExitStatus& status)
         s << "run timed out after " << m_options.timeoutS << " s" << (behind.empty() ? "" : " (" + behind + ")")
           << ": mpirun and its ranks were ended";
         human(s.str());
-        return kRunFailed;
+        return kExitRunFailed;
     }
     const auto& done = m_tracker.done();
     if (status.exitCode == 0 && !done) {
         human("run failed: mpirun ended without the worker's done event");
-        return kRunFailed;
+        return kExitRunFailed;
     }
     if (done && done->correctnessPassed == false) {
         human("correctness check failed: " + done->correctnessSummary);
-        return kRunContent;
+        return kExitContent;
     }
     if (status.exitCode == 0)
-        return kRunOk;
+        return kExitOk;
     const auto& crash = m_scanner.failure();
     const bool signalled = crash && crash->cause.starts_with("exited on signal");
     if (status.exitCode == 1 && !signalled) {
         human("run refused or its check failed: " + failureText(status));
-        return kRunContent;
+        return kExitContent;
     }
     human("run failed: " + failureText(status));
-    return kRunFailed;
+    return kExitRunFailed;
 }
 
 void Session::report(const PreparedRun& prepared)
@@ -609,13 +600,13 @@ PreparedRun prepareRun(const RunOptions& options)
     run.variant = variant.name;
     run.project.activeVariant = variant.name;
     if (!options.costsFile.empty())
-        applyCostsFile(run.project.costs, parseCostsFile(readText(options.costsFile), options.costsFile));
+        applyCostsFile(run.project.costs, parseCostsFile(readTextFile(options.costsFile), options.costsFile));
     effectivePartition(run.project, variant);
     run.schedule = buildSchedule(run.project, variant);
     checkRanks(variant, run.schedule);
     checkValid(variant, run.schedule);
     if (!options.hostfile.empty())
-        readText(options.hostfile);
+        readTextFile(options.hostfile);
     return run;
 }
 

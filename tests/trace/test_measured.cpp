@@ -1,9 +1,9 @@
 // measured.json: reading the documented format, round trip, and refusing what it cannot read.
-#include "runtime/launch/measured.h"
-#include "schedule/errors.h"
+#include "trace/measured.h"
+#include "base/errors.h"
 #include "schedule/generator.h"
 #include "sim/costmodel.h"
-#include "synthetic.h"
+#include "support/synthetic.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Calibration: a trace made from a known cost model gives that model back.
-#include "runtime/launch/calibrate.h"
+#include "launch/calibrate.h"
 #include "schedule/generator.h"
-#include "synthetic.h"
+#include "support/synthetic.h"
 
 #include <gtest/gtest.h>
 

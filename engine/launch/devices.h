@@ -1,6 +1,6 @@
 #pragma once
 // `dpstudio devices`: what can run here (CPU cores, GPUs, mpirun), as the GUI's run panel shows it.
-#include "gpus.h"
+#include "base/gpus.h"
 
 #include <string>
 
@@ -16,8 +16,6 @@ struct DeviceReport {
     std::string workerPath; ///< dpstudio-worker as `dpstudio run` would find it; empty when not found
 };
 
-/// The CPU model name from /proc/cpuinfo ("unknown" when unreadable).
-std::string cpuModelName();
 /// Probes everything (runs `mpirun --version`, at most 10 s). Never throws.
 DeviceReport probeDevices();
 /// Human text, one fact per line.

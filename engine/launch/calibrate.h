@@ -1,7 +1,7 @@
 #pragma once
 // `dpstudio calibrate`: fits the cost model to a measured run and writes a cost file (costs.json, the
 // format of engine/project's CostsFile) that `simulate`, `compare` and `run` take with --costs.
-#include "measured.h"
+#include "trace/measured.h"
 #include "project/project.h"
 
 #include <array>
