@@ -1,20 +1,21 @@
 #pragma once
-// Numbers as people read them: times, bytes, rates, counts.
+// Numbers as people read them, as QString: thin wrappers over engine/base/format.h, so the designer prints
+// a makespan exactly as `dpstudio simulate` and the run report do (one rule, documented there).
 #include <QString>
 
 namespace dps::ui {
 
-/// "850.0 µs", "12.35 ms", "1.250 s".
+/// "850.5 µs", "12.35 ms", "2.365 s" (dps::formatTime).
 QString formatTime(double us);
-/// "512 B", "1.50 KiB", "48.0 MiB", "7.45 GiB".
+/// "512 B", "1.5 KiB", "45.5 MiB", "7.45 GiB" (dps::formatBytes).
 QString formatBytes(double bytes);
-/// "12.3 %" from a fraction.
+/// "9.09 %" from a fraction (dps::formatPercent).
 QString formatPercent(double fraction);
-/// A relative error with its sign, e.g. "+12.5 %" or "−3.0 %".
+/// A relative error with its sign: "+12.5 %", "-3 %" (dps::formatSignedPercent).
 QString formatSignedPercent(double fraction);
-/// "1.05 M", "33.6 k", "512".
+/// "512", "33.6 k", "1.05 M" (dps::formatCount).
 QString formatCount(double count);
-/// A number with up to `decimals` decimals and no trailing zeros: "2", "2.5".
+/// A number with up to `decimals` decimals and no trailing zeros: "2", "2.5" (dps::formatNumber).
 QString formatNumber(double value, int decimals = 3);
 
 } // namespace dps::ui

@@ -1,9 +1,16 @@
-// listGpus() for a build without the CUDA backend.
+// The GPU listing of a build without the CUDA backend: there is nothing to list.
 #include "gpus.h"
 
 namespace dps {
 
-GpuStatus listGpus()
+std::vector<GpuInfo> listGpus(std::string* whyNone, bool)
+{
+    if (whyNone)
+        *whyNone = "cuda: not built";
+    return {};
+}
+
+GpuStatus gpuStatus()
 {
     GpuStatus status;
     status.message = "cuda: not built";

@@ -20,13 +20,6 @@ ordered textOrNull(const std::string& text)
     return text.empty() ? ordered() : ordered(text);
 }
 
-std::string gpuLine(const GpuInfo& gpu)
-{
-    return "gpu " + std::to_string(gpu.index) + ": " + gpu.name + ", " + std::to_string(gpu.memoryBytes / (1024 * 1024))
-        + " MiB, compute capability " + std::to_string(gpu.computeMajor) + "." + std::to_string(gpu.computeMinor)
-        + "\n";
-}
-
 } // namespace
 
 DeviceReport probeDevices()
@@ -34,7 +27,7 @@ DeviceReport probeDevices()
     DeviceReport report;
     report.cpuCores = cpuCoreCount();
     report.cpuModel = cpuModelName();
-    report.gpus = listGpus();
+    report.gpus = gpuStatus();
     if (const auto mpirun = findMpirun()) {
         if (::access(mpirun->c_str(), X_OK) == 0) {
             report.mpirunPath = mpirun->string();
@@ -56,7 +49,7 @@ std::string formatDevices(const DeviceReport& r)
     else if (!r.gpus.runtimeVersion.empty())
         text += "cuda: runtime " + r.gpus.runtimeVersion + "\n";
     for (const GpuInfo& gpu : r.gpus.gpus)
-        text += gpuLine(gpu);
+        text += "gpu " + describeGpu(gpu) + "\n";
     if (r.mpirunPath.empty())
         text += "mpirun: not found (" + (r.mpirunProblem.empty() ? "" : r.mpirunProblem + "; ")
             + "install openmpi-bin or set DPSTUDIO_MPIRUN)\n";
@@ -76,7 +69,7 @@ std::string devicesJson(const DeviceReport& r)
         { "message", textOrNull(r.gpus.message) } };
     j["gpus"] = ordered::array();
     for (const GpuInfo& g : r.gpus.gpus)
-        j["gpus"].push_back(ordered { { "index", g.index }, { "name", g.name }, { "memory_bytes", g.memoryBytes },
+        j["gpus"].push_back(ordered { { "index", g.index }, { "name", g.name }, { "memory_bytes", g.totalBytes },
             { "compute_capability", std::to_string(g.computeMajor) + "." + std::to_string(g.computeMinor) } });
     j["mpirun"] = ordered { { "path", textOrNull(r.mpirunPath) }, { "version", textOrNull(r.mpirunVersion) },
         { "problem", textOrNull(r.mpirunProblem) } };

@@ -1,5 +1,6 @@
 // DualPipe and DualPipeV generators: the reference's golden orders byte for byte, the closed-form per-rank
 // totals of dualpipe.md, the mirror and cut-in-half properties, and the structural rules over many sizes.
+#include "base/fileio.h"
 #include "schedule/generators_internal.h"
 
 #include <gtest/gtest.h>
@@ -23,14 +24,6 @@ using dps::Schedule;
 using dps::ScheduleKind;
 using dps::detail::generateDualPipe;
 using dps::detail::generateDualPipeV;
-
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 std::string goldenPath(const std::string& name)
 {
@@ -101,7 +94,7 @@ class DualPipeGolden : public testing::TestWithParam<GoldenCase> { };
 TEST_P(DualPipeGolden, CsvIsByteForByteEqual)
 {
     const GoldenCase& c = GetParam();
-    const std::string expected = readFile(goldenPath(std::string(c.name) + ".csv"));
+    const std::string expected = dps::readTextFile(goldenPath(std::string(c.name) + ".csv"));
     ASSERT_FALSE(expected.empty()) << c.name;
     EXPECT_EQ(csvOf(generate(c.kind, c.ranks, c.microbatches)), expected);
 }
@@ -109,7 +102,7 @@ TEST_P(DualPipeGolden, CsvIsByteForByteEqual)
 TEST_P(DualPipeGolden, TokensEqualReferenceReplay)
 {
     const GoldenCase& c = GetParam();
-    const auto json = nlohmann::json::parse(readFile(goldenPath(std::string(c.name) + ".json")));
+    const auto json = nlohmann::json::parse(dps::readTextFile(goldenPath(std::string(c.name) + ".json")));
     ASSERT_EQ(json.at("num_ranks").get<int>(), c.ranks);
     ASSERT_EQ(json.at("num_microbatches").get<int>(), c.microbatches);
     const auto expected = json.at("ranks").get<std::vector<std::vector<std::string>>>();

@@ -1,5 +1,6 @@
 // Generated schedules under unit costs (zero latency) against the closed forms, over many sizes, and the
 // DualPipe/DualPipeV golden files' simulated checks (idle per rank, makespan, peak in-flight).
+#include "base/fileio.h"
 #include "simtest.h"
 
 #include "schedule/csvio.h"
@@ -17,14 +18,6 @@ using namespace dps::test;
 namespace {
 
 constexpr double kEps = 1e-9;
-
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 /// (PP/2−1)(F&B+B−3W) with unit F, I, W and B = 2.
 double dualPipeForm(int stages, double fb)
@@ -99,10 +92,10 @@ TEST(ClosedForms, GoldenChecksFromGeneratedAndFromCsv)
         { "dualpipev_pp2_mb4", ScheduleKind::DualPipeV }, { "dualpipev_pp4_mb10", ScheduleKind::DualPipeV } };
     for (const GoldenCase& gc : cases) {
         const std::string base = std::string(DPS_TEST_DATA) + "/golden/" + gc.name;
-        const nlohmann::json golden = nlohmann::json::parse(readFile(base + ".json"));
+        const nlohmann::json golden = nlohmann::json::parse(readTextFile(base + ".json"));
         const nlohmann::json& checks = golden.at("checks");
         const Schedule generated = gen(gc.kind, golden.at("num_ranks"), golden.at("num_microbatches"));
-        const Schedule imported = readCsv(readFile(base + ".csv")).schedule;
+        const Schedule imported = readCsv(readTextFile(base + ".csv")).schedule;
         ASSERT_EQ(imported.stages, golden.at("num_stages").get<int>()) << gc.name;
         for (const Schedule* s : { &generated, &imported })
             for (const char* sim : { "bubble_sim_FB_eq_F_plus_B", "bubble_sim_FB_2.5" }) {

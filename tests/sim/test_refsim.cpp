@@ -2,6 +2,7 @@
 // every kind, random perturbations of them that the validator accepts, and the golden and case CSVs are
 // written as CSV, simulated by both, and must give identical makespans and idle vectors (and agree on
 // deadlock). Skipped when python3 is missing.
+#include "base/fileio.h"
 #include "simtest.h"
 
 #include "schedule/csvio.h"
@@ -30,14 +31,6 @@ struct RefResult {
     double makespan = 0.0;
     std::vector<double> idle;
 };
-
-std::string readFile(const fs::path& path)
-{
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 std::string exact(double x)
 {
@@ -263,12 +256,12 @@ TEST_F(RefsimDiff, GoldenAndCaseCsvs)
     for (const auto& entry : fs::directory_iterator(data / "golden")) {
         if (entry.path().extension() != ".csv")
             continue;
-        const Schedule s = readCsv(readFile(entry.path())).schedule;
+        const Schedule s = readCsv(readTextFile(entry.path())).schedule;
         for (double fb : { 3.0, 2.5 })
             compare(s, fb, entry.path().filename().string());
     }
     for (const char* name : { "deadlock_three_ranks.csv", "gpipe_with_blank_cells.csv" })
-        compare(readCsv(readFile(data / "cases" / name)).schedule, 3.0, name);
+        compare(readCsv(readTextFile(data / "cases" / name)).schedule, 3.0, name);
     EXPECT_EQ(m_deadlocks, 1);
 }
 

@@ -1,5 +1,6 @@
 // The simulator's semantics on hand-built schedules: timing, transfers, p2p bytes, the memory ledger,
 // deadlock reports and the options.
+#include "base/fileio.h"
 #include "simtest.h"
 
 #include "schedule/csvio.h"
@@ -13,14 +14,6 @@ using namespace dps;
 using namespace dps::test;
 
 namespace {
-
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 // Two stages on two ranks, one microbatch: F0 [0,1], F1 [1+L, 2+L], B1 [2+L, 4+L], B0 [4+2L, 6+2L].
 Schedule twoStages()
@@ -122,7 +115,7 @@ TEST(Simulator, SameRankMessagesAreFreeAndNotCounted)
 
 TEST(Simulator, GPipeWithBlankCellsCase)
 {
-    const CsvImport in = readCsv(readFile(std::string(DPS_TEST_DATA) + "/cases/gpipe_with_blank_cells.csv"));
+    const CsvImport in = readCsv(readTextFile(std::string(DPS_TEST_DATA) + "/cases/gpipe_with_blank_cells.csv"));
     const SimResult r = simulate(in.schedule, unitCosts(in.schedule));
     ASSERT_FALSE(r.deadlocked);
     EXPECT_DOUBLE_EQ(r.makespanUs, 15.0);
@@ -213,7 +206,7 @@ TEST(Simulator, RecordOptionsKeepPeaks)
 
 TEST(Simulator, DeadlockCaseNamesEveryStuckRank)
 {
-    const CsvImport in = readCsv(readFile(std::string(DPS_TEST_DATA) + "/cases/deadlock_three_ranks.csv"));
+    const CsvImport in = readCsv(readTextFile(std::string(DPS_TEST_DATA) + "/cases/deadlock_three_ranks.csv"));
     const SimResult r = simulate(in.schedule, unitCosts(in.schedule));
     ASSERT_TRUE(r.deadlocked);
     ASSERT_EQ(r.stuck.size(), 3u);

@@ -44,7 +44,7 @@ protected:
     void SetUp() override
     {
         std::string why;
-        if (listGpus(&why).empty())
+        if (dps::listGpus(&why).empty())
             GTEST_SKIP() << "needs a GPU: " << why;
         CudaBackendOptions options;
         options.bf16 = GetParam();
@@ -219,7 +219,7 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, CudaBackendTest, ::testing::Values(false, true)
 TEST(CudaBackendWithoutGpu, ConstructionFailsNamingTheCause)
 {
     std::string why;
-    if (!listGpus(&why).empty())
+    if (!dps::listGpus(&why).empty())
         GTEST_SKIP() << "a GPU is present: the no-device path cannot be exercised";
     try {
         CudaBackend backend(CudaBackendOptions {});

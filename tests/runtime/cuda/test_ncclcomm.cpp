@@ -86,7 +86,7 @@ protected:
     void SetUp() override
     {
         std::string why;
-        const auto gpus = listGpus(&why);
+        const auto gpus = dps::listGpus(&why);
         if (gpus.size() < 2)
             GTEST_SKIP() << "needs 2 GPUs, found " << gpus.size() << (why.empty() ? "" : ": " + why);
     }

@@ -213,7 +213,7 @@ TEST(Selection, EveryRankGetsTheSameError)
 TEST(GpuInfo, WithoutADeviceSaysWhy)
 {
     std::string why;
-    const auto list = listGpus(&why);
+    const auto list = dps::listGpus(&why);
     if (!list.empty())
         GTEST_SKIP() << "this machine has " << list.size() << " GPU(s); the no-GPU answer cannot be checked";
     if (cudaBuilt())
@@ -260,7 +260,7 @@ TEST(JobSetup, CudaWithoutTheBuildOrADeviceThrows)
 {
     Selection s { "cuda", "nccl", { 0 }, { 0 }, "test" };
     std::string why;
-    if (!listGpus(&why).empty())
+    if (!dps::listGpus(&why).empty())
         GTEST_SKIP() << "a GPU is present: the failure path cannot be exercised";
     try {
         makeBackend(s, 0, false, 1);
@@ -288,7 +288,7 @@ TEST(CheckMacros, FailureTextNamesRankHostCallFileAndLine)
 TEST(JobSetup, AutoWithoutAGpuRunsEveryRankOnTheCpuOverPlainMpi)
 {
     std::string why;
-    if (!listGpus(&why).empty())
+    if (!dps::listGpus(&why).empty())
         GTEST_SKIP() << "a GPU is present: auto would choose cuda";
     ThreadWorld world(2);
     std::mutex mutex;
@@ -310,7 +310,7 @@ TEST(JobSetup, AutoWithoutAGpuRunsEveryRankOnTheCpuOverPlainMpi)
 TEST(JobSetup, CudaWithoutAGpuFailsOnEveryRankAlike)
 {
     std::string why;
-    if (!listGpus(&why).empty())
+    if (!dps::listGpus(&why).empty())
         GTEST_SKIP() << "a GPU is present: --backend cuda would succeed";
     ThreadWorld world(2);
     std::mutex mutex;

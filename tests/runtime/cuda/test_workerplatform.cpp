@@ -55,7 +55,7 @@ PlatformRun runOnPlatform(const WorkerOptions& options, int ranks)
 std::string whyNoGpu()
 {
     std::string why;
-    listGpus(&why);
+    dps::listGpus(&why);
     return why;
 }
 
