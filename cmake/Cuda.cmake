@@ -40,20 +40,30 @@ endfunction()
 if(NOT DPS_WITH_CUDA)
   set(DPS_CUDA_WHY_NOT "DPS_WITH_CUDA is OFF")
 else()
-  # The presets name /usr/local/cuda/bin/nvcc; on a machine without it, look elsewhere (or go without).
+  # nvcc: CMAKE_CUDA_COMPILER or CUDACXX when given, else the toolkit's usual homes, else PATH.
   if(CMAKE_CUDA_COMPILER AND NOT EXISTS "${CMAKE_CUDA_COMPILER}")
     message(STATUS "CMAKE_CUDA_COMPILER ${CMAKE_CUDA_COMPILER} does not exist: looking for nvcc elsewhere")
     unset(CMAKE_CUDA_COMPILER CACHE)
     unset(CMAKE_CUDA_COMPILER)
   endif()
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+    find_program(DPS_NVCC nvcc
+      HINTS $ENV{CUDA_HOME}/bin $ENV{CUDA_PATH}/bin /usr/local/cuda/bin /opt/cuda/bin
+      DOC "nvcc of the CUDA toolkit the backend is built with")
+    if(DPS_NVCC)
+      set(CMAKE_CUDA_COMPILER ${DPS_NVCC} CACHE FILEPATH "CUDA compiler")
+    endif()
+  endif()
   include(CheckLanguage)
   check_language(CUDA)
   if(NOT CMAKE_CUDA_COMPILER)
-    set(DPS_CUDA_WHY_NOT "no CUDA compiler (nvcc) found; pass -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc")
+    set(DPS_CUDA_WHY_NOT "no CUDA compiler (nvcc) found in $CUDA_HOME/bin, /usr/local/cuda/bin or PATH; pass -DCMAKE_CUDA_COMPILER=/path/to/nvcc")
   else()
-    # H100/H200 code plus PTX unless the user chose; unset would give sm_75, `native` fails without a GPU.
+    # A100 (sm_80) and H100/H200/H800 (sm_90) code, plus compute_90 PTX that newer GPUs (B200) JIT,
+    # unless the user chose; unset would give sm_75, and `native` fails on a machine without a GPU.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
-      set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures (90 = sm_90 code + compute_90 PTX)")
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;90" CACHE STRING
+        "CUDA architectures (80-real = sm_80 code; 90 = sm_90 code + compute_90 PTX)")
     endif()
     # Only the shared cudart, or static and shared both land on the link line.
     set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
