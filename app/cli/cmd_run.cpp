@@ -1,9 +1,9 @@
-// dpstudio run, devices, calibrate: thin glue over engine/runtime/launch.
+// dpstudio run, devices, calibrate: thin glue over engine/launch (and the calibration of engine/sim).
 #include "commands.h"
 
-#include "launch/calibrate.h"
 #include "launch/devices.h"
 #include "launch/launcher.h"
+#include "sim/calibrate.h"
 #include "trace/measured.h"
 
 #include <iostream>
@@ -12,33 +12,11 @@
 
 namespace dps::cli {
 
-namespace {
-
-launch::RunOptions runOptions(const RunArgs& args)
+int cmdRun(const launch::RunOptions& options)
 {
-    launch::RunOptions o;
-    o.project = args.project;
-    o.variant = args.variant;
-    o.backend = args.backend;
-    o.steps = args.steps;
-    o.warmup = args.warmup;
-    o.hostfile = args.hostfile;
-    o.timeoutS = args.timeoutS;
-    o.threads = args.threads;
-    o.progressJson = args.progressJson;
-    o.output = args.output;
-    o.traceDir = args.traceDir;
-    o.costsFile = args.costsFile;
-    o.argv = args.argv;
-    o.interactive = !args.progressJson && ::isatty(STDERR_FILENO) == 1;
-    return o;
-}
-
-} // namespace
-
-int cmdRun(const RunArgs& args)
-{
-    return launch::runProject(runOptions(args), std::cout, std::cerr);
+    launch::RunOptions o = options;
+    o.interactive = !o.progressJson && ::isatty(STDERR_FILENO) == 1;
+    return launch::runProject(o, std::cout, std::cerr);
 }
 
 int cmdDevices(const DevicesArgs& args)
@@ -54,11 +32,11 @@ int cmdCalibrate(const CalibrateArgs& args)
     std::optional<Project> project;
     if (!args.project.empty())
         project = loadProject(args.project);
-    const int stages = launch::measuredStageCount(trace, project ? &*project : nullptr);
-    const launch::Calibration calibration = launch::calibrate(trace, stages);
+    const int stages = measuredStageCount(trace, project ? &*project : nullptr);
+    const Calibration calibration = calibrate(measuredSlots(trace), stages);
     writeOutput(args.output, serializeCostsFile(calibration.costs));
     const bool toStdout = args.output.empty() || args.output == "-";
-    (toStdout ? std::cerr : std::cout) << launch::formatCalibration(calibration);
+    (toStdout ? std::cerr : std::cout) << formatCalibration(calibration);
     return kExitOk;
 }
 

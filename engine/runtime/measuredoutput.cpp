@@ -1,56 +1,15 @@
 #include "measuredoutput.h"
 #include "base/fileio.h"
 
-#include "project/project.h"
-
 #include <algorithm>
 #include <map>
-#include <numeric>
+#include <tuple>
 
 namespace dps::runtime {
 
 namespace {
 
-using ojson = nlohmann::ordered_json;
-
-ojson correctnessJson(const CorrectnessReport& c)
-{
-    ojson j;
-    j["passed"] = c.passed;
-    j["max_loss_error"] = c.maxLossError;
-    j["max_grad_error"] = c.maxGradError;
-    j["thresholds"] = { { "loss", c.thresholds.loss }, { "grad", c.thresholds.grad } };
-    if (!c.failure.empty())
-        j["message"] = c.failure;
-    ojson losses = ojson::array();
-    for (const LossCheck& l : c.losses)
-        losses.push_back(
-            { { "microbatch", l.microbatch }, { "loss", l.loss }, { "reference", l.reference }, { "error", l.error } });
-    j["losses"] = losses;
-    return j;
-}
-
-ojson actionJson(const ActionRecord& r, const std::string& action)
-{
-    return ojson { { "action", action }, { "step", r.step }, { "start_us", r.startUs }, { "end_us", r.endUs },
-        { "wait_us", r.waitUs }, { "compute_us", r.computeUs }, { "bytes_sent", r.bytesSent },
-        { "bytes_received", r.bytesReceived }, { "memory_bytes", r.memoryBytes },
-        { "activation_bytes", r.activationBytes } };
-}
-
-ojson ranksJson(const MeasuredRun& run, const Schedule& schedule)
-{
-    ojson ranks = ojson::array();
-    for (std::size_t r = 0; r < run.records.size(); ++r) {
-        ojson actions = ojson::array();
-        for (const ActionRecord& rec : run.records[r])
-            actions.push_back(actionJson(rec, toString(schedule.order[r][static_cast<std::size_t>(rec.index)])));
-        ranks.push_back({ { "rank", static_cast<int>(r) }, { "actions", actions } });
-    }
-    return ranks;
-}
-
-TimelineSlice opSlice(const Op& op, const ActionRecord& r)
+TimelineSlice opSlice(const Op& op, const MeasuredAction& r)
 {
     TimelineSlice s;
     s.action = toString(op);
@@ -62,8 +21,9 @@ TimelineSlice opSlice(const Op& op, const ActionRecord& r)
     return s;
 }
 
-TimelineSlice actionSlice(const Action& a, const ActionRecord& r)
+TimelineSlice actionSlice(const MeasuredAction& r)
 {
+    const Action& a = r.action;
     TimelineSlice s = opSlice(a.op, r);
     if (a.overlapped) {
         s.action = toString(a);
@@ -109,86 +69,75 @@ void addFlows(Timeline& t, const Schedule& schedule, const OpWhere& where, doubl
     }
 }
 
-double messageBytes(const MeasuredRun& run)
+double messageBytes(const MeasuredTrace& trace)
 {
-    for (const auto& rank : run.records)
-        for (const ActionRecord& r : rank)
-            if (r.bytesSent > 0)
-                return static_cast<double>(r.bytesSent);
+    for (const MeasuredRank& rank : trace.ranks)
+        for (const MeasuredAction& a : rank.actions)
+            if (a.bytesSent > 0)
+                return static_cast<double>(a.bytesSent);
     return 0.0;
+}
+
+MeasuredAction measuredAction(const ActionRecord& r, const Action& action)
+{
+    MeasuredAction a;
+    a.action = action;
+    a.step = r.step;
+    a.startUs = r.startUs;
+    a.endUs = r.endUs;
+    a.waitUs = r.waitUs;
+    a.computeUs = r.computeUs;
+    a.bytesSent = static_cast<std::int64_t>(r.bytesSent);
+    a.bytesReceived = static_cast<std::int64_t>(r.bytesReceived);
+    a.memoryBytes = static_cast<std::int64_t>(r.memoryBytes);
+    a.activationBytes = static_cast<std::int64_t>(r.activationBytes);
+    return a;
 }
 
 } // namespace
 
-std::vector<double> stepMakespans(const std::vector<std::vector<ActionRecord>>& records)
+MeasuredTrace measuredTrace(const std::vector<std::vector<ActionRecord>>& records, const Schedule& schedule)
 {
-    std::vector<double> makespans;
-    for (const auto& rank : records) {
-        for (const ActionRecord& r : rank) {
-            if (static_cast<std::size_t>(r.step) >= makespans.size())
-                makespans.resize(static_cast<std::size_t>(r.step) + 1, 0.0);
-            makespans[static_cast<std::size_t>(r.step)]
-                = std::max(makespans[static_cast<std::size_t>(r.step)], r.endUs);
-        }
+    MeasuredTrace trace;
+    for (std::size_t r = 0; r < records.size(); ++r) {
+        MeasuredRank rank { static_cast<int>(r), {} };
+        for (const ActionRecord& rec : records[r])
+            rank.actions.push_back(measuredAction(rec, schedule.order.at(r).at(static_cast<std::size_t>(rec.index))));
+        trace.ranks.push_back(std::move(rank));
     }
-    return makespans;
+    setStepsFromActions(trace);
+    return trace;
 }
 
-int medianStep(const std::vector<double>& makespans)
+MeasuredCorrectness measuredCorrectness(const CorrectnessReport& report)
 {
-    if (makespans.empty())
-        return 0;
-    std::vector<int> steps(makespans.size());
-    std::iota(steps.begin(), steps.end(), 0);
-    std::stable_sort(steps.begin(), steps.end(),
-        [&](int a, int b) { return makespans[static_cast<std::size_t>(a)] < makespans[static_cast<std::size_t>(b)]; });
-    return steps[(steps.size() - 1) / 2];
+    MeasuredCorrectness c;
+    c.passed = report.passed;
+    c.maxLossError = report.maxLossError;
+    c.maxGradError = report.maxGradError;
+    c.lossThreshold = report.thresholds.loss;
+    c.gradThreshold = report.thresholds.grad;
+    c.message = report.failure;
+    for (const LossCheck& l : report.losses)
+        c.losses.push_back({ l.microbatch, l.loss, l.reference, l.error });
+    return c;
 }
 
-nlohmann::ordered_json measuredJson(const MeasuredRun& run, const Schedule& schedule)
-{
-    const std::vector<double> makespans = stepMakespans(run.records);
-    ojson j;
-    j["format_version"] = kMeasuredFormatVersion;
-    j["command"] = run.command;
-    j["host"] = run.host;
-    j["cpu"] = run.cpu;
-    j["device"] = run.device;
-    j["mpi_version"] = run.mpiVersion;
-    j["backend"] = run.backend;
-    j["comm"] = run.comm;
-    if (!run.backendChoice.empty())
-        j["backend_choice"] = run.backendChoice;
-    j["variant"] = run.variant;
-    j["threads"] = run.threads;
-    j["warmup"] = run.warmup;
-    j["correctness"] = correctnessJson(run.correctness);
-    ojson steps = ojson::array();
-    for (std::size_t s = 0; s < makespans.size(); ++s)
-        steps.push_back({ { "step", static_cast<int>(s) }, { "makespan_us", makespans[s] } });
-    j["steps"] = steps;
-    j["median_step"] = medianStep(makespans);
-    j["warnings"] = run.warnings;
-    j["ranks"] = ranksJson(run, schedule);
-    j["project"] = run.project;
-    return j;
-}
-
-Timeline measuredTimeline(const MeasuredRun& run, const Schedule& schedule, int step)
+Timeline measuredTimeline(const MeasuredTrace& trace, const Schedule& schedule, int step)
 {
     Timeline t;
     t.source = "measured";
-    t.backend = run.comm;
-    t.ranks.resize(run.records.size());
+    t.backend = trace.comm;
+    t.ranks.resize(trace.ranks.size());
     OpWhere where;
-    for (std::size_t r = 0; r < run.records.size(); ++r) {
+    for (std::size_t r = 0; r < trace.ranks.size(); ++r) {
         RankTimeline& rank = t.ranks[r];
-        for (const ActionRecord& rec : run.records[r]) {
+        for (const MeasuredAction& rec : trace.ranks[r].actions) {
             if (rec.step != step)
                 continue;
-            const Action& a = schedule.order[r][static_cast<std::size_t>(rec.index)];
+            const Action& a = rec.action;
             const int slice = static_cast<int>(rank.slices.size());
-            rank.slices.push_back(actionSlice(a, rec));
+            rank.slices.push_back(actionSlice(rec));
             rank.memory.push_back(TimelineMemorySample {
                 rec.endUs, static_cast<double>(rec.memoryBytes), static_cast<double>(rec.activationBytes), -1 });
             for (int i = 0; i < a.size(); ++i)
@@ -197,21 +146,22 @@ Timeline measuredTimeline(const MeasuredRun& run, const Schedule& schedule, int 
                         = { static_cast<int>(r), slice };
         }
     }
-    addFlows(t, schedule, where, messageBytes(run));
-    t.info = { { "step", step }, { "host", run.host }, { "cpu", run.cpu }, { "device", run.device },
-        { "backend", run.backend }, { "comm", run.comm }, { "mpi_version", run.mpiVersion }, { "variant", run.variant },
-        { "command", run.command }, { "schedule", std::string(kindName(schedule.kind)) }, { "ranks", schedule.ranks },
+    addFlows(t, schedule, where, messageBytes(trace));
+    t.info = { { "step", step }, { "host", trace.host }, { "cpu", trace.cpu }, { "device", trace.device },
+        { "backend", trace.backend }, { "comm", trace.comm }, { "mpi_version", trace.mpiVersion },
+        { "variant", trace.variant }, { "command", trace.command },
+        { "schedule", std::string(kindName(schedule.kind)) }, { "ranks", schedule.ranks },
         { "microbatches", schedule.microbatches }, { "stages", schedule.stages } };
     return t;
 }
 
-void writeMeasuredOutputs(const MeasuredRun& run, const Schedule& schedule, const std::filesystem::path& output,
+void writeMeasuredOutputs(const MeasuredTrace& trace, const Schedule& schedule, const std::filesystem::path& output,
     const std::filesystem::path& traceDir)
 {
-    writeFileAtomic(output, measuredJson(run, schedule).dump(2, ' ', false, ojson::error_handler_t::replace) + "\n");
+    writeFileAtomic(output, serializeMeasured(trace));
     if (traceDir.empty())
         return;
-    const Timeline timeline = measuredTimeline(run, schedule, medianStep(stepMakespans(run.records)));
+    const Timeline timeline = measuredTimeline(trace, schedule, trace.medianStep);
     writeChromeTracePerRank(timeline, traceDir);
     writeChromeTrace(timeline, traceDir / "combined.trace.json");
 }

@@ -1,60 +1,37 @@
 #pragma once
-// What rank 0 writes after a run: measured.json (format in docs/worker-protocol.md) and, on request, Chrome
-// traces of the median step (one per rank with distributedInfo, plus a combined one).
+// What rank 0 writes after a run: measured.json (the measured trace of trace/measured.h, written with its
+// one writer, serializeMeasured) and, on request, Chrome traces of the median step (one per rank with
+// distributedInfo, plus a combined one).
 #include "correctness.h"
 #include "executor.h"
 #include "schedule/schedule.h"
 #include "trace/chrometrace.h"
-
-#include <nlohmann/json.hpp>
+#include "trace/measured.h"
 
 #include <filesystem>
-#include <string>
 #include <vector>
 
 namespace dps::runtime {
 
-/// Newest measured.json format the worker writes.
-inline constexpr int kMeasuredFormatVersion = 1;
+/// The measured trace of a run's records: records[r] = rank r's records of the measured steps (step
+/// numbered from 0 after the warm-up), each action named from schedule.order[r][index]; steps and
+/// medianStep set (setStepsFromActions). The header, correctness, warnings and project are left to the
+/// caller. Throws std::out_of_range when a record's index is not in its rank's order.
+MeasuredTrace measuredTrace(const std::vector<std::vector<ActionRecord>>& records, const Schedule& schedule);
 
-/// Everything measured.json holds.
-struct MeasuredRun {
-    std::string command;
-    std::string host;
-    std::string cpu;
-    std::string device; ///< the backend's device description
-    std::string mpiVersion;
-    std::string backend; ///< "cpu", "cuda"
-    std::string comm; ///< "mpi", "thread", "nccl", "mpi-host"
-    /// How the backend and comm were chosen (JobChoice::description), e.g. "backend cpu, comm mpi: cpu
-    /// (auto: cuda: not built)"; written as backend_choice when not empty.
-    std::string backendChoice;
-    std::string variant;
-    int threads = 1;
-    int warmup = 0;
-    CorrectnessReport correctness;
-    /// records[r] = rank r's records of the measured steps (step numbered from 0 after the warm-up).
-    std::vector<std::vector<ActionRecord>> records;
-    nlohmann::ordered_json project; ///< the project that ran
-    std::vector<std::string> warnings;
-};
-
-/// Makespan of each measured step: the latest action end over all ranks (µs).
-std::vector<double> stepMakespans(const std::vector<std::vector<ActionRecord>>& records);
-/// The step whose makespan is the median (the lower one of the middle two for an even count); 0 when none.
-int medianStep(const std::vector<double>& makespans);
-
-/// The measured.json document.
-nlohmann::ordered_json measuredJson(const MeasuredRun& run, const Schedule& schedule);
+/// The correctness section of measured.json: the report's pass, maxima, thresholds, failure message and
+/// per-microbatch losses. Never throws.
+MeasuredCorrectness measuredCorrectness(const CorrectnessReport& report);
 
 /// The measured timeline of one step: one slice per action (an overlapped slot's halves both span it),
 /// memory after every action, and a flow for every message between ranks (sent at the producer's end,
-/// arrived when the consumer stopped waiting).
-Timeline measuredTimeline(const MeasuredRun& run, const Schedule& schedule, int step);
+/// arrived when the consumer stopped waiting). Times in µs, bytes in bytes. Never throws.
+Timeline measuredTimeline(const MeasuredTrace& trace, const Schedule& schedule, int step);
 
-/// Writes measured.json atomically and, when traceDir is not empty, the median step's traces: one per
-/// rank (rank<r>.trace.json) and combined.trace.json. Throws IoError naming the file.
-void writeMeasuredOutputs(const MeasuredRun& run, const Schedule& schedule, const std::filesystem::path& output,
+/// Writes measured.json atomically (serializeMeasured, writeFileAtomic) and, when traceDir is not empty,
+/// the median step's traces: one per rank (rank<r>.trace.json) and combined.trace.json. Throws IoError
+/// naming the file.
+void writeMeasuredOutputs(const MeasuredTrace& trace, const Schedule& schedule, const std::filesystem::path& output,
     const std::filesystem::path& traceDir);
 
 } // namespace dps::runtime

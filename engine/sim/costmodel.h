@@ -40,6 +40,21 @@ struct CostModel {
     double transferTime(double bytes) const;
 };
 
+/// Per-stage cost numbers (µs) that replace the model-derived ones where set (typed by the user in a project,
+/// or fitted by calibrate()); each unset field falls back to the model-derived value.
+struct StageCostOverride {
+    std::optional<double> forwardUs, inputGradUs, weightGradUs, backwardUs, overlapUs;
+};
+
+/// A cost file's content: measured or fitted costs that replace the model-derived ones (`costs.json`,
+/// docs/project-format.md; read and written by engine/project's parseCostsFile and serializeCostsFile).
+struct CostsFile {
+    std::vector<StageCostOverride> stages; ///< by stage index
+    std::optional<double> overlapFactor;
+    std::optional<double> latencyUs; ///< µs
+    std::optional<double> bandwidthBytesPerUs; ///< bytes/µs; 0 = unlimited
+};
+
 /// Uniform costs typed on the command line (flags --cost-f ... --bandwidth).
 struct UniformCosts {
     double f = 1.0;

@@ -2,20 +2,21 @@
 
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "project/project.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <limits>
+#include <numeric>
+#include <optional>
 
 namespace dps {
 
 namespace {
 
-using nlohmann::json;
-using ordered = nlohmann::ordered_json;
+// Keys in file order, read and written, so that the recorded project keeps its key order.
+using json = nlohmann::ordered_json;
 
 /// Reads fields of one JSON object, naming `path` in every error.
 class Fields {
@@ -55,6 +56,14 @@ public:
         if (!value->is_number())
             fail(name(key), "must be a number");
         return value->get<double>();
+    }
+    /// A number that may be null (NaN, a diverged run's loss: JSON has no NaN and the writer gives null).
+    double numberOrNull(const char* key, bool required) const
+    {
+        const json* value = required ? &require(key) : find(key);
+        if (value && value->is_null())
+            return std::numeric_limits<double>::quiet_NaN();
+        return number(key, required);
     }
     std::int64_t integer(const char* key, bool required) const
     {
@@ -104,6 +113,7 @@ MeasuredAction readAction(const Fields& f, const std::string& path)
     a.startUs = f.number("start_us", true);
     a.endUs = f.number("end_us", true);
     a.waitUs = f.number("wait_us", false);
+    a.computeUs = f.number("compute_us", false);
     a.bytesSent = f.integer("bytes_sent", false);
     a.bytesReceived = f.integer("bytes_received", false);
     a.memoryBytes = f.integer("memory_bytes", false);
@@ -134,13 +144,21 @@ MeasuredCorrectness readCorrectness(const Fields& top)
     if (!passed.is_boolean())
         f.fail("correctness.passed", "must be true or false");
     c.passed = passed.get<bool>();
-    c.maxLossError = f.number("max_loss_error", false);
-    c.maxGradError = f.number("max_grad_error", false);
+    c.maxLossError = f.numberOrNull("max_loss_error", false);
+    c.maxGradError = f.numberOrNull("max_grad_error", false);
     c.message = f.text("message");
     if (const json* t = f.find("thresholds")) {
         const Fields tf = f.child(*t, "correctness.thresholds");
         c.lossThreshold = tf.number("loss", false);
         c.gradThreshold = tf.number("grad", false);
+    }
+    if (f.find("losses")) {
+        const json& losses = f.array("losses");
+        for (std::size_t i = 0; i < losses.size(); ++i) {
+            const Fields lf = f.child(losses[i], "correctness.losses[" + std::to_string(i) + "]");
+            c.losses.push_back({ static_cast<int>(lf.integer("microbatch", true)), lf.numberOrNull("loss", true),
+                lf.numberOrNull("reference", true), lf.numberOrNull("error", true) });
+        }
     }
     return c;
 }
@@ -161,14 +179,28 @@ void readHeader(const Fields& f, MeasuredTrace& t)
     t.command = f.text("command");
     t.host = f.text("host");
     t.cpu = f.text("cpu");
+    t.device = f.text("device");
     t.mpiVersion = f.text("mpi_version");
     t.backend = f.text("backend");
     t.comm = f.text("comm");
+    t.backendChoice = f.text("backend_choice");
     t.variant = f.text("variant");
     t.threads = f.find("threads") ? static_cast<int>(f.integer("threads", false)) : 1;
     t.warmup = static_cast<int>(f.integer("warmup", false));
     if (const json* project = f.find("project"); project && !project->is_null())
-        t.projectJson = project->dump();
+        t.projectJson = project->dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void readWarnings(const Fields& f, MeasuredTrace& t)
+{
+    if (!f.find("warnings"))
+        return;
+    const json& warnings = f.array("warnings");
+    for (std::size_t i = 0; i < warnings.size(); ++i) {
+        if (!warnings[i].is_string())
+            f.fail("warnings[" + std::to_string(i) + "]", "must be a string");
+        t.warnings.push_back(warnings[i].get<std::string>());
+    }
 }
 
 void readSteps(const Fields& f, MeasuredTrace& t)
@@ -181,14 +213,15 @@ void readSteps(const Fields& f, MeasuredTrace& t)
     t.medianStep = static_cast<int>(f.integer("median_step", true));
 }
 
-ordered actionJson(const MeasuredAction& a)
+json actionJson(const MeasuredAction& a)
 {
-    ordered o;
+    json o;
     o["action"] = toString(a.action);
     o["step"] = a.step;
     o["start_us"] = a.startUs;
     o["end_us"] = a.endUs;
     o["wait_us"] = a.waitUs;
+    o["compute_us"] = a.computeUs;
     o["bytes_sent"] = a.bytesSent;
     o["bytes_received"] = a.bytesReceived;
     o["memory_bytes"] = a.memoryBytes;
@@ -196,15 +229,19 @@ ordered actionJson(const MeasuredAction& a)
     return o;
 }
 
-ordered correctnessJson(const MeasuredCorrectness& c)
+json correctnessJson(const MeasuredCorrectness& c)
 {
-    ordered o;
+    json o;
     o["passed"] = c.passed;
     o["max_loss_error"] = c.maxLossError;
     o["max_grad_error"] = c.maxGradError;
-    o["thresholds"] = ordered { { "loss", c.lossThreshold }, { "grad", c.gradThreshold } };
+    o["thresholds"] = json { { "loss", c.lossThreshold }, { "grad", c.gradThreshold } };
     if (!c.message.empty())
         o["message"] = c.message;
+    o["losses"] = json::array();
+    for (const MeasuredLoss& l : c.losses)
+        o["losses"].push_back(json {
+            { "microbatch", l.microbatch }, { "loss", l.loss }, { "reference", l.reference }, { "error", l.error } });
     return o;
 }
 
@@ -234,7 +271,7 @@ MeasuredTrace parseMeasured(const std::string& text, const std::string& source)
     json root;
     try {
         root = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) { // parse_error, and out_of_range for a number too large for a double
         throw FormatError(source + ": not valid JSON: " + e.what());
     }
     const Fields f(root, "", source);
@@ -244,6 +281,7 @@ MeasuredTrace parseMeasured(const std::string& text, const std::string& source)
     readHeader(f, t);
     t.correctness = readCorrectness(f);
     readSteps(f, t);
+    readWarnings(f, t);
     const json& ranks = f.array("ranks");
     for (std::size_t i = 0; i < ranks.size(); ++i) {
         const std::string p = "ranks[" + std::to_string(i) + "]";
@@ -259,32 +297,85 @@ MeasuredTrace loadMeasured(const std::filesystem::path& path)
 
 std::string serializeMeasured(const MeasuredTrace& t)
 {
-    ordered o;
+    json o;
     o["format_version"] = t.formatVersion;
     o["command"] = t.command;
     o["host"] = t.host;
     o["cpu"] = t.cpu;
+    o["device"] = t.device;
     o["mpi_version"] = t.mpiVersion;
     o["backend"] = t.backend;
     o["comm"] = t.comm;
+    if (!t.backendChoice.empty())
+        o["backend_choice"] = t.backendChoice;
     o["variant"] = t.variant;
     o["threads"] = t.threads;
     o["warmup"] = t.warmup;
     o["correctness"] = correctnessJson(t.correctness);
-    o["steps"] = ordered::array();
+    o["steps"] = json::array();
     for (const MeasuredStep& s : t.steps)
-        o["steps"].push_back(ordered { { "step", s.step }, { "makespan_us", s.makespanUs } });
+        o["steps"].push_back(json { { "step", s.step }, { "makespan_us", s.makespanUs } });
     o["median_step"] = t.medianStep;
-    o["ranks"] = ordered::array();
+    o["warnings"] = t.warnings;
+    o["ranks"] = json::array();
     for (const MeasuredRank& r : t.ranks) {
-        ordered rank { { "rank", r.rank }, { "actions", ordered::array() } };
+        json rank { { "rank", r.rank }, { "actions", json::array() } };
         for (const MeasuredAction& a : r.actions)
             rank["actions"].push_back(actionJson(a));
         o["ranks"].push_back(std::move(rank));
     }
-    if (!t.projectJson.empty())
-        o["project"] = ordered::parse(t.projectJson);
-    return o.dump(2) + "\n";
+    if (!t.projectJson.empty()) {
+        try {
+            o["project"] = json::parse(t.projectJson);
+        } catch (const json::parse_error& e) {
+            throw FormatError(std::string("measured trace: project: not valid JSON: ") + e.what());
+        }
+    }
+    return o.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+void setStepsFromActions(MeasuredTrace& trace)
+{
+    std::vector<double> makespans;
+    for (const MeasuredRank& r : trace.ranks)
+        for (const MeasuredAction& a : r.actions) {
+            if (a.step < 0)
+                continue;
+            const auto step = static_cast<std::size_t>(a.step);
+            if (step >= makespans.size())
+                makespans.resize(step + 1, 0.0);
+            makespans[step] = std::max(makespans[step], a.endUs);
+        }
+    trace.steps.clear();
+    for (std::size_t s = 0; s < makespans.size(); ++s)
+        trace.steps.push_back({ static_cast<int>(s), makespans[s] });
+    std::vector<int> order(makespans.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+        [&](int a, int b) { return makespans[static_cast<std::size_t>(a)] < makespans[static_cast<std::size_t>(b)]; });
+    trace.medianStep = order.empty() ? 0 : order[(order.size() - 1) / 2];
+}
+
+std::vector<MeasuredSlot> measuredSlots(const MeasuredTrace& trace)
+{
+    std::vector<MeasuredSlot> slots;
+    for (const MeasuredRank& r : trace.ranks)
+        for (const MeasuredAction& a : r.actions)
+            slots.push_back({ r.rank, a.step, a.action, a.startUs, a.endUs, a.waitUs, a.bytesReceived });
+    return slots;
+}
+
+int measuredStageCount(const MeasuredTrace& trace, const Project* project)
+{
+    std::optional<Project> recorded;
+    if (!project && !trace.projectJson.empty()) {
+        recorded = parseProject(trace.projectJson, "the project recorded in the measured trace");
+        project = &*recorded;
+    }
+    if (!project)
+        return slotStageCount(measuredSlots(trace));
+    const Variant* variant = trace.variant.empty() ? nullptr : project->find(trace.variant);
+    return stageCount(variant ? *variant : project->active());
 }
 
 } // namespace dps

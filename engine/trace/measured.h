@@ -1,7 +1,9 @@
 #pragma once
-// The measured trace of a run (measured.json, written by rank 0 of dpstudio-worker; format in issue 4
-// and docs/worker-protocol.md) as plain structs. Shared by the CLI (report, calibrate) and the GUI.
+// The measured trace of a run (measured.json; format in docs/worker-protocol.md) as plain structs, its one
+// reader and its one writer: rank 0 of dpstudio-worker writes it with serializeMeasured, the CLI (report,
+// calibrate) and the GUI read it with parseMeasured/loadMeasured.
 #include "schedule/action.h"
+#include "sim/calibrate.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -10,7 +12,10 @@
 
 namespace dps {
 
-/// Newest measured-trace format this build reads and writes.
+struct Project;
+
+/// Newest measured-trace format this build reads and writes (the worker writes it, the readers refuse
+/// a newer one).
 inline constexpr int kMeasuredFormatVersion = 1;
 
 /// One executed action (a slot: an overlapped pair is one entry) of one measured step. Times in µs since
@@ -21,6 +26,7 @@ struct MeasuredAction {
     double startUs = 0.0;
     double endUs = 0.0;
     double waitUs = 0.0; ///< part of [start, end] spent waiting for incoming data
+    double computeUs = 0.0; ///< part of [start, end] spent computing (compute_us; the rest is overhead)
     std::int64_t bytesSent = 0;
     std::int64_t bytesReceived = 0;
     std::int64_t memoryBytes = 0; ///< everything live in the allocator after the action
@@ -35,6 +41,16 @@ struct MeasuredRank {
     std::vector<MeasuredAction> actions; ///< in execution order, all measured steps
 };
 
+/// One microbatch's loss against the sequential reference (correctness.losses).
+struct MeasuredLoss {
+    int microbatch = 0;
+    double loss = 0.0; ///< NaN when the run diverged (written as null)
+    double reference = 0.0;
+    double error = 0.0; ///< relative error
+};
+
+/// The correctness check (correctness). Its errors and losses are NaN where the file has null (a diverged
+/// run), and written back as null.
 struct MeasuredCorrectness {
     bool passed = false;
     double maxLossError = 0.0;
@@ -42,6 +58,7 @@ struct MeasuredCorrectness {
     double lossThreshold = 0.0;
     double gradThreshold = 0.0;
     std::string message; ///< "message" when the worker gave one (e.g. the stage and parameter at fault)
+    std::vector<MeasuredLoss> losses; ///< by microbatch
 };
 
 struct MeasuredStep {
@@ -55,14 +72,19 @@ struct MeasuredTrace {
     std::string command; ///< the dpstudio command line that ran
     std::string host;
     std::string cpu;
+    std::string device; ///< the backend's device description
     std::string mpiVersion;
     std::string backend; ///< "cpu" or "cuda"
-    std::string comm; ///< "mpi" or "nccl"
+    std::string comm; ///< "mpi", "thread", "nccl" or "mpi-host"
+    /// How the backend and comm were chosen (backend_choice), e.g. "backend cpu, comm mpi: cpu (auto: cuda:
+    /// not built)"; "" when the file has none (then it is not written either).
+    std::string backendChoice;
     MeasuredCorrectness correctness;
     std::vector<MeasuredStep> steps;
     int medianStep = 0; ///< index into steps' step numbers
+    std::vector<std::string> warnings; ///< the worker's warnings (e.g. a bf16 project run in fp32 on CPU)
     std::vector<MeasuredRank> ranks;
-    std::string projectJson; ///< the project that ran, as JSON text ("" when absent)
+    std::string projectJson; ///< the project that ran, as JSON text, keys in file order ("" when absent)
     std::string variant;
     int threads = 1;
     int warmup = 0;
@@ -73,14 +95,30 @@ struct MeasuredTrace {
     std::vector<const MeasuredAction*> actionsOf(int rank, int step) const;
 };
 
+/// Sets `steps` from the ranks' actions as the worker defines them: the makespan of each measured step
+/// 0 … (largest step) is the latest end over all ranks (µs; 0 for a step with no action), and `medianStep`
+/// the step whose makespan is the median (the lower of the middle two for an even count; 0 for none).
+/// Never throws.
+void setStepsFromActions(MeasuredTrace& trace);
+
 /// Parses measured.json text. Throws FormatError naming the field at fault ("ranks[0].actions[3].end_us:
 /// missing"), an action text that does not parse, or a newer format_version (naming both versions).
 /// `source` names the file in messages.
 MeasuredTrace parseMeasured(const std::string& text, const std::string& source = "measured.json");
 /// Reads and parses a file. Throws IoError when it cannot be read, FormatError as parseMeasured.
 MeasuredTrace loadMeasured(const std::filesystem::path& path);
-/// Serialises in the same format (2-space indent, final newline); parseMeasured(serializeMeasured(t))
-/// gives t back.
+/// Serialises as measured.json (documented key order, 2-space indent, final newline; text that is not
+/// valid UTF-8 is replaced by U+FFFD); the worker writes its files with it. parseMeasured(serializeMeasured(t))
+/// gives t back, and serializeMeasured(parseMeasured(text)) gives back the text of a file the worker wrote.
+/// Throws FormatError when projectJson is neither empty nor JSON text (never for a trace parseMeasured gave).
 std::string serializeMeasured(const MeasuredTrace& trace);
+
+/// The trace's slots in the neutral form calibrate() (sim/calibrate.h) fits: every action of every rank
+/// and measured step, in file order. Never throws.
+std::vector<MeasuredSlot> measuredSlots(const MeasuredTrace& trace);
+/// Number of model stages of the run: from `project` when given (the trace's variant, else its active
+/// one), else from the project recorded in the trace, else from the actions (slotStageCount). Throws
+/// FormatError when a recorded project does not parse or `project` has no active variant.
+int measuredStageCount(const MeasuredTrace& trace, const Project* project = nullptr);
 
 } // namespace dps

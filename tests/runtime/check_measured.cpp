@@ -6,12 +6,12 @@
 // Checks: rank 0's part of the progress stream starts with hello and ends with done; the correctness
 // check passed; every action of every rank appears exactly once per measured step, in the schedule's order;
 // times are consistent; each rank's peak activation_bytes equals the simulator's peak activation bytes for
-// the same schedule and model (4-byte elements on CPU); the traces exist. Exit 0 when all hold, 1 otherwise.
+// the same schedule and model (4-byte elements on CPU); the traces exist; the measured-trace reader reads the
+// file and its writer gives the same text back. Exit 0 when all hold, 1 otherwise.
+#include "base/fileio.h"
 #include "project/project.h"
 #include "sim/simulator.h"
-#ifdef DPS_CHECK_WITH_LAUNCH
 #include "trace/measured.h"
-#endif
 
 #include <nlohmann/json.hpp>
 
@@ -150,11 +150,12 @@ int main(int argc, char** argv)
         checkMeasured(project, *variant, measured, steps);
         if (argc > 6)
             checkTraces(argv[6], variant->ranks);
-#ifdef DPS_CHECK_WITH_LAUNCH
-        const dps::MeasuredTrace trace = dps::loadMeasured(argv[3]);
+        const std::string text = dps::readTextFile(argv[3]);
+        const dps::MeasuredTrace trace = dps::parseMeasured(text, argv[3]);
         if (trace.ranks.size() != static_cast<std::size_t>(variant->ranks))
-            fail("the launcher's reader sees " + std::to_string(trace.ranks.size()) + " ranks");
-#endif
+            fail("the measured-trace reader sees " + std::to_string(trace.ranks.size()) + " ranks");
+        if (dps::serializeMeasured(trace) != text)
+            fail(std::string("serializeMeasured(parseMeasured(text)) differs from the worker's ") + argv[3]);
     } catch (const std::exception& e) {
         fail(e.what());
     }

@@ -158,6 +158,23 @@ TEST(Worker, RunsAVariantAndWritesTheMeasuredTraceAndChromeTraces)
             EXPECT_TRUE(first.contains(key)) << key;
         EXPECT_NO_THROW(dps::parseAction(first["action"].get<std::string>()));
     }
+    // The documented keys, in the order the worker has always written them (docs/worker-protocol.md).
+    std::ifstream in(o.output);
+    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(in);
+    std::vector<std::string> keys;
+    for (const auto& item : ordered.items())
+        keys.push_back(item.key());
+    EXPECT_EQ(keys,
+        (std::vector<std::string> { "format_version", "command", "host", "cpu", "device", "mpi_version", "backend",
+            "comm", "backend_choice", "variant", "threads", "warmup", "correctness", "steps", "median_step", "warnings",
+            "ranks", "project" }));
+    std::vector<std::string> actionKeys;
+    for (const auto& item : ordered["ranks"][0]["actions"][0].items())
+        actionKeys.push_back(item.key());
+    EXPECT_EQ(actionKeys,
+        (std::vector<std::string> { "action", "step", "start_us", "end_us", "wait_us", "compute_us", "bytes_sent",
+            "bytes_received", "memory_bytes", "activation_bytes" }));
+    EXPECT_EQ(m["correctness"]["losses"].size(), 6u); // one per microbatch
     for (const char* name : { "rank0.trace.json", "rank1.trace.json", "combined.trace.json" })
         EXPECT_TRUE(fs::exists(dir.path() / "traces" / name)) << name;
     const json trace = readJson(dir.path() / "traces" / "rank1.trace.json");

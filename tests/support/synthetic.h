@@ -44,7 +44,7 @@ inline MeasuredTrace syntheticTrace(const Schedule& schedule, const CostModel& c
     t.mpiVersion = "none";
     t.backend = "cpu";
     t.comm = "mpi";
-    t.correctness = { true, 1e-9, 1e-12, 1e-6, 1e-10, "" };
+    t.correctness = { true, 1e-9, 1e-12, 1e-6, 1e-10, "", {} };
     for (int s = 0; s < steps; ++s)
         t.steps.push_back({ s, sim.makespanUs });
     t.medianStep = steps / 2;

@@ -1,11 +1,15 @@
 // measured.json: reading the documented format, round trip, and refusing what it cannot read.
 #include "trace/measured.h"
 #include "base/errors.h"
+#include "base/fileio.h"
+#include "project/project.h"
 #include "schedule/generator.h"
 #include "sim/costmodel.h"
 #include "support/synthetic.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 using namespace dps;
 
@@ -121,9 +125,151 @@ TEST(Measured, NamesTheFieldAtFault)
     EXPECT_EQ(messageOf(replaced(kSmall, "\"median_step\": 1,", "")), "m.json: median_step: missing");
     EXPECT_NE(messageOf("{").find("not valid JSON"), std::string::npos);
     EXPECT_EQ(messageOf("[]"), "m.json: the top level: must be an object");
+    // Found by fuzzing: a number too large for a double escaped as nlohmann's out_of_range.
+    EXPECT_NE(messageOf("{\"format_version\": 3e888}").find("m.json: not valid JSON"), std::string::npos);
 }
 
 TEST(Measured, LoadReportsAnUnreadableFileAsIoError)
 {
     EXPECT_THROW(loadMeasured("/nonexistent/measured.json"), IoError);
+}
+
+TEST(Measured, RoundTripsARealWorkerFileExactly)
+{
+    const std::string path = DPS_TEST_DATA "/measured/tiny-dualpipev.measured.json";
+    const std::string text = readTextFile(path);
+    const MeasuredTrace t = parseMeasured(text, path);
+    EXPECT_EQ(t.device, "AMD EPYC (OpenBLAS Zen, 1 thread)");
+    EXPECT_EQ(t.backendChoice, "");
+    EXPECT_TRUE(t.warnings.empty());
+    ASSERT_EQ(t.correctness.losses.size(), 4u);
+    EXPECT_EQ(t.correctness.losses[3].microbatch, 3);
+    EXPECT_DOUBLE_EQ(t.correctness.losses[3].loss, 0.3030009361345351);
+    EXPECT_DOUBLE_EQ(t.correctness.losses[3].reference, 0.3030009361345351);
+    EXPECT_DOUBLE_EQ(t.correctness.losses[3].error, 0.0);
+    ASSERT_FALSE(t.ranks.empty());
+    EXPECT_DOUBLE_EQ(t.ranks[0].actions[0].computeUs, 21.141);
+    EXPECT_EQ(serializeMeasured(t), text);
+}
+
+TEST(Measured, ReadsAndWritesTheWorkersExtraFields)
+{
+    const std::string text
+        = replaced(replaced(replaced(kSmall, "\"comm\": \"mpi\",",
+                                "\"comm\": \"mpi\", \"device\": \"EPYC (OpenBLAS Zen)\", "
+                                "\"backend_choice\": \"backend cpu, comm mpi: cpu\","),
+                       "\"median_step\": 1,", "\"median_step\": 1, \"warnings\": [\"bf16 runs in fp32\"],"),
+            "\"grad\": 1e-10}}",
+            "\"grad\": 1e-10}, \"losses\": [{\"microbatch\": 0, \"loss\": 0.5, \"reference\": 0.25, \"error\": 1}, "
+            "{\"microbatch\": 1, \"loss\": null, \"reference\": 0.25, \"error\": null}]}");
+    const MeasuredTrace t
+        = parseMeasured(replaced(text, "\"wait_us\": 0.5,", "\"wait_us\": 0.5, \"compute_us\": 7.25,"));
+    EXPECT_EQ(t.device, "EPYC (OpenBLAS Zen)");
+    EXPECT_EQ(t.backendChoice, "backend cpu, comm mpi: cpu");
+    EXPECT_EQ(t.warnings, std::vector<std::string> { "bf16 runs in fp32" });
+    ASSERT_EQ(t.correctness.losses.size(), 2u);
+    EXPECT_EQ(t.correctness.losses[0].microbatch, 0);
+    EXPECT_DOUBLE_EQ(t.correctness.losses[0].loss, 0.5);
+    EXPECT_DOUBLE_EQ(t.correctness.losses[0].error, 1.0);
+    EXPECT_TRUE(std::isnan(t.correctness.losses[1].loss)); // a diverged microbatch: null in the file
+    EXPECT_DOUBLE_EQ(t.ranks[0].actions[0].computeUs, 7.25);
+    EXPECT_DOUBLE_EQ(t.ranks[0].actions[1].computeUs, 0.0);
+
+    const std::string written = serializeMeasured(t);
+    EXPECT_NE(written.find("\"device\": \"EPYC (OpenBLAS Zen)\",\n  \"mpi_version\""), std::string::npos) << written;
+    EXPECT_NE(written.find("\"comm\": \"mpi\",\n  \"backend_choice\": \"backend cpu, comm mpi: cpu\",\n  \"variant\""),
+        std::string::npos)
+        << written;
+    EXPECT_NE(written.find("\"loss\": null"), std::string::npos) << written;
+    const MeasuredTrace back = parseMeasured(written);
+    EXPECT_EQ(back.warnings, t.warnings);
+    EXPECT_TRUE(std::isnan(back.correctness.losses[1].error));
+    EXPECT_EQ(serializeMeasured(back), written);
+}
+
+TEST(Measured, LeavesOutAnEmptyBackendChoice)
+{
+    const std::string written = serializeMeasured(parseMeasured(kSmall));
+    EXPECT_EQ(written.find("backend_choice"), std::string::npos);
+    EXPECT_NE(written.find("\"warnings\": []"), std::string::npos) << written;
+}
+
+TEST(Measured, NamesTheExtraFieldAtFault)
+{
+    auto messageOf = [](const std::string& text) {
+        try {
+            parseMeasured(text, "m.json");
+        } catch (const FormatError& e) {
+            return std::string(e.what());
+        }
+        return std::string("(accepted)");
+    };
+    EXPECT_EQ(messageOf(replaced(kSmall, "\"median_step\": 1,", "\"median_step\": 1, \"warnings\": [3],")),
+        "m.json: warnings[0]: must be a string");
+    EXPECT_EQ(messageOf(replaced(kSmall, "\"grad\": 1e-10}}", "\"grad\": 1e-10}, \"losses\": [{\"microbatch\": 0}]}")),
+        "m.json: correctness.losses[0].loss: missing");
+    EXPECT_EQ(messageOf(replaced(kSmall, "\"wait_us\": 0.5,", "\"wait_us\": 0.5, \"compute_us\": \"x\",")),
+        "m.json: ranks[0].actions[0].compute_us: must be a number");
+}
+
+TEST(Measured, StepsAndMedianStepFromTheActions)
+{
+    MeasuredTrace t;
+    t.ranks.resize(2);
+    auto add = [&](int rank, int step, double endUs) {
+        MeasuredAction a;
+        a.action = parseAction("0F0");
+        a.step = step;
+        a.endUs = endUs;
+        t.ranks[static_cast<std::size_t>(rank)].actions.push_back(a);
+    };
+    add(0, 0, 50);
+    add(1, 0, 90); // step 0: 90
+    add(0, 1, 70); // step 1: 70
+    add(1, 2, 30);
+    add(0, 2, 120); // step 2: 120
+    add(1, 3, 80); // step 3: 80
+    setStepsFromActions(t);
+    ASSERT_EQ(t.steps.size(), 4u);
+    EXPECT_EQ(t.steps[0].step, 0);
+    EXPECT_DOUBLE_EQ(t.steps[0].makespanUs, 90);
+    EXPECT_DOUBLE_EQ(t.steps[1].makespanUs, 70);
+    EXPECT_DOUBLE_EQ(t.steps[2].makespanUs, 120);
+    EXPECT_DOUBLE_EQ(t.steps[3].makespanUs, 80);
+    EXPECT_EQ(t.medianStep, 3); // 70, 80, 90, 120: the lower of the middle two
+    EXPECT_DOUBLE_EQ(t.medianMakespanUs(), 80);
+
+    MeasuredTrace empty;
+    empty.medianStep = 5;
+    setStepsFromActions(empty);
+    EXPECT_TRUE(empty.steps.empty());
+    EXPECT_EQ(empty.medianStep, 0);
+}
+
+TEST(Measured, SlotsForCalibrationCarryRankStepTimesAndBytes)
+{
+    const std::vector<MeasuredSlot> slots = measuredSlots(parseMeasured(kSmall));
+    ASSERT_EQ(slots.size(), 2u);
+    EXPECT_EQ(slots[1].rank, 0);
+    EXPECT_EQ(slots[1].step, 1);
+    EXPECT_EQ(toString(slots[1].action), "(0F7;7B3)OVERLAP_F_B");
+    EXPECT_DOUBLE_EQ(slots[1].startUs, 2);
+    EXPECT_DOUBLE_EQ(slots[1].endUs, 20);
+    EXPECT_DOUBLE_EQ(slots[1].waitUs, 3);
+    EXPECT_EQ(slots[1].bytesReceived, 512);
+    EXPECT_DOUBLE_EQ(slots[1].busyUs(), 15);
+}
+
+TEST(Measured, StageCountComesFromTheRecordedProject)
+{
+    Project p = defaultProject();
+    MeasuredTrace t;
+    t.projectJson = serializeProject(p);
+    t.variant = "dualpipev";
+    EXPECT_EQ(measuredStageCount(t), 8);
+    EXPECT_EQ(measuredStageCount(MeasuredTrace {}), 0);
+    EXPECT_EQ(measuredStageCount(parseMeasured(kSmall, "m.json"), &p), 8); // variant "v" unknown: the active one
+    EXPECT_EQ(measuredStageCount(parseMeasured(
+                  replaced(kSmall, "\"project\": {\"format_version\": 1, \"variants\": []}", "\"project\": null"))),
+        8); // no project: the largest stage in the actions (7) + 1
 }

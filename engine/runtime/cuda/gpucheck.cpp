@@ -17,7 +17,7 @@
 #include "gpuinfo.h"
 #include "project/project.h"
 #include "runtime/cpubackend.h"
-#include "launch/calibrate.h"
+#include "sim/calibrate.h"
 #include "trace/measured.h"
 #include "launch/report.h"
 #include "base/errors.h"
@@ -412,7 +412,7 @@ int runCompare(const Args& args)
         number("%.0f", actual) + " us vs " + number("%.0f", predicted.makespanUs) + " us ("
             + number("%+.1f%%", 100 * error) + ")",
         "within 10%", std::abs(error) <= 0.10);
-    const launch::Calibration fit = launch::calibrate(measured, launch::measuredStageCount(measured, &project));
+    const Calibration fit = calibrate(measuredSlots(measured), measuredStageCount(measured, &project));
     const std::string overlap = fit.overlapSamples > 0 ? number("%.2f", fit.costs.overlapFactor.value_or(0.0))
             + " x (F + B) over " + std::to_string(fit.overlapSamples) + " slots"
                                                        : std::string("no overlapped slots measured");

@@ -1,29 +1,29 @@
 #include "calibrate.h"
 
+#include "base/format.h"
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <tuple>
 
-namespace dps::launch {
+namespace dps {
 
 namespace {
 
 /// Busy times of single-op slots by stage and kind.
 using Durations = std::vector<std::array<std::vector<double>, 4>>;
 
-Durations collectDurations(const MeasuredTrace& trace, int stages)
+Durations collectDurations(const std::vector<MeasuredSlot>& slots, int stages)
 {
     Durations d(static_cast<std::size_t>(stages));
-    for (const MeasuredRank& r : trace.ranks)
-        for (const MeasuredAction& a : r.actions) {
-            const Op& op = a.action.op;
-            if (a.action.overlapped || op.stage < 0 || op.stage >= stages)
-                continue;
-            d[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(op.kind)].push_back(a.busyUs());
-        }
+    for (const MeasuredSlot& a : slots) {
+        const Op& op = a.action.op;
+        if (a.action.overlapped || op.stage < 0 || op.stage >= stages)
+            continue;
+        d[static_cast<std::size_t>(op.stage)][static_cast<std::size_t>(op.kind)].push_back(a.busyUs());
+    }
     return d;
 }
 
@@ -68,22 +68,21 @@ std::optional<double> backwardTime(const StageCostOverride& s)
     return std::nullopt;
 }
 
-void fitOverlap(const MeasuredTrace& trace, Calibration& c)
+void fitOverlap(const std::vector<MeasuredSlot>& slots, Calibration& c)
 {
     const auto& stages = c.costs.stages;
     auto inRange = [&](int s) { return s >= 0 && static_cast<std::size_t>(s) < stages.size(); };
     std::vector<double> ratios;
-    for (const MeasuredRank& r : trace.ranks)
-        for (const MeasuredAction& a : r.actions) {
-            const Op& f = a.action.op;
-            const Op& b = a.action.backward;
-            if (!a.action.overlapped || !inRange(f.stage) || !inRange(b.stage))
-                continue;
-            const auto forward = stages[static_cast<std::size_t>(f.stage)].forwardUs;
-            const auto backward = backwardTime(stages[static_cast<std::size_t>(b.stage)]);
-            if (forward && backward && *forward + *backward > 0.0)
-                ratios.push_back(a.busyUs() / (*forward + *backward));
-        }
+    for (const MeasuredSlot& a : slots) {
+        const Op& f = a.action.op;
+        const Op& b = a.action.backward;
+        if (!a.action.overlapped || !inRange(f.stage) || !inRange(b.stage))
+            continue;
+        const auto forward = stages[static_cast<std::size_t>(f.stage)].forwardUs;
+        const auto backward = backwardTime(stages[static_cast<std::size_t>(b.stage)]);
+        if (forward && backward && *forward + *backward > 0.0)
+            ratios.push_back(a.busyUs() / (*forward + *backward));
+    }
     c.overlapSamples = static_cast<int>(ratios.size());
     if (!ratios.empty())
         c.costs.overlapFactor = rounded(median(ratios), 1e4);
@@ -98,17 +97,16 @@ struct Produced {
 /// (step, stage, microbatch, is-backward) → where and when the op ended.
 using ProducerKey = std::tuple<int, int, int, bool>;
 
-std::map<ProducerKey, Produced> producers(const MeasuredTrace& trace)
+std::map<ProducerKey, Produced> producers(const std::vector<MeasuredSlot>& slots)
 {
     std::map<ProducerKey, Produced> map;
-    for (const MeasuredRank& r : trace.ranks)
-        for (const MeasuredAction& a : r.actions)
-            for (int i = 0; i < a.action.size(); ++i) {
-                const Op& op = a.action.at(i);
-                if (op.kind == OpKind::W)
-                    continue;
-                map[{ a.step, op.stage, op.microbatch, op.kind != OpKind::F }] = { r.rank, a.endUs };
-            }
+    for (const MeasuredSlot& a : slots)
+        for (int i = 0; i < a.action.size(); ++i) {
+            const Op& op = a.action.at(i);
+            if (op.kind == OpKind::W)
+                continue;
+            map[{ a.step, op.stage, op.microbatch, op.kind != OpKind::F }] = { a.rank, a.endUs };
+        }
     return map;
 }
 
@@ -124,26 +122,25 @@ std::optional<ProducerKey> producerOf(int step, const Op& op, int stages)
 }
 
 /// Transfer-time samples (median per message size): bytes → µs.
-std::map<std::int64_t, std::vector<double>> transferSamples(const MeasuredTrace& trace, int stages)
+std::map<std::int64_t, std::vector<double>> transferSamples(const std::vector<MeasuredSlot>& slots, int stages)
 {
-    const auto produced = producers(trace);
+    const auto produced = producers(slots);
     std::map<std::int64_t, std::vector<double>> bySize;
-    for (const MeasuredRank& r : trace.ranks)
-        for (const MeasuredAction& a : r.actions) {
-            if (a.action.overlapped || a.waitUs <= 0.0 || a.bytesReceived <= 0)
-                continue;
-            const auto key = producerOf(a.step, a.action.op, stages);
-            const auto it = key ? produced.find(*key) : produced.end();
-            if (it == produced.end() || it->second.rank == r.rank)
-                continue;
-            bySize[a.bytesReceived].push_back(a.startUs + a.waitUs - it->second.endUs);
-        }
+    for (const MeasuredSlot& a : slots) {
+        if (a.action.overlapped || a.waitUs <= 0.0 || a.bytesReceived <= 0)
+            continue;
+        const auto key = producerOf(a.step, a.action.op, stages);
+        const auto it = key ? produced.find(*key) : produced.end();
+        if (it == produced.end() || it->second.rank == a.rank)
+            continue;
+        bySize[a.bytesReceived].push_back(a.startUs + a.waitUs - it->second.endUs);
+    }
     return bySize;
 }
 
-void fitP2p(const MeasuredTrace& trace, int stages, Calibration& c)
+void fitP2p(const std::vector<MeasuredSlot>& slots, int stages, Calibration& c)
 {
-    const auto bySize = transferSamples(trace, stages);
+    const auto bySize = transferSamples(slots, stages);
     std::vector<std::pair<double, double>> points; // (bytes, median µs)
     for (const auto& [bytes, times] : bySize) {
         points.emplace_back(double(bytes), median(times));
@@ -176,23 +173,18 @@ void fitP2p(const MeasuredTrace& trace, int stages, Calibration& c)
         c.notes.push_back("transfer time does not grow with message size: bandwidth unlimited");
 }
 
-int largestStage(const MeasuredTrace& trace)
+/// A fitted time (µs) for the table, "-" when it was not fitted.
+std::string timeCell(const std::optional<double>& us)
 {
-    int largest = -1;
-    for (const MeasuredRank& r : trace.ranks)
-        for (const MeasuredAction& a : r.actions)
-            for (int i = 0; i < a.action.size(); ++i)
-                largest = std::max(largest, a.action.at(i).stage);
-    return largest;
+    return padded(us ? formatTime(*us) : "-", 11, true);
 }
 
-std::string optionalText(const std::optional<double>& value, const char* format)
+/// The fitted bandwidth: "unlimited" for 0, "-" when it was not fitted.
+std::string bandwidthText(const std::optional<double>& bytesPerUs)
 {
-    if (!value)
+    if (!bytesPerUs)
         return "-";
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, format, *value);
-    return buffer;
+    return *bytesPerUs == 0.0 ? "unlimited" : formatNumber(*bytesPerUs, 3) + " bytes/µs";
 }
 
 } // namespace
@@ -210,57 +202,50 @@ double median(std::vector<double> values)
     return (lower + upper) / 2.0;
 }
 
-Calibration calibrate(const MeasuredTrace& trace, int stages)
+int slotStageCount(const std::vector<MeasuredSlot>& slots)
+{
+    int largest = -1;
+    for (const MeasuredSlot& a : slots)
+        for (int i = 0; i < a.action.size(); ++i)
+            largest = std::max(largest, a.action.at(i).stage);
+    return largest + 1;
+}
+
+Calibration calibrate(const std::vector<MeasuredSlot>& slots, int stages)
 {
     if (stages <= 0)
-        stages = largestStage(trace) + 1;
+        stages = slotStageCount(slots);
     Calibration c;
-    fitStages(collectDurations(trace, stages), c);
+    fitStages(collectDurations(slots, stages), c);
     for (std::size_t s = 0; s < c.samples.size(); ++s)
         if (c.samples[s][0] + c.samples[s][1] + c.samples[s][2] + c.samples[s][3] == 0)
             c.notes.push_back("stage " + std::to_string(s) + ": no slot of it ran alone; its costs are kept");
-    fitOverlap(trace, c);
+    fitOverlap(slots, c);
     if (c.overlapSamples == 0 && !c.costs.overlapFactor)
         c.notes.push_back("no overlapped slot could be fitted: overlap factor kept");
-    fitP2p(trace, stages, c);
+    fitP2p(slots, stages, c);
     return c;
-}
-
-int measuredStageCount(const MeasuredTrace& trace, const Project* project)
-{
-    std::optional<Project> recorded;
-    if (!project && !trace.projectJson.empty()) {
-        recorded = parseProject(trace.projectJson, "the project recorded in the measured trace");
-        project = &*recorded;
-    }
-    if (!project)
-        return largestStage(trace) + 1;
-    const Variant* variant = trace.variant.empty() ? nullptr : project->find(trace.variant);
-    return stageCount(variant ? *variant : project->active());
 }
 
 std::string formatCalibration(const Calibration& c)
 {
-    std::string text = "stage        F µs        I µs        W µs        B µs   samples F/I/W/B\n";
+    std::string text = "stage " + padded("F", 11, true) + " " + padded("I", 11, true) + " " + padded("W", 11, true)
+        + " " + padded("B", 11, true) + "   samples F/I/W/B\n";
     for (std::size_t s = 0; s < c.costs.stages.size(); ++s) {
         const StageCostOverride& o = c.costs.stages[s];
-        char line[256];
-        std::snprintf(line, sizeof line, "%5zu %11s %11s %11s %11s   %d/%d/%d/%d\n", s,
-            optionalText(o.forwardUs, "%.2f").c_str(), optionalText(o.inputGradUs, "%.2f").c_str(),
-            optionalText(o.weightGradUs, "%.2f").c_str(), optionalText(o.backwardUs, "%.2f").c_str(), c.samples[s][0],
-            c.samples[s][1], c.samples[s][2], c.samples[s][3]);
-        text += line;
+        const auto& n = c.samples[s];
+        text += padded(std::to_string(s), 5, true) + " " + timeCell(o.forwardUs) + " " + timeCell(o.inputGradUs) + " "
+            + timeCell(o.weightGradUs) + " " + timeCell(o.backwardUs) + "   " + std::to_string(n[0]) + "/"
+            + std::to_string(n[1]) + "/" + std::to_string(n[2]) + "/" + std::to_string(n[3]) + "\n";
     }
-    text += "overlap factor: " + optionalText(c.costs.overlapFactor, "%.3f") + " (" + std::to_string(c.overlapSamples)
-        + " overlapped slots)\n";
-    text += "p2p latency: " + optionalText(c.costs.latencyUs, "%.2f µs") + ", bandwidth: "
-        + (c.costs.bandwidthBytesPerUs && *c.costs.bandwidthBytesPerUs == 0.0
-                ? std::string("unlimited")
-                : optionalText(c.costs.bandwidthBytesPerUs, "%.1f bytes/µs"))
-        + " (" + std::to_string(c.p2pSamples) + " messages, " + std::to_string(c.p2pSizes) + " sizes)\n";
+    text += "overlap factor: " + (c.costs.overlapFactor ? formatNumber(*c.costs.overlapFactor, 4) : "-") + " ("
+        + std::to_string(c.overlapSamples) + " overlapped slots)\n";
+    text += "p2p latency: " + (c.costs.latencyUs ? formatTime(*c.costs.latencyUs) : "-")
+        + ", bandwidth: " + bandwidthText(c.costs.bandwidthBytesPerUs) + " (" + std::to_string(c.p2pSamples)
+        + " messages, " + std::to_string(c.p2pSizes) + " sizes)\n";
     for (const std::string& note : c.notes)
         text += "note: " + note + "\n";
     return text;
 }
 
-} // namespace dps::launch
+} // namespace dps
