@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+namespace dps::launch {
+struct RunOptions; // `dpstudio run` fills the one run-options type (launch/launcher.h) directly
+}
+
 namespace dps::cli {
 
 struct GenerateArgs {
@@ -72,22 +76,6 @@ struct InitArgs {
     bool force = false;
 };
 
-struct RunArgs {
-    std::string project;
-    std::string variant;
-    std::string backend = "auto"; ///< auto | cpu | cuda
-    int steps = 3;
-    int warmup = 1;
-    std::string hostfile;
-    double timeoutS = 600;
-    int threads = 1;
-    bool progressJson = false;
-    std::string output; ///< -o measured.json
-    std::string traceDir;
-    std::string costsFile;
-    std::vector<std::string> argv; ///< the command line, recorded in the measured trace
-};
-
 struct DevicesArgs {
     bool json = false;
 };
@@ -104,7 +92,9 @@ int cmdSimulate(const SimulateArgs& args);
 int cmdCompare(const CompareArgs& args);
 int cmdExport(const ExportArgs& args);
 int cmdInit(const InitArgs& args);
-int cmdRun(const RunArgs& args);
+/// `dpstudio run`: launch::runProject with `options` (interactive when stderr is a terminal and the
+/// progress stream is not asked for); returns its exit code (dps::kExit*).
+int cmdRun(const launch::RunOptions& options);
 int cmdDevices(const DevicesArgs& args);
 int cmdCalibrate(const CalibrateArgs& args);
 

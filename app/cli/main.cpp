@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include "base/errors.h"
+#include "launch/launcher.h"
 
 #include <CLI/CLI.hpp>
 
@@ -170,7 +171,7 @@ int main(int argc, char** argv)
     auto* oDtype = cIni->add_option("--dtype", iniDtype, "fp32 or bf16")->check(CLI::IsMember({ "fp32", "bf16" }));
     cIni->add_flag("--force", ini.force, "overwrite an existing file");
 
-    RunArgs run;
+    launch::RunOptions run;
     auto* cRun = app.add_subcommand("run", "run a project's schedule for real over MPI and measure it");
     cRun->add_option("project", run.project, "project file (*.dpstudio.json)")->required();
     cRun->add_option("--variant", run.variant, "variant (default: the active one)");

@@ -9,6 +9,7 @@
 #include "schedule/validator.h"
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -32,6 +33,14 @@ std::string envValue(const char* name)
 {
     const char* value = std::getenv(name);
     return value ? value : "";
+}
+
+/// The shortest decimal text that reads back as exactly `value` ("600", "1.5", "0.1").
+std::string shortestDecimal(double value)
+{
+    char buffer[64];
+    const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return error == std::errc() ? std::string(buffer, end) : std::to_string(value);
 }
 
 bool isExecutableFile(const fs::path& path)
@@ -372,9 +381,9 @@ void Session::onStdoutLine(const std::string& line)
         return;
     }
     m_tracker.apply(*event);
-    if (event->kind == EventKind::Hello && event->formatVersion > kProgressFormatVersion)
+    if (event->kind == EventKind::Hello && event->newerFormat())
         human("warning: the worker's progress format_version " + std::to_string(event->formatVersion)
-            + " is newer than this build reads (" + std::to_string(kProgressFormatVersion) + ")");
+            + " is newer than this build reads (" + std::to_string(protocol::kProgressFormatVersion) + ")");
     if (m_options.progressJson) {
         forwardJson(line, event->kind);
         return;
@@ -630,6 +639,27 @@ std::vector<std::string> mpirunCommand(const RunOptions& options, const fs::path
     if (!options.argv.empty())
         argv.insert(argv.end(), { "--command", joinCommandLine(options.argv) });
     return argv;
+}
+
+std::vector<std::string> runCommandArguments(const RunOptions& options)
+{
+    std::vector<std::string> args { "run", options.project };
+    if (options.progressJson)
+        args.emplace_back("--progress-json");
+    args.insert(args.end(), { "-o", options.output });
+    if (!options.variant.empty())
+        args.insert(args.end(), { "--variant", options.variant });
+    args.insert(args.end(),
+        { "--backend", options.backend, "--steps", std::to_string(options.steps), "--warmup",
+            std::to_string(options.warmup), "--threads", std::to_string(options.threads), "--timeout",
+            shortestDecimal(options.timeoutS) });
+    if (!options.hostfile.empty())
+        args.insert(args.end(), { "--hostfile", options.hostfile });
+    if (!options.traceDir.empty())
+        args.insert(args.end(), { "--trace-dir", options.traceDir });
+    if (!options.costsFile.empty())
+        args.insert(args.end(), { "--costs", options.costsFile });
+    return args;
 }
 
 std::vector<std::string> mpirunEnvironment(bool asRoot)

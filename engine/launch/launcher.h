@@ -14,7 +14,8 @@
 
 namespace dps::launch {
 
-/// What to run and how; mirrors app/cli's RunArgs (the GUI builds the same command line).
+/// What to run and how: the one run-options type. The CLI fills it from `dpstudio run`'s flags, the
+/// designer fills it and turns it into that command line with runCommandArguments.
 struct RunOptions {
     std::string project; ///< project file (*.dpstudio.json)
     std::string variant; ///< empty = the project's active variant
@@ -68,6 +69,13 @@ std::vector<std::string> mpirunCommand(const RunOptions& options, const std::fil
 /// Environment entries added for mpirun: as root, OMPI_ALLOW_RUN_AS_ROOT=1 and
 /// OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; nothing else.
 std::vector<std::string> mpirunEnvironment(bool asRoot);
+/// The arguments of `dpstudio run` (after the program name) that give `options` back when parsed:
+/// `run PROJECT [--progress-json] -o OUTPUT [--variant V] --backend B --steps N --warmup N --threads N
+/// --timeout S [--hostfile F] [--trace-dir D] [--costs F]` (strings only when set; S in seconds, shortest
+/// exact decimal). argv, graceS, handleSignals and interactive are not flags and are not written. Throws
+/// nothing; the values are not checked (dpstudio checks them).
+std::vector<std::string> runCommandArguments(const RunOptions& options);
+
 /// A command line joined for humans and the trace, quoting words that need it.
 std::string joinCommandLine(const std::vector<std::string>& argv);
 

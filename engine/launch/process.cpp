@@ -123,6 +123,21 @@ std::map<pid_t, ProcStat> processTable()
     return table;
 }
 
+/// Descendants of `root` in `table`, parents before their children; zombies (and what hangs below them)
+/// left out when `skipZombies`.
+std::vector<pid_t> descendantsIn(const std::map<pid_t, ProcStat>& table, pid_t root, bool skipZombies)
+{
+    std::vector<pid_t> found;
+    for (std::size_t i = 0; i <= found.size(); ++i) { // i = 0: the root; i > 0: found[i − 1]
+        const pid_t parent = i == 0 ? root : found[i - 1];
+        for (const auto& [pid, stat] : table)
+            if (stat.ppid == parent && pid != root && !(skipZombies && stat.state == 'Z')
+                && std::find(found.begin(), found.end(), pid) == found.end())
+                found.push_back(pid);
+    }
+    return found;
+}
+
 bool sameProcessAlive(pid_t pid, unsigned long long startTime)
 {
     const ProcStat stat = readStat(pid);
@@ -230,19 +245,12 @@ void ChildProcess::trackDescendants()
     if (m_pid <= 0 || m_status)
         return;
     const std::map<pid_t, ProcStat> table = processTable();
-    std::vector<pid_t> frontier { m_pid };
-    while (!frontier.empty()) {
-        const pid_t parent = frontier.back();
-        frontier.pop_back();
-        for (const auto& [pid, stat] : table) {
-            if (stat.ppid != parent)
-                continue;
-            frontier.push_back(pid);
-            const bool seen = std::any_of(m_known.begin(), m_known.end(),
-                [&](const Known& k) { return k.pid == pid && k.startTime == stat.startTime; });
-            if (!seen)
-                m_known.push_back({ pid, stat.startTime });
-        }
+    for (const pid_t pid : descendantsIn(table, m_pid, false)) {
+        const unsigned long long startTime = table.at(pid).startTime;
+        const bool seen = std::any_of(
+            m_known.begin(), m_known.end(), [&](const Known& k) { return k.pid == pid && k.startTime == startTime; });
+        if (!seen)
+            m_known.push_back({ pid, startTime });
     }
 }
 
@@ -283,6 +291,19 @@ ExitStatus ChildProcess::finish()
     m_status = got == m_pid ? decode(status) : ExitStatus {};
     reapKnown();
     return *m_status;
+}
+
+std::vector<pid_t> descendantProcesses(pid_t pid)
+{
+    return descendantsIn(processTable(), pid, true);
+}
+
+bool processIsAlive(pid_t pid)
+{
+    if (pid <= 0)
+        return false;
+    const ProcStat stat = readStat(pid);
+    return stat.ppid >= 0 && stat.state != 'Z' && stat.state != 'X';
 }
 
 void adoptOrphans()

@@ -66,6 +66,14 @@ private:
     std::vector<Known> m_known;
 };
 
+/// Every live descendant of `pid` (children, grandchildren, …; zombies left out), parents before their
+/// children, found through /proc. Empty where /proc cannot be read or `pid` has none. Used by the designer
+/// to end a run that does not stop on SIGTERM: dpstudio, mpirun (in its own group) and the ranks.
+std::vector<pid_t> descendantProcesses(pid_t pid);
+
+/// Whether `pid` exists and is not a zombie (an ended process nobody reaped yet), from /proc/PID/stat.
+bool processIsAlive(pid_t pid);
+
 /// Makes this process the reaper of orphaned descendants (Linux PR_SET_CHILD_SUBREAPER), so ranks whose
 /// mpirun died are re-parented here and can be ended and reaped. Process-wide; call once before spawning.
 void adoptOrphans();

@@ -1,6 +1,9 @@
 #include "progress.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -12,17 +15,35 @@ using nlohmann::json;
 
 EventKind kindOf(const std::string& name)
 {
-    if (name == "hello")
+    if (name == protocol::kEventHello)
         return EventKind::Hello;
-    if (name == "progress")
+    if (name == protocol::kEventProgress)
         return EventKind::Progress;
-    if (name == "done")
+    if (name == protocol::kEventDone)
         return EventKind::Done;
-    if (name == "error")
+    if (name == protocol::kEventError)
         return EventKind::Error;
     return EventKind::Other;
 }
 
+/// An int member as a whole number in int's range (2 and 2.0 alike); nullopt otherwise.
+std::optional<int> wholeNumber(const json& value)
+{
+    constexpr double lowest = std::numeric_limits<int>::min(), highest = std::numeric_limits<int>::max();
+    double number = 0.0;
+    if (value.is_number_unsigned())
+        number = static_cast<double>(std::min<std::uint64_t>(value.get<std::uint64_t>(), 1ULL << 40));
+    else if (value.is_number())
+        number = value.get<double>();
+    else
+        return std::nullopt;
+    if (!std::isfinite(number) || number != std::floor(number) || number < lowest || number > highest)
+        return std::nullopt;
+    return static_cast<int>(number);
+}
+
+/// Copies member `key` into `target` when it is there with the right type (an int: a whole number in
+/// range); leaves `target` alone otherwise.
 template <typename T> void readIf(const json& object, const char* key, T& target)
 {
     const auto it = object.find(key);
@@ -31,6 +52,9 @@ template <typename T> void readIf(const json& object, const char* key, T& target
     if constexpr (std::is_same_v<T, std::string>) {
         if (it->is_string())
             target = it->template get<std::string>();
+    } else if constexpr (std::is_same_v<T, int>) {
+        if (const std::optional<int> number = wholeNumber(*it))
+            target = *number;
     } else if (it->is_number()) {
         target = it->template get<T>();
     }
@@ -45,6 +69,18 @@ void readCorrectness(const json& object, ProgressEvent& event)
     const auto passed = it->find("passed");
     if (passed != it->end() && passed->is_boolean())
         event.correctnessPassed = passed->get<bool>();
+    readIf(*it, "max_loss_error", event.maxLossError);
+    readIf(*it, "max_grad_error", event.maxGradError);
+    readIf(*it, "message", event.correctnessMessage);
+}
+
+void readMakespans(const json& object, ProgressEvent& event)
+{
+    const auto it = object.find("step_makespan_us");
+    if (it == object.end() || !it->is_array())
+        return;
+    for (const json& value : *it)
+        event.stepMakespanUs.push_back(value.is_number() ? value.get<double>() : 0.0);
 }
 
 } // namespace
@@ -74,8 +110,17 @@ std::optional<ProgressEvent> parseProgressLine(const std::string& line)
     readIf(object, "total", event.total);
     readIf(object, "message", event.message);
     readIf(object, "output", event.output);
+    readIf(object, "median_step", event.medianStep);
     readCorrectness(object, event);
+    readMakespans(object, event);
     return event;
+}
+
+double ProgressEvent::medianMakespanUs() const
+{
+    if (medianStep < 0 || static_cast<std::size_t>(medianStep) >= stepMakespanUs.size())
+        return 0.0;
+    return stepMakespanUs[static_cast<std::size_t>(medianStep)];
 }
 
 void ProgressTracker::apply(const ProgressEvent& event)

@@ -1,14 +1,14 @@
 #pragma once
 // The worker's progress stream (docs/worker-protocol.md) as data, a human rendering of it, and what
-// mpirun's own messages say about a failed rank.
+// mpirun's own messages say about a failed rank. The one parser of the stream: `dpstudio run` and the
+// designer's run panel (ui/run/progressstream.h) both read every line through parseProgressLine.
+#include "protocol/progress.h"
+
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace dps::launch {
-
-/// Newest progress-stream format this build understands.
-inline constexpr int kProgressFormatVersion = 1;
 
 enum class EventKind { Hello, Progress, Done, Error, Other };
 
@@ -22,11 +22,23 @@ struct ProgressEvent {
     int step = -1, done = 0, total = 0; ///< progress: step counts warm-up steps too
     std::string message; ///< error
     std::string output; ///< done: the measured.json written
-    std::optional<bool> correctnessPassed; ///< done
+    std::optional<bool> correctnessPassed; ///< done: correctness.passed; nullopt when absent
+    double maxLossError = 0.0; ///< done: correctness.max_loss_error (relative)
+    double maxGradError = 0.0; ///< done: correctness.max_grad_error (relative)
+    std::string correctnessMessage; ///< done: correctness.message, when given
     std::string correctnessSummary; ///< done: the correctness object as compact JSON
+    int medianStep = -1; ///< done: median_step, an index into stepMakespanUs; −1 when absent
+    std::vector<double> stepMakespanUs; ///< done: step_makespan_us, one per measured step (µs)
+
+    /// Whether format_version is newer than this build reads (protocol::kProgressFormatVersion). Such a
+    /// line is still parsed; the reader says so (the launcher warns, the run panel notes it in the log).
+    bool newerFormat() const { return formatVersion > protocol::kProgressFormatVersion; }
+    /// Makespan of the median step (µs); 0 when the event did not carry it.
+    double medianMakespanUs() const;
 };
 
-/// Parses one stdout line; nullopt when it is not a JSON object with a string "event" (a log line).
+/// Parses one stdout line; nullopt when it is not a JSON object with a string "event" (a log line). An
+/// unknown event name gives EventKind::Other; members of the wrong type keep their defaults. Never throws.
 std::optional<ProgressEvent> parseProgressLine(const std::string& line);
 
 /// Follows the stream: what each rank is doing, for the human progress line and the failure messages.

@@ -6,6 +6,7 @@
 #include "executor.h"
 #include "measuredoutput.h"
 #include "project/project.h"
+#include "protocol/progress.h"
 #include "schedule/validator.h"
 #include "base/hostinfo.h"
 #include "wire.h"
@@ -87,7 +88,7 @@ public:
     }
     void error(int rank, const std::string& message)
     {
-        emit({ { "event", "error" }, { "rank", rank }, { "message", message } });
+        emit({ { "event", protocol::kEventError }, { "rank", rank }, { "message", message } });
     }
 
 private:
@@ -122,8 +123,8 @@ public:
     {
         if (!m_throttle.admit(done, total, Clock::now()))
             return;
-        m_events.emit(
-            { { "event", "progress" }, { "rank", m_rank }, { "step", step }, { "done", done }, { "total", total } });
+        m_events.emit({ { "event", protocol::kEventProgress }, { "rank", m_rank }, { "step", step }, { "done", done },
+            { "total", total } });
     }
 
 private:
@@ -385,7 +386,10 @@ int finish(const WorkerOptions& options, Comm& comm, RunState& s, const Correctn
     const auto all = comm.gather(packRecords(mine), 0);
     if (comm.rank() != 0)
         return report.passed ? kWorkerOk : kWorkerCheckFailed;
-    MeasuredRun run;
+    std::vector<std::vector<ActionRecord>> records;
+    for (const auto& bytes : all)
+        records.push_back(unpackRecords(bytes));
+    MeasuredTrace run = measuredTrace(records, s.schedule);
     run.command = options.command;
     run.host = hostName();
     run.cpu = cpuModelName();
@@ -397,24 +401,24 @@ int finish(const WorkerOptions& options, Comm& comm, RunState& s, const Correctn
     run.variant = s.variant.name;
     run.threads = options.threads;
     run.warmup = options.warmup;
-    run.correctness = report;
-    for (const auto& bytes : all)
-        run.records.push_back(unpackRecords(bytes));
-    run.project = nlohmann::ordered_json::parse(s.projectText);
+    run.correctness = measuredCorrectness(report);
+    run.projectJson = s.projectText;
     run.warnings = s.warnings;
     writeMeasuredOutputs(run, s.schedule, options.output, options.traceDir);
-    const std::vector<double> makespans = stepMakespans(run.records);
-    const int median = medianStep(makespans);
+    std::vector<double> makespans;
+    for (const MeasuredStep& step : run.steps)
+        makespans.push_back(step.makespanUs);
+    const int median = run.medianStep;
     log.line("median step " + std::to_string(median) + ": makespan "
-        + formatDouble(makespans.empty() ? 0.0 : makespans[static_cast<std::size_t>(median)] / 1000.0, "%.3f")
-        + " ms; wrote " + options.output);
+        + formatDouble(run.medianMakespanUs() / 1000.0, "%.3f") + " ms; wrote " + options.output);
     log.line(correctnessLine(report));
     if (!report.passed) {
         events.error(0, "correctness check failed: " + report.failure);
         return kWorkerCheckFailed;
     }
-    events.emit({ { "event", "done" }, { "format_version", 1 }, { "output", options.output },
-        { "correctness", correctnessEvent(report) }, { "median_step", median }, { "step_makespan_us", makespans } });
+    events.emit({ { "event", protocol::kEventDone }, { "format_version", protocol::kProgressFormatVersion },
+        { "output", options.output }, { "correctness", correctnessEvent(report) }, { "median_step", median },
+        { "step_makespan_us", makespans } });
     return kWorkerOk;
 }
 
@@ -509,10 +513,10 @@ int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& str
         = agree(comm, classify([&] { state->choice = platform.choose(comm, options.backend); }));
     if (comm.rank() == 0) {
         const bool chosen = chooseFailure.code == kWorkerOk;
-        events.emit(
-            { { "event", "hello" }, { "format_version", 1 }, { "ranks", comm.size() }, { "steps", options.steps },
-                { "warmup", options.warmup }, { "backend", chosen ? state->choice.backend : options.backend },
-                { "comm", chosen ? state->choice.comm : comm.name() } });
+        events.emit({ { "event", protocol::kEventHello }, { "format_version", protocol::kProgressFormatVersion },
+            { "ranks", comm.size() }, { "steps", options.steps }, { "warmup", options.warmup },
+            { "backend", chosen ? state->choice.backend : options.backend },
+            { "comm", chosen ? state->choice.comm : comm.name() } });
         if (chosen)
             log.line(state->choice.description);
     }

@@ -364,3 +364,34 @@ TEST(JoinCommandLine, QuotesWhatTheShellWouldSplit)
     EXPECT_EQ(joinCommandLine({ "dpstudio", "run", "my project.json", "-o", "it's.json", "" }),
         "dpstudio run 'my project.json' -o 'it'\\''s.json' ''");
 }
+
+TEST(RunCommandArguments, WritesEveryFlagOfTheOptions)
+{
+    RunOptions o;
+    o.project = "/p/demo.dpstudio.json";
+    o.output = "/p/m.json";
+    // Defaults: every value flag is written, strings only when set, no --progress-json.
+    EXPECT_EQ(runCommandArguments(o),
+        (std::vector<std::string> { "run", "/p/demo.dpstudio.json", "-o", "/p/m.json", "--backend", "auto", "--steps",
+            "3", "--warmup", "1", "--threads", "1", "--timeout", "600" }));
+    o.progressJson = true;
+    o.variant = "dualpipev";
+    o.backend = "cpu";
+    o.steps = 5;
+    o.warmup = 0;
+    o.threads = 4;
+    o.timeoutS = 1.5;
+    o.hostfile = "hosts";
+    o.traceDir = "traces";
+    o.costsFile = "costs.json";
+    o.argv = { "ignored" };
+    o.graceS = 9;
+    o.interactive = true;
+    EXPECT_EQ(runCommandArguments(o),
+        (std::vector<std::string> { "run", "/p/demo.dpstudio.json", "--progress-json", "-o", "/p/m.json", "--variant",
+            "dualpipev", "--backend", "cpu", "--steps", "5", "--warmup", "0", "--threads", "4", "--timeout", "1.5",
+            "--hostfile", "hosts", "--trace-dir", "traces", "--costs", "costs.json" }));
+    o.timeoutS = 0.1;
+    const std::vector<std::string> args = runCommandArguments(o);
+    EXPECT_EQ(args[args.size() - 7], "0.1"); // the shortest text that reads back as the same double
+}

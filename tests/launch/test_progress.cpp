@@ -2,17 +2,33 @@
 #include "launch/devices.h"
 #include "launch/process.h"
 #include "launch/progress.h"
+#include "protocol/progress.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <system_error>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 using namespace dps::launch;
+namespace protocol = dps::protocol;
+
+namespace {
+
+/// A line as dpstudio-worker writes it (Events::emit in engine/runtime/worker.cpp): an ordered JSON object,
+/// compact, invalid UTF-8 replaced.
+std::string workerLine(const nlohmann::ordered_json& event)
+{
+    return event.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+} // namespace
 
 TEST(ProgressLine, ParsesEveryEventKind)
 {
@@ -43,6 +59,103 @@ TEST(ProgressLine, ParsesEveryEventKind)
     EXPECT_EQ(error->kind, EventKind::Error);
     EXPECT_EQ(error->rank, 3);
     EXPECT_EQ(error->message, "boom");
+}
+
+TEST(ProgressLine, ReadsBackEveryFieldTheWorkerWrites)
+{
+    using json = nlohmann::ordered_json;
+    const auto hello = parseProgressLine(
+        workerLine({ { "event", protocol::kEventHello }, { "format_version", protocol::kProgressFormatVersion },
+            { "ranks", 8 }, { "steps", 3 }, { "warmup", 2 }, { "backend", "cuda" }, { "comm", "nccl" } }));
+    ASSERT_TRUE(hello);
+    EXPECT_EQ(hello->kind, EventKind::Hello);
+    EXPECT_EQ(hello->formatVersion, protocol::kProgressFormatVersion);
+    EXPECT_FALSE(hello->newerFormat());
+    EXPECT_EQ(hello->ranks, 8);
+    EXPECT_EQ(hello->steps, 3);
+    EXPECT_EQ(hello->warmup, 2);
+    EXPECT_EQ(hello->backend, "cuda");
+    EXPECT_EQ(hello->comm, "nccl");
+
+    const auto progress = parseProgressLine(workerLine(
+        { { "event", protocol::kEventProgress }, { "rank", 5 }, { "step", 4 }, { "done", 17 }, { "total", 40 } }));
+    ASSERT_TRUE(progress);
+    EXPECT_EQ(progress->kind, EventKind::Progress);
+    EXPECT_EQ(progress->rank, 5);
+    EXPECT_EQ(progress->step, 4);
+    EXPECT_EQ(progress->done, 17);
+    EXPECT_EQ(progress->total, 40);
+
+    const json correctness { { "passed", true }, { "max_loss_error", 2.5e-8 }, { "max_grad_error", 3e-13 },
+        { "thresholds", { { "loss", 1e-6 }, { "grad", 1e-10 } } } };
+    const auto done = parseProgressLine(
+        workerLine({ { "event", protocol::kEventDone }, { "format_version", protocol::kProgressFormatVersion },
+            { "output", "/runs/m ü.json" }, { "correctness", correctness }, { "median_step", 1 },
+            { "step_makespan_us", std::vector<double> { 1200.5, 1180.25, 1250.0 } } }));
+    ASSERT_TRUE(done);
+    EXPECT_EQ(done->kind, EventKind::Done);
+    EXPECT_EQ(done->formatVersion, protocol::kProgressFormatVersion);
+    EXPECT_EQ(done->output, "/runs/m ü.json");
+    EXPECT_EQ(done->correctnessPassed, true);
+    EXPECT_EQ(done->maxLossError, 2.5e-8);
+    EXPECT_EQ(done->maxGradError, 3e-13);
+    EXPECT_EQ(done->correctnessMessage, "");
+    EXPECT_EQ(done->correctnessSummary,
+        R"({"max_grad_error":3e-13,"max_loss_error":2.5e-08,"passed":true,"thresholds":{"grad":1e-10,"loss":1e-06}})");
+    EXPECT_EQ(done->medianStep, 1);
+    EXPECT_EQ(done->stepMakespanUs, (std::vector<double> { 1200.5, 1180.25, 1250.0 }));
+    EXPECT_EQ(done->medianMakespanUs(), 1180.25);
+
+    const auto error = parseProgressLine(
+        workerLine({ { "event", protocol::kEventError }, { "rank", 3 }, { "message", "out of memory" } }));
+    ASSERT_TRUE(error);
+    EXPECT_EQ(error->kind, EventKind::Error);
+    EXPECT_EQ(error->rank, 3);
+    EXPECT_EQ(error->message, "out of memory");
+}
+
+TEST(ProgressLine, ReadsAFailedChecksMessage)
+{
+    const auto done = parseProgressLine(R"({"event":"done","correctness":{"passed":false,"max_loss_error":0.03,)"
+                                        R"("message":"stage 1 parameter w2"}})");
+    ASSERT_TRUE(done);
+    EXPECT_EQ(done->correctnessPassed, false);
+    EXPECT_EQ(done->maxLossError, 0.03);
+    EXPECT_EQ(done->correctnessMessage, "stage 1 parameter w2");
+    EXPECT_EQ(done->medianStep, -1);
+    EXPECT_EQ(done->medianMakespanUs(), 0.0);
+}
+
+TEST(ProgressLine, FlagsANewerFormatVersionButStillReadsIt)
+{
+    const int newer = protocol::kProgressFormatVersion + 1;
+    const auto hello = parseProgressLine(workerLine(
+        { { "event", protocol::kEventHello }, { "format_version", newer }, { "ranks", 2 }, { "steps", 1 } }));
+    ASSERT_TRUE(hello);
+    EXPECT_EQ(hello->kind, EventKind::Hello);
+    EXPECT_EQ(hello->formatVersion, newer);
+    EXPECT_TRUE(hello->newerFormat());
+    EXPECT_EQ(hello->ranks, 2);
+    const auto unversioned = parseProgressLine(R"({"event":"hello","ranks":2})");
+    ASSERT_TRUE(unversioned);
+    EXPECT_EQ(unversioned->formatVersion, 0);
+    EXPECT_FALSE(unversioned->newerFormat());
+}
+
+TEST(ProgressLine, MembersOfTheWrongTypeKeepTheirDefaults)
+{
+    const auto a = parseProgressLine(R"({"event":"progress","rank":"1","step":2.0,"done":1e300,"total":2.5})");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->rank, -1);
+    EXPECT_EQ(a->step, 2);
+    EXPECT_EQ(a->done, 0);
+    EXPECT_EQ(a->total, 0);
+    const auto b = parseProgressLine(
+        R"({"event":"done","median_step":18446744073709551615,"step_makespan_us":"x","correctness":[true]})");
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->medianStep, -1);
+    EXPECT_TRUE(b->stepMakespanUs.empty());
+    EXPECT_FALSE(b->correctnessPassed);
 }
 
 TEST(ProgressLine, LogLinesAreNotEvents)
@@ -105,6 +218,26 @@ TEST(MpirunFailureScanner, NamesAnAbortingRankAndKeepsTheFirst)
     ASSERT_TRUE(s.failure());
     EXPECT_EQ(s.failure()->rank, 2);
     EXPECT_EQ(s.failure()->cause, "called MPI_Abort");
+}
+
+TEST(ProcessTree, FindsLiveDescendantsParentsFirst)
+{
+    // sh → sh → sleep: both shells wait on their child, so the tree stays until the group is killed.
+    ChildProcess child({ "/bin/sh", "-c", "/bin/sh -c '/bin/sleep 30; :' & wait" }, environmentWith({}));
+    std::vector<pid_t> below;
+    for (int i = 0; i < 200 && below.size() < 2; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        below = descendantProcesses(child.pid());
+    }
+    ASSERT_EQ(below.size(), 2u);
+    EXPECT_TRUE(processIsAlive(child.pid()));
+    EXPECT_TRUE(processIsAlive(below[0]));
+    EXPECT_TRUE(processIsAlive(below[1]));
+    EXPECT_EQ(descendantProcesses(below[0]), std::vector<pid_t> { below[1] }); // the parent came first
+    EXPECT_TRUE(descendantProcesses(below[1]).empty());
+    child.finish();
+    EXPECT_FALSE(processIsAlive(child.pid()));
+    EXPECT_FALSE(processIsAlive(0));
 }
 
 TEST(LineSplitter, KeepsPartialLinesForLater)

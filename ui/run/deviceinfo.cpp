@@ -1,6 +1,6 @@
 #include "deviceinfo.h"
 
-#include "runformat.h"
+#include "base/format.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -80,8 +80,9 @@ QString DeviceInfo::gpuSummary() const
     bool alike = true;
     for (const GpuDevice& g : gpus)
         alike = alike && g.name == first.name && g.memoryBytes == first.memoryBytes;
-    const QString memory
-        = first.memoryBytes > 0 ? QStringLiteral(" (%1)").arg(formatBytes(first.memoryBytes)) : QString();
+    const QString memory = first.memoryBytes > 0
+        ? QStringLiteral(" (%1)").arg(QString::fromStdString(dps::formatBytes(static_cast<double>(first.memoryBytes))))
+        : QString();
     if (alike)
         return QStringLiteral("%1 × %2%3").arg(gpus.size()).arg(first.name, memory);
     QStringList names;

@@ -1,19 +1,26 @@
 #include "progressstream.h"
 
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
+#include "launch/progress.h"
+#include "protocol/progress.h"
 
 #include <algorithm>
 
 namespace dps::ui {
 
-double RunDoneEvent::medianMakespanUs() const
+namespace {
+
+using launch::EventKind;
+using launch::ProgressEvent;
+
+/// Highest rank number followed; anything above is treated as garbage.
+constexpr int kMaxRank = 65535;
+
+QString qstring(const std::string& text)
 {
-    if (medianStep < 0 || medianStep >= stepMakespanUs.size())
-        return 0.0;
-    return stepMakespanUs.at(medianStep);
+    return QString::fromStdString(text);
 }
+
+} // namespace
 
 QString RunErrorEvent::text() const
 {
@@ -22,35 +29,33 @@ QString RunErrorEvent::text() const
 
 ProgressStream::Line ProgressStream::feed(const QByteArray& line)
 {
-    const QByteArray trimmed = line.trimmed();
     const Line log { LineKind::Log, QString::fromUtf8(line) };
-    if (!trimmed.startsWith('{'))
+    const std::optional<ProgressEvent> event = launch::parseProgressLine(line.toStdString());
+    if (!event)
         return log;
-    QJsonParseError error;
-    const QJsonDocument doc = QJsonDocument::fromJson(trimmed, &error);
-    if (error.error != QJsonParseError::NoError || !doc.isObject())
-        return log;
-    const QJsonObject o = doc.object();
-    const QString event = o.value(QStringLiteral("event")).toString();
-    if (event == QLatin1String("hello"))
-        return applyHello(o);
-    if (event == QLatin1String("progress"))
-        return applyProgress(o);
-    if (event == QLatin1String("done"))
-        return applyDone(o);
-    if (event == QLatin1String("error"))
-        return applyError(o);
+    switch (event->kind) {
+    case EventKind::Hello:
+        return applyHello(*event);
+    case EventKind::Progress:
+        return applyProgress(*event);
+    case EventKind::Done:
+        return applyDone(*event);
+    case EventKind::Error:
+        return applyError(*event);
+    case EventKind::Other:
+        break;
+    }
     return log;
 }
 
-ProgressStream::Line ProgressStream::applyHello(const QJsonObject& o)
+ProgressStream::Line ProgressStream::applyHello(const ProgressEvent& e)
 {
-    m_formatVersion = o.value(QStringLiteral("format_version")).toInt();
-    m_state.ranks = std::max(0, o.value(QStringLiteral("ranks")).toInt());
-    m_state.steps = std::max(0, o.value(QStringLiteral("steps")).toInt());
-    m_state.warmup = std::max(0, o.value(QStringLiteral("warmup")).toInt());
-    m_state.backend = o.value(QStringLiteral("backend")).toString();
-    m_state.comm = o.value(QStringLiteral("comm")).toString();
+    m_formatVersion = e.formatVersion;
+    m_state.ranks = std::clamp(e.ranks, 0, kMaxRank + 1);
+    m_state.steps = std::max(0, e.steps);
+    m_state.warmup = std::max(0, e.warmup);
+    m_state.backend = qstring(e.backend);
+    m_state.comm = qstring(e.comm);
     if (m_state.ranks > 0)
         rankAt(m_state.ranks - 1);
     QString text = QStringLiteral("worker started: %1 ranks, %2 measured steps after %3 warm-up")
@@ -61,39 +66,37 @@ ProgressStream::Line ProgressStream::applyHello(const QJsonObject& o)
         text += QStringLiteral(", backend %1").arg(m_state.backend);
     if (!m_state.comm.isEmpty())
         text += QStringLiteral(", comm %1").arg(m_state.comm);
-    if (m_formatVersion > kProgressStreamVersion)
+    if (e.newerFormat())
         text += QStringLiteral(" (progress format %1 is newer than this build reads, %2)")
                     .arg(m_formatVersion)
-                    .arg(kProgressStreamVersion);
+                    .arg(protocol::kProgressFormatVersion);
     return { LineKind::Hello, text };
 }
 
-ProgressStream::Line ProgressStream::applyProgress(const QJsonObject& o)
+ProgressStream::Line ProgressStream::applyProgress(const ProgressEvent& e)
 {
-    const int rank = o.value(QStringLiteral("rank")).toInt(-1);
-    if (rank < 0 || rank > 65535)
+    if (e.rank < 0 || e.rank > kMaxRank)
         return { LineKind::Progress, {} };
-    RankProgress& r = rankAt(rank);
-    r.step = o.value(QStringLiteral("step")).toInt(r.step);
-    r.done = std::max(0, o.value(QStringLiteral("done")).toInt());
-    r.total = std::max(0, o.value(QStringLiteral("total")).toInt());
+    RankProgress& r = rankAt(e.rank);
+    if (e.step >= 0)
+        r.step = e.step;
+    r.done = std::max(0, e.done);
+    r.total = std::max(0, e.total);
     r.fraction = fractionOf(r);
     return { LineKind::Progress, {} };
 }
 
-ProgressStream::Line ProgressStream::applyDone(const QJsonObject& o)
+ProgressStream::Line ProgressStream::applyDone(const ProgressEvent& e)
 {
     RunDoneEvent d;
-    d.output = o.value(QStringLiteral("output")).toString();
-    const QJsonObject c = o.value(QStringLiteral("correctness")).toObject();
-    if (c.value(QStringLiteral("passed")).isBool())
-        d.correctnessPassed = c.value(QStringLiteral("passed")).toBool();
-    d.maxLossError = c.value(QStringLiteral("max_loss_error")).toDouble();
-    d.maxGradError = c.value(QStringLiteral("max_grad_error")).toDouble();
-    d.correctnessMessage = c.value(QStringLiteral("message")).toString();
-    d.medianStep = o.value(QStringLiteral("median_step")).toInt(-1);
-    for (const QJsonValue v : o.value(QStringLiteral("step_makespan_us")).toArray())
-        d.stepMakespanUs.push_back(v.toDouble());
+    d.output = qstring(e.output);
+    d.correctnessPassed = e.correctnessPassed;
+    d.maxLossError = e.maxLossError;
+    d.maxGradError = e.maxGradError;
+    d.correctnessMessage = qstring(e.correctnessMessage);
+    d.medianStep = e.medianStep;
+    d.stepMakespanUs = QVector<double>(e.stepMakespanUs.begin(), e.stepMakespanUs.end());
+    d.medianMakespanUs = e.medianMakespanUs();
     m_done = d;
     m_state.done = true;
     QString text
@@ -104,17 +107,15 @@ ProgressStream::Line ProgressStream::applyDone(const QJsonObject& o)
     return { LineKind::Done, text };
 }
 
-ProgressStream::Line ProgressStream::applyError(const QJsonObject& o)
+ProgressStream::Line ProgressStream::applyError(const ProgressEvent& e)
 {
-    RunErrorEvent e;
-    e.rank = o.value(QStringLiteral("rank")).toInt(-1);
-    e.message = o.value(QStringLiteral("message")).toString();
-    if (e.message.isEmpty())
-        e.message = QStringLiteral("(no message)");
-    m_errors.push_back(e);
-    if (e.rank >= 0 && e.rank <= 65535)
-        rankAt(e.rank).failed = true;
-    return { LineKind::Error, QStringLiteral("error from %1").arg(e.text()) };
+    RunErrorEvent error;
+    error.rank = e.rank;
+    error.message = e.message.empty() ? QStringLiteral("(no message)") : qstring(e.message);
+    m_errors.push_back(error);
+    if (error.rank >= 0 && error.rank <= kMaxRank)
+        rankAt(error.rank).failed = true;
+    return { LineKind::Error, QStringLiteral("error from %1").arg(error.text()) };
 }
 
 RankProgress& ProgressStream::rankAt(int rank)

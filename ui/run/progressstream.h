@@ -1,7 +1,8 @@
 #pragma once
 // The worker's progress stream as `dpstudio run --progress-json` forwards it on stdout (JSON lines,
 // docs/worker-protocol.md): hello, progress, done, error. ProgressStream follows it line by line and
-// gives the state the run panel draws. Lines that are not events are log lines.
+// gives the state the run panel draws. Lines that are not events are log lines. Every line is parsed by
+// the engine's one parser (dps::launch::parseProgressLine); this file only turns events into Qt values.
 #include <QByteArray>
 #include <QMetaType>
 #include <QString>
@@ -9,12 +10,11 @@
 
 #include <optional>
 
-class QJsonObject;
+namespace dps::launch {
+struct ProgressEvent;
+}
 
 namespace dps::ui {
-
-/// Newest progress-stream format this build understands.
-inline constexpr int kProgressStreamVersion = 1;
 
 /// One rank's position: `step` counts warm-up steps too; `done`/`total` are its actions in that step.
 struct RankProgress {
@@ -43,18 +43,16 @@ struct RunProgress {
     bool inWarmup() const { return currentStep >= 0 && currentStep < warmup; }
 };
 
-/// The worker's done event.
+/// The worker's done event (dps::launch::ProgressEvent's done fields as Qt values).
 struct RunDoneEvent {
     QString output; ///< the measured.json written
     std::optional<bool> correctnessPassed;
-    double maxLossError = 0.0;
-    double maxGradError = 0.0;
+    double maxLossError = 0.0; ///< relative
+    double maxGradError = 0.0; ///< relative
     QString correctnessMessage; ///< "message" of the correctness object, when given
-    int medianStep = -1;
-    QVector<double> stepMakespanUs; ///< one per measured step
-
-    /// Makespan of the median step (µs); 0 when the event did not carry it.
-    double medianMakespanUs() const;
+    int medianStep = -1; ///< index into stepMakespanUs; −1 when not given
+    QVector<double> stepMakespanUs; ///< one per measured step (µs)
+    double medianMakespanUs = 0.0; ///< makespan of the median step (µs); 0 when the event did not carry it
 };
 
 /// An error event: which rank and why.
@@ -76,7 +74,9 @@ public:
         QString text;
     };
 
-    /// Reads one stdout line (without its line end) and updates the state.
+    /// Reads one stdout line (without its line end) and updates the state. A hello whose format_version is
+    /// newer than this build reads (dps::protocol::kProgressFormatVersion) is followed anyway and its log
+    /// text says so. Never throws.
     Line feed(const QByteArray& line);
 
     /// The state now (elapsedMs left at 0: the caller knows the clock).
@@ -87,10 +87,10 @@ public:
     int formatVersion() const { return m_formatVersion; }
 
 private:
-    Line applyHello(const QJsonObject& o);
-    Line applyProgress(const QJsonObject& o);
-    Line applyDone(const QJsonObject& o);
-    Line applyError(const QJsonObject& o);
+    Line applyHello(const launch::ProgressEvent& e);
+    Line applyProgress(const launch::ProgressEvent& e);
+    Line applyDone(const launch::ProgressEvent& e);
+    Line applyError(const launch::ProgressEvent& e);
     RankProgress& rankAt(int rank);
     double fractionOf(const RankProgress& r) const;
 

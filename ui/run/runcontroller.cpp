@@ -1,8 +1,9 @@
 #include "runcontroller.h"
 
-#include "processtree.h"
 #include "runexit.h"
-#include "runformat.h"
+
+#include "base/format.h"
+#include "launch/process.h"
 
 #include <QFileInfo>
 
@@ -72,6 +73,11 @@ qint64 RunController::processId() const
     return isRunning() ? m_process->processId() : 0;
 }
 
+QString RunController::outputPath() const
+{
+    return QString::fromStdString(m_options.output);
+}
+
 RunProgress RunController::progress() const
 {
     RunProgress p = m_stream.progress();
@@ -79,7 +85,7 @@ RunProgress RunController::progress() const
     return p;
 }
 
-bool RunController::start(const RunRequest& request)
+bool RunController::start(const launch::RunOptions& options)
 {
     if (isRunning()) {
         emit failed(QStringLiteral("A run is already going: cancel it or wait for it to end."));
@@ -88,12 +94,12 @@ bool RunController::start(const RunRequest& request)
     const QString program = resolveProgram(m_program);
     QString why = program.isEmpty()
         ? QStringLiteral("dpstudio was not found (looked for \"%1\"): set its path in the settings.").arg(m_program)
-        : checkRunRequest(request);
+        : checkRunOptions(options);
     if (!why.isEmpty()) {
         emit failed(why);
         return false;
     }
-    reset(request);
+    reset(options);
     m_process = new QProcess(this);
     if (m_environment)
         m_process->setProcessEnvironment(*m_environment);
@@ -102,24 +108,25 @@ bool RunController::start(const RunRequest& request)
     connect(m_process, &QProcess::finished, this, &RunController::onFinished);
     connect(m_process, &QProcess::readyReadStandardOutput, this, [this] { readChannel(QProcess::StandardOutput); });
     connect(m_process, &QProcess::readyReadStandardError, this, [this] { readChannel(QProcess::StandardError); });
-    const QStringList args = runArguments(m_request);
+    const QStringList args = runArguments(m_options);
     emit outputReceived(QStringLiteral("$ %1 %2").arg(program, args.join(QLatin1Char(' '))), OutputChannel::Event);
     m_process->start(program, args);
     return true;
 }
 
-void RunController::reset(const RunRequest& request)
+void RunController::reset(const launch::RunOptions& options)
 {
     if (m_process)
         m_process->deleteLater();
-    m_request = request;
-    m_request.output = QFileInfo(request.output).absoluteFilePath();
+    m_options = options;
+    m_options.progressJson = true;
+    m_options.output = QFileInfo(QString::fromStdString(options.output)).absoluteFilePath().toStdString();
     m_stream = ProgressStream();
     m_stdoutRest.clear();
     m_stderrRest.clear();
     m_lastHumanLine.clear();
     m_lastStderrLine.clear();
-    const QFileInfo output(m_request.output);
+    const QFileInfo output(outputPath());
     m_outputStampBefore = output.exists() ? output.lastModified() : QDateTime();
     m_cancelRequested = false;
     m_finalElapsedMs = 0;
@@ -150,8 +157,9 @@ void RunController::onGraceExpired()
 
 void RunController::killTree()
 {
-    const QList<qint64> below = descendantProcesses(m_process->processId());
-    signalProcesses(below, SIGKILL);
+    for (const pid_t pid : launch::descendantProcesses(static_cast<pid_t>(m_process->processId())))
+        if (pid > 1)
+            ::kill(pid, SIGKILL);
     m_process->kill();
 }
 
@@ -250,20 +258,20 @@ RunOutcome RunController::buildOutcome(int exitCode) const
     o.exitCode = exitCode;
     o.elapsedMs = m_finalElapsedMs;
     o.backend = m_stream.progress().backend;
-    if (const QFileInfo output(m_request.output); output.exists() && output.lastModified() != m_outputStampBefore)
-        o.measuredPath = m_request.output;
+    if (const QFileInfo output(outputPath()); output.exists() && output.lastModified() != m_outputStampBefore)
+        o.measuredPath = outputPath();
     if (const auto& done = m_stream.done()) {
         o.correctnessPassed = done->correctnessPassed;
-        o.medianStepUs = done->medianMakespanUs();
+        o.medianStepUs = done->medianMakespanUs;
     }
     QStringList parts;
     if (o.medianStepUs > 0)
-        parts << QStringLiteral("median step %1").arg(formatMicroseconds(o.medianStepUs));
+        parts << QStringLiteral("median step %1").arg(QString::fromStdString(dps::formatTime(o.medianStepUs)));
     if (o.correctnessPassed)
         parts << (*o.correctnessPassed ? QStringLiteral("correctness passed") : QStringLiteral("correctness FAILED"));
     if (!o.backend.isEmpty())
         parts << QStringLiteral("%1 backend").arg(o.backend);
-    parts << QStringLiteral("took %1").arg(formatElapsed(o.elapsedMs));
+    parts << QStringLiteral("took %1").arg(QString::fromStdString(dps::formatElapsed(o.elapsedMs)));
     o.summary = parts.join(QStringLiteral(" · "));
     return o;
 }
@@ -291,7 +299,7 @@ void RunController::report(int exitCode, QProcess::ExitStatus status)
         emit failed(exit.message);
     else if (m_outcome.measuredPath.isEmpty())
         emit failed(
-            QStringLiteral("dpstudio ended without error but wrote no measured trace at %1.").arg(m_request.output));
+            QStringLiteral("dpstudio ended without error but wrote no measured trace at %1.").arg(outputPath()));
     else
         emit finished(m_outcome);
 }

@@ -57,7 +57,10 @@ public:
     bool isRunning() const;
     /// stop() was called and the process has not ended yet.
     bool isStopping() const { return isRunning() && m_cancelRequested; }
-    const RunRequest& request() const { return m_request; }
+    /// The options of the current (or last) run, output made absolute and progressJson set.
+    const launch::RunOptions& options() const { return m_options; }
+    /// options().output as a QString: the measured.json this run writes (absolute).
+    QString outputPath() const;
     /// The progress now, elapsed time included.
     RunProgress progress() const;
     qint64 elapsedMs() const;
@@ -66,9 +69,10 @@ public:
     /// The last run's outcome, whichever way it ended (measuredPath is empty when nothing was written).
     const RunOutcome& lastOutcome() const { return m_outcome; }
 
-    /// Checks the request and starts the run. Returns false, after emitting failed(), when the request
-    /// cannot run or a run is already going; the process starting (or not) is then signalled.
-    bool start(const RunRequest& request);
+    /// Checks the options (checkRunOptions) and starts `dpstudio run` with runArguments(options). Returns
+    /// false, after emitting failed(), when they cannot run, dpstudio is not found or a run is already
+    /// going; the process starting (or not) is then signalled.
+    bool start(const launch::RunOptions& options);
     /// Cancels the run: SIGTERM now, SIGKILL to the whole tree after the grace period. Reported as
     /// cancelled(), never as failed(). Does nothing when no run is going.
     void stop();
@@ -100,13 +104,13 @@ private:
     RunOutcome buildOutcome(int exitCode) const;
     QString correctnessText() const;
     void killTree();
-    void reset(const RunRequest& request);
+    void reset(const launch::RunOptions& options);
 
     QString m_program = QStringLiteral("dpstudio");
     std::optional<QProcessEnvironment> m_environment;
     int m_graceMs = 3000;
     QPointer<QProcess> m_process;
-    RunRequest m_request;
+    launch::RunOptions m_options;
     ProgressStream m_stream;
     QByteArray m_stdoutRest;
     QByteArray m_stderrRest;

@@ -1,5 +1,7 @@
 #include "runexit.h"
 
+#include "protocol/exitcodes.h"
+
 #include <cstring>
 
 namespace dps::ui {
@@ -40,8 +42,9 @@ ExitReport contentFailure(const ExitFacts& f)
 ExitReport cancelled(const ExitFacts& f)
 {
     return { Kind::Cancelled,
-        f.cancelRequested ? QStringLiteral("The run was cancelled.")
-                          : QStringLiteral("The run was cancelled from outside the designer (exit code 130).") };
+        f.cancelRequested
+            ? QStringLiteral("The run was cancelled.")
+            : QStringLiteral("The run was cancelled from outside the designer (exit code %1).").arg(kExitCancelled) };
 }
 
 } // namespace
@@ -54,9 +57,9 @@ QString signalName(int signal)
 
 ExitReport describeExit(const ExitFacts& f)
 {
-    if (!f.crashed && f.exitCode == 0)
+    if (!f.crashed && f.exitCode == kExitOk)
         return { Kind::Succeeded, QStringLiteral("The run finished.") };
-    if (f.cancelRequested || (!f.crashed && f.exitCode == 130))
+    if (f.cancelRequested || (!f.crashed && f.exitCode == kExitCancelled))
         return cancelled(f);
     if (f.crashed)
         return { Kind::Failed,
@@ -64,14 +67,14 @@ ExitReport describeExit(const ExitFacts& f)
                 .arg(f.exitCode)
                 .arg(signalName(f.exitCode), detailOf(f, f.firstError)) };
     switch (f.exitCode) {
-    case 1:
+    case kExitContent:
         return contentFailure(f);
-    case 2:
+    case kExitUsage:
         return {
             Kind::Failed,
             QStringLiteral("dpstudio refused the arguments or could not read a file: %1").arg(detailOf(f, f.lastError))
         };
-    case 3:
+    case kExitRunFailed:
         return { Kind::Failed, QStringLiteral("The run failed: %1").arg(detailOf(f, f.firstError)) };
     default:
         return {

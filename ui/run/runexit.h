@@ -1,7 +1,7 @@
 #pragma once
 // How a `dpstudio run` process ended, told as one message for the user: exit codes of every dpstudio
-// command (ARCHITECTURE.md: 0 ok, 1 content or check, 2 flags or unreadable file, 3 run failed,
-// 130 cancelled), a crash, or something else.
+// command (dps::kExit* of engine/protocol/exitcodes.h: 0 ok, 1 content or check, 2 flags or unreadable
+// file, 3 run failed, 130 cancelled), a crash, or something else.
 #include <QString>
 
 #include <optional>

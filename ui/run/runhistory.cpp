@@ -1,6 +1,6 @@
 #include "runhistory.h"
 
-#include "runformat.h"
+#include "base/format.h"
 
 #include <QBrush>
 #include <QColor>
@@ -207,7 +207,7 @@ QVariant RunHistory::displayData(const RunRecord& r, int column) const
     case HardwareColumn:
         return r.hardware;
     case StepTimeColumn:
-        return r.stepTimeUs > 0 ? formatMicroseconds(r.stepTimeUs) : QStringLiteral("–");
+        return r.stepTimeUs > 0 ? QString::fromStdString(dps::formatTime(r.stepTimeUs)) : QStringLiteral("–");
     case CorrectnessColumn:
         return correctnessText(r.correctness);
     default:
@@ -217,6 +217,8 @@ QVariant RunHistory::displayData(const RunRecord& r, int column) const
 
 QVariant RunHistory::toolTip(const RunRecord& r) const
 {
+    if (!r.problem.isEmpty())
+        return QStringLiteral("%1\nnot read in full: %2").arg(QDir::toNativeSeparators(r.measuredPath), r.problem);
     return QStringLiteral("%1\nhost %2 · %3 measured steps\nmax loss error %4 · max gradient error %5")
         .arg(QDir::toNativeSeparators(r.measuredPath), r.host.isEmpty() ? QStringLiteral("unknown") : r.host)
         .arg(r.steps)

@@ -3,9 +3,10 @@
 #include "devicesprobe.h"
 #include "preflightview.h"
 #include "rankprogresswidget.h"
-#include "runformat.h"
 #include "runhistory.h"
 #include "statusbanner.h"
+
+#include "base/format.h"
 
 #include <QComboBox>
 #include <QDateTime>
@@ -318,16 +319,16 @@ void RunPanel::chooseHostfile()
         m_hostfile->setText(path);
 }
 
-RunRequest RunPanel::currentRequest() const
+launch::RunOptions RunPanel::currentOptions() const
 {
-    RunRequest r;
-    r.project = m_project.runPath.isEmpty() ? m_project.path : m_project.runPath;
-    r.variant = m_project.variant;
-    r.backend = m_backend->currentData().toString();
+    launch::RunOptions r;
+    r.project = (m_project.runPath.isEmpty() ? m_project.path : m_project.runPath).toStdString();
+    r.variant = m_project.variant.toStdString();
+    r.backend = m_backend->currentData().toString().toStdString();
     r.steps = m_steps->value();
     r.warmup = m_warmup->value();
     r.threads = m_threads->value();
-    r.hostfile = m_hostfile->text().trimmed();
+    r.hostfile = m_hostfile->text().trimmed().toStdString();
     return r;
 }
 
@@ -357,10 +358,11 @@ void RunPanel::startRun()
         return;
     }
     emit aboutToRun();
-    RunRequest request = currentRequest();
+    launch::RunOptions options = currentOptions();
     QString error;
-    request.output = m_history->newMeasuredPath(request.variant, QDateTime::currentDateTime(), &error);
-    if (request.output.isEmpty()) {
+    const QString output = m_history->newMeasuredPath(m_project.variant, QDateTime::currentDateTime(), &error);
+    options.output = output.toStdString();
+    if (output.isEmpty()) {
         onFailed(tr("No place for the measured trace: %1").arg(error));
         return;
     }
@@ -372,7 +374,7 @@ void RunPanel::startRun()
     m_overall->setPalette(palette());
     m_tabs->setCurrentWidget(m_log);
     m_runStarted = false;
-    m_controller->start(request);
+    m_controller->start(options);
     updateControls();
 }
 
@@ -517,7 +519,7 @@ void RunPanel::recordRun(const QString& measuredPath)
     RunRecord record;
     QString error;
     bool recorded = readRunRecord(measuredPath, record, &error);
-    const QString runProject = m_controller->request().project;
+    const QString runProject = QString::fromStdString(m_controller->options().project);
     const QString currentRunFile = m_project.runPath.isEmpty() ? m_project.path : m_project.runPath;
     if (recorded && QFileInfo(runProject) == QFileInfo(currentRunFile)) {
         recorded = m_history->addRun(record, &error);
@@ -527,6 +529,9 @@ void RunPanel::recordRun(const QString& measuredPath)
     }
     if (!recorded)
         onOutput(tr("the run was not added to the history: %1").arg(error), OutputChannel::Problem);
+    else if (!record.problem.isEmpty())
+        onOutput(tr("the run is in the history, but its measured trace was not read in full: %1").arg(record.problem),
+            OutputChannel::Problem);
 }
 
 void RunPanel::openHistoryRun(const QModelIndex& index)
@@ -585,7 +590,7 @@ void RunPanel::updateMachineLabels()
 
 void RunPanel::updateElapsed()
 {
-    m_elapsed->setText(tr("%1 elapsed").arg(formatElapsed(m_controller->elapsedMs())));
+    m_elapsed->setText(tr("%1 elapsed").arg(QString::fromStdString(dps::formatElapsed(m_controller->elapsedMs()))));
 }
 
 void RunPanel::updateHistoryTab()

@@ -57,8 +57,8 @@ public:
     DevicesProbe* devicesProbe() const { return m_probe; }
     RunHistory* history() const { return m_history; }
 
-    /// The request the Run button would start (output path not yet chosen).
-    RunRequest currentRequest() const;
+    /// The options the Run button would start (output path not yet chosen).
+    launch::RunOptions currentOptions() const;
     const QVector<PreflightItem>& preflightItems() const;
     /// True when Run would start now: no run going and no pre-flight error.
     bool canRun() const;

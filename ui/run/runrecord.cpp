@@ -1,48 +1,15 @@
 #include "runrecord.h"
 
+#include "base/errors.h"
+#include "trace/measured.h"
+
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QJsonArray>
-#include <QJsonDocument>
 
 namespace dps::ui {
 
 namespace {
-
-/// GPU names from "gpus" (objects with "name", or strings) or "gpu"; empty when neither is there.
-QString gpuNames(const QJsonObject& o)
-{
-    QStringList names;
-    for (const QJsonValue v : o.value(QStringLiteral("gpus")).toArray())
-        names << (v.isObject() ? v.toObject().value(QStringLiteral("name")).toString() : v.toString());
-    names.removeAll(QString());
-    if (names.isEmpty())
-        return o.value(QStringLiteral("gpu")).toString();
-    if (names.count(names.front()) == names.size() && names.size() > 1)
-        return QStringLiteral("%1 × %2").arg(names.size()).arg(names.front());
-    return names.join(QStringLiteral(", "));
-}
-
-double medianMakespan(const QJsonObject& o)
-{
-    const int median = o.value(QStringLiteral("median_step")).toInt(-1);
-    for (const QJsonValue v : o.value(QStringLiteral("steps")).toArray()) {
-        const QJsonObject step = v.toObject();
-        if (step.value(QStringLiteral("step")).toInt(-2) == median)
-            return step.value(QStringLiteral("makespan_us")).toDouble();
-    }
-    return 0.0;
-}
-
-void readCorrectness(const QJsonObject& c, RunRecord& r)
-{
-    const QJsonValue passed = c.value(QStringLiteral("passed"));
-    r.correctness
-        = !passed.isBool() ? Correctness::Unknown : (passed.toBool() ? Correctness::Passed : Correctness::Failed);
-    r.maxLossError = c.value(QStringLiteral("max_loss_error")).toDouble();
-    r.maxGradError = c.value(QStringLiteral("max_grad_error")).toDouble();
-}
 
 Correctness correctnessFrom(const QString& text)
 {
@@ -62,34 +29,30 @@ QString correctnessKey(Correctness c)
 
 bool readRunRecord(const QString& measuredPath, RunRecord& record, QString* error)
 {
-    QFile file(measuredPath);
-    if (!file.open(QIODevice::ReadOnly)) {
-        if (error)
-            *error = QStringLiteral("cannot read %1: %2").arg(measuredPath, file.errorString());
-        return false;
-    }
-    QJsonParseError parseError;
-    const QJsonDocument doc = QJsonDocument::fromJson(file.readAll(), &parseError);
-    if (!doc.isObject()) {
-        if (error)
-            *error = QStringLiteral("%1 is not a measured trace (%2)").arg(measuredPath, parseError.errorString());
-        return false;
-    }
-    const QJsonObject o = doc.object();
+    const QFileInfo info(measuredPath);
     RunRecord r;
-    r.measuredPath = QFileInfo(measuredPath).absoluteFilePath();
-    r.date = QFileInfo(measuredPath).lastModified();
-    r.variant = o.value(QStringLiteral("variant")).toString();
-    r.ranks = static_cast<int>(o.value(QStringLiteral("ranks")).toArray().size());
-    r.host = o.value(QStringLiteral("host")).toString();
-    r.backend = o.value(QStringLiteral("backend")).toString();
-    r.comm = o.value(QStringLiteral("comm")).toString();
-    const QString gpus = gpuNames(o);
-    r.hardware
-        = r.backend == QLatin1String("cuda") && !gpus.isEmpty() ? gpus : o.value(QStringLiteral("cpu")).toString();
-    r.steps = static_cast<int>(o.value(QStringLiteral("steps")).toArray().size());
-    r.stepTimeUs = medianMakespan(o);
-    readCorrectness(o.value(QStringLiteral("correctness")).toObject(), r);
+    r.measuredPath = info.absoluteFilePath();
+    r.date = info.lastModified();
+    try {
+        const MeasuredTrace t = loadMeasured(QFile::encodeName(measuredPath).toStdString());
+        r.variant = QString::fromStdString(t.variant);
+        r.ranks = static_cast<int>(t.ranks.size());
+        r.host = QString::fromStdString(t.host);
+        r.backend = QString::fromStdString(t.backend);
+        r.hardware = QString::fromStdString(t.backend == "cuda" && !t.device.empty() ? t.device : t.cpu);
+        r.comm = QString::fromStdString(t.comm);
+        r.steps = static_cast<int>(t.steps.size());
+        r.stepTimeUs = t.medianMakespanUs();
+        r.correctness = t.correctness.passed ? Correctness::Passed : Correctness::Failed;
+        r.maxLossError = t.correctness.maxLossError;
+        r.maxGradError = t.correctness.maxGradError;
+    } catch (const IoError& e) {
+        if (error)
+            *error = QString::fromStdString(e.what());
+        return false;
+    } catch (const Error& e) { // FormatError (or a ParseError from an action): list it with the reason
+        r.problem = QString::fromStdString(e.what());
+    }
     record = r;
     return true;
 }
@@ -110,7 +73,7 @@ QJsonObject recordToJson(const RunRecord& r, const QString& base)
 {
     const QString relative = QDir(base).relativeFilePath(r.measuredPath);
     const bool inside = !relative.startsWith(QLatin1String("..")) && !QDir::isAbsolutePath(relative);
-    return QJsonObject {
+    QJsonObject o {
         { QStringLiteral("measured"), inside ? relative : r.measuredPath },
         { QStringLiteral("date"), r.date.toUTC().toString(Qt::ISODateWithMs) },
         { QStringLiteral("variant"), r.variant },
@@ -125,6 +88,9 @@ QJsonObject recordToJson(const RunRecord& r, const QString& base)
         { QStringLiteral("max_loss_error"), r.maxLossError },
         { QStringLiteral("max_grad_error"), r.maxGradError },
     };
+    if (!r.problem.isEmpty())
+        o.insert(QStringLiteral("problem"), r.problem);
+    return o;
 }
 
 RunRecord recordFromJson(const QJsonObject& o, const QString& base)
@@ -144,6 +110,7 @@ RunRecord recordFromJson(const QJsonObject& o, const QString& base)
     r.correctness = correctnessFrom(o.value(QStringLiteral("correctness")).toString());
     r.maxLossError = o.value(QStringLiteral("max_loss_error")).toDouble();
     r.maxGradError = o.value(QStringLiteral("max_grad_error")).toDouble();
+    r.problem = o.value(QStringLiteral("problem")).toString();
     return r;
 }
 

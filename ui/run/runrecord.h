@@ -1,7 +1,9 @@
 #pragma once
 // One run of a project as the runs history keeps it: the measured file and the few facts a list shows
-// (date, hardware, backend, step time, correctness). Read from a measured.json (issue 4's format)
-// tolerantly: the history must list a run even when the file lacks a field.
+// (date, hardware, backend, step time, correctness). Read from a measured.json with the engine's one
+// reader (dps::loadMeasured, engine/trace/measured.h), tolerantly: the history must list a run even when
+// that strict reader refuses the file (a missing field, a newer format_version); the record then keeps
+// what is known (the path and the date) and the reason.
 #include <QDateTime>
 #include <QJsonObject>
 #include <QString>
@@ -16,7 +18,7 @@ struct RunRecord {
     QString variant;
     int ranks = 0;
     QString host;
-    QString hardware; ///< GPU names for cuda runs, else the CPU model
+    QString hardware; ///< the device description for cuda runs, else the CPU model
     QString backend; ///< "cpu" or "cuda"
     QString comm; ///< "mpi" or "nccl"
     int steps = 0; ///< measured steps
@@ -24,12 +26,16 @@ struct RunRecord {
     Correctness correctness = Correctness::Unknown;
     double maxLossError = 0.0;
     double maxGradError = 0.0;
+    QString problem; ///< why the measured trace could not be read in full; empty when it was
 
     bool operator==(const RunRecord&) const = default;
 };
 
-/// The record of a measured.json. Returns false, with `error` set, when the file cannot be read or is
-/// not a JSON object; missing fields keep their defaults. `date` is the file's modification time.
+/// The record of a measured.json; `date` is the file's modification time. Returns false, with `error`
+/// set ("cannot read …"), when the file cannot be read at all. When dps::loadMeasured refuses its content
+/// (FormatError: not JSON, a field missing or of the wrong type, a newer format_version), returns true
+/// with only `measuredPath` and `date` filled and `problem` set to the reader's message (naming the file
+/// and the field); the other fields keep their defaults.
 bool readRunRecord(const QString& measuredPath, RunRecord& record, QString* error = nullptr);
 
 /// "passed", "FAILED" or "unknown".

@@ -3,6 +3,9 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 
+#include <algorithm>
+#include <cmath>
+
 namespace dps::ui {
 
 namespace {
@@ -20,7 +23,7 @@ QString checkReadableFile(const QString& path, const QString& what)
     return {};
 }
 
-QString checkNumbers(const RunRequest& r)
+QString checkNumbers(const launch::RunOptions& r)
 {
     if (r.steps < 1)
         return QStringLiteral("At least one measured step is needed (steps is %1).").arg(r.steps);
@@ -28,8 +31,8 @@ QString checkNumbers(const RunRequest& r)
         return QStringLiteral("Warm-up steps cannot be negative (%1).").arg(r.warmup);
     if (r.threads < 1)
         return QStringLiteral("Each rank needs at least one thread (threads is %1).").arg(r.threads);
-    if (r.timeoutS < 0)
-        return QStringLiteral("The timeout cannot be negative (%1 s).").arg(r.timeoutS);
+    if (!(r.timeoutS > 0) || !std::isfinite(r.timeoutS))
+        return QStringLiteral("The timeout must be a positive number of seconds (it is %1).").arg(r.timeoutS);
     return {};
 }
 
@@ -47,37 +50,33 @@ QString checkOutput(const QString& output)
 
 } // namespace
 
-QString checkRunRequest(const RunRequest& r)
+QString checkRunOptions(const launch::RunOptions& options)
 {
-    if (r.project.isEmpty())
+    const QString project = QString::fromStdString(options.project);
+    if (project.isEmpty())
         return QStringLiteral("No project file: save the project before running it.");
-    if (QString why = checkReadableFile(r.project, QStringLiteral("project file")); !why.isEmpty())
+    if (QString why = checkReadableFile(project, QStringLiteral("project file")); !why.isEmpty())
         return why;
-    static const QStringList backends { QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda") };
-    if (!backends.contains(r.backend))
-        return QStringLiteral("Unknown backend \"%1\": choose auto, cpu or cuda.").arg(r.backend);
-    if (QString why = checkNumbers(r); !why.isEmpty())
+    static const std::vector<std::string> backends { "auto", "cpu", "cuda" };
+    if (std::find(backends.begin(), backends.end(), options.backend) == backends.end())
+        return QStringLiteral("Unknown backend \"%1\": choose auto, cpu or cuda.")
+            .arg(QString::fromStdString(options.backend));
+    if (QString why = checkNumbers(options); !why.isEmpty())
         return why;
-    if (!r.hostfile.isEmpty())
-        if (QString why = checkReadableFile(r.hostfile, QStringLiteral("hostfile")); !why.isEmpty())
+    if (!options.hostfile.empty())
+        if (QString why = checkReadableFile(QString::fromStdString(options.hostfile), QStringLiteral("hostfile"));
+            !why.isEmpty())
             return why;
-    return checkOutput(r.output);
+    return checkOutput(QString::fromStdString(options.output));
 }
 
-QStringList runArguments(const RunRequest& r)
+QStringList runArguments(const launch::RunOptions& options)
 {
-    QStringList args { QStringLiteral("run"), r.project, QStringLiteral("--progress-json"), QStringLiteral("-o"),
-        r.output };
-    if (!r.variant.isEmpty())
-        args << QStringLiteral("--variant") << r.variant;
-    args << QStringLiteral("--backend") << r.backend;
-    args << QStringLiteral("--steps") << QString::number(r.steps);
-    args << QStringLiteral("--warmup") << QString::number(r.warmup);
-    args << QStringLiteral("--threads") << QString::number(r.threads);
-    if (!r.hostfile.isEmpty())
-        args << QStringLiteral("--hostfile") << r.hostfile;
-    if (r.timeoutS > 0)
-        args << QStringLiteral("--timeout") << QString::number(r.timeoutS);
+    launch::RunOptions withStream = options;
+    withStream.progressJson = true;
+    QStringList args;
+    for (const std::string& word : launch::runCommandArguments(withStream))
+        args << QString::fromStdString(word);
     return args;
 }
 

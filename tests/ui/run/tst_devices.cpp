@@ -101,7 +101,7 @@ private slots:
         QCOMPARE(info->gpus.size(), 1);
         QCOMPARE(info->gpus.front().name, QStringLiteral("NVIDIA H200"));
         QCOMPARE(info->gpus.front().memoryBytes, 150754820096LL);
-        QCOMPARE(info->gpuSummary(), QStringLiteral("1 × NVIDIA H200 (140 GiB)"));
+        QCOMPARE(info->gpuSummary(), QStringLiteral("1 × NVIDIA H200 (140.4 GiB)"));
         QCOMPARE(autoBackend(*info), QStringLiteral("cuda"));
     }
 

@@ -2,10 +2,13 @@
 // orphans; and the plain pieces under it (progress stream, exit mapping, command line).
 #include "offscreen.h"
 
-#include "run/processtree.h"
 #include "run/progressstream.h"
 #include "run/runcontroller.h"
 #include "run/runexit.h"
+
+#include "launch/process.h"
+#include "protocol/exitcodes.h"
+#include "protocol/progress.h"
 
 #include <QFile>
 #include <QSignalSpy>
@@ -13,6 +16,7 @@
 #include <QTest>
 
 using namespace dps::ui;
+using dps::launch::processIsAlive;
 
 class TestRunController : public QObject {
     Q_OBJECT
@@ -22,15 +26,15 @@ private:
 
     QString projectPath() const { return m_dir.filePath(QStringLiteral("demo.dpstudio.json")); }
 
-    RunRequest request(const QString& output = QStringLiteral("measured.json")) const
+    dps::launch::RunOptions request(const QString& output = QStringLiteral("measured.json")) const
     {
-        RunRequest r;
-        r.project = projectPath();
-        r.variant = QStringLiteral("dualpipev");
-        r.backend = QStringLiteral("cpu");
+        dps::launch::RunOptions r;
+        r.project = projectPath().toStdString();
+        r.variant = "dualpipev";
+        r.backend = "cpu";
         r.steps = 2;
         r.warmup = 1;
-        r.output = m_dir.filePath(output);
+        r.output = m_dir.filePath(output).toStdString();
         return r;
     }
 
@@ -113,25 +117,57 @@ private slots:
         QCOMPARE(s.errors().size(), 1);
         QCOMPARE(s.errors().front().text(), QStringLiteral("rank 3: out of memory"));
         QVERIFY(s.progress().perRank[3].failed);
-        s.feed(
-            R"({"event":"done","output":"m.json","correctness":{"passed":false},"median_step":1,"step_makespan_us":[5,7,9]})");
+        const auto done
+            = s.feed(R"({"event":"done","output":"m.json","correctness":{"passed":false,"max_loss_error":0.03,)"
+                     R"("max_grad_error":0.5,"message":"stage 1"},"median_step":1,"step_makespan_us":[5,7,9]})");
+        QCOMPARE(done.kind, ProgressStream::LineKind::Done);
+        QCOMPARE(done.text, QStringLiteral("done: wrote m.json, correctness check FAILED"));
+        QCOMPARE(s.done()->output, QStringLiteral("m.json"));
         QCOMPARE(s.done()->correctnessPassed, std::optional<bool>(false));
-        QCOMPARE(s.done()->medianMakespanUs(), 7.0);
+        QCOMPARE(s.done()->maxLossError, 0.03);
+        QCOMPARE(s.done()->maxGradError, 0.5);
+        QCOMPARE(s.done()->correctnessMessage, QStringLiteral("stage 1"));
+        QCOMPARE(s.done()->medianStep, 1);
+        QCOMPARE(s.done()->stepMakespanUs, QVector<double>({ 5, 7, 9 }));
+        QCOMPARE(s.done()->medianMakespanUs, 7.0);
         QCOMPARE(s.progress().overall, 1.0);
+    }
+
+    void streamNotesANewerFormat()
+    {
+        ProgressStream s;
+        const int newer = dps::protocol::kProgressFormatVersion + 1;
+        const auto hello = s.feed(QStringLiteral(R"({"event":"hello","format_version":%1,"ranks":2,"steps":3,)"
+                                                 R"("warmup":1,"backend":"cpu","comm":"mpi"})")
+                                      .arg(newer)
+                                      .toUtf8());
+        QCOMPARE(hello.kind, ProgressStream::LineKind::Hello);
+        QCOMPARE(hello.text,
+            QStringLiteral("worker started: 2 ranks, 3 measured steps after 1 warm-up, backend cpu, comm mpi "
+                           "(progress format %1 is newer than this build reads, %2)")
+                .arg(newer)
+                .arg(dps::protocol::kProgressFormatVersion));
+        QCOMPARE(s.formatVersion(), newer);
+        QCOMPARE(s.progress().perRank.size(), 2);
+        ProgressStream current;
+        QCOMPARE(current.feed(R"({"event":"hello","format_version":1,"ranks":2,"steps":3,"warmup":1})").text,
+            QStringLiteral("worker started: 2 ranks, 3 measured steps after 1 warm-up"));
     }
 
     void exitCodesBecomeMessages()
     {
         ExitFacts f;
-        f.exitCode = 3;
+        f.exitCode = dps::kExitRunFailed;
         f.firstError = QStringLiteral("rank 1: exited on signal 11");
         QCOMPARE(describeExit(f).message, QStringLiteral("The run failed: rank 1: exited on signal 11"));
         f.exitCode = 1;
         f.lastError = QStringLiteral("rank 0: bad world size");
         QCOMPARE(describeExit(f).message,
             QStringLiteral("The correctness check failed or the project is invalid: rank 0: bad world size"));
-        f.exitCode = 130;
+        f.exitCode = dps::kExitCancelled;
         QCOMPARE(describeExit(f).kind, ExitReport::Kind::Cancelled);
+        QCOMPARE(describeExit(f).message,
+            QStringLiteral("The run was cancelled from outside the designer (exit code 130)."));
         f = ExitFacts();
         f.exitCode = 15;
         f.crashed = true;
@@ -157,18 +193,26 @@ private slots:
 
     void commandLineCarriesTheRequest()
     {
-        RunRequest r = request();
-        r.hostfile = QStringLiteral("hosts");
+        dps::launch::RunOptions r = request();
+        r.hostfile = "hosts";
         r.threads = 4;
         r.timeoutS = 90;
-        const QStringList args = runArguments(r);
-        QCOMPARE(args.mid(0, 5),
-            QStringList({ QStringLiteral("run"), r.project, QStringLiteral("--progress-json"), QStringLiteral("-o"),
-                r.output }));
-        for (const QString& pair : { QStringLiteral("--variant dualpipev"), QStringLiteral("--backend cpu"),
-                 QStringLiteral("--steps 2"), QStringLiteral("--warmup 1"), QStringLiteral("--threads 4"),
-                 QStringLiteral("--hostfile hosts"), QStringLiteral("--timeout 90") })
-            QVERIFY2(args.join(QLatin1Char(' ')).contains(pair), qPrintable(pair));
+        const QString project = QString::fromStdString(r.project), output = QString::fromStdString(r.output);
+        QCOMPARE(runArguments(r),
+            QStringList({ QStringLiteral("run"), project, QStringLiteral("--progress-json"), QStringLiteral("-o"),
+                output, QStringLiteral("--variant"), QStringLiteral("dualpipev"), QStringLiteral("--backend"),
+                QStringLiteral("cpu"), QStringLiteral("--steps"), QStringLiteral("2"), QStringLiteral("--warmup"),
+                QStringLiteral("1"), QStringLiteral("--threads"), QStringLiteral("4"), QStringLiteral("--timeout"),
+                QStringLiteral("90"), QStringLiteral("--hostfile"), QStringLiteral("hosts") }));
+        QVERIFY2(!r.progressJson, "runArguments adds --progress-json without changing the options");
+        QCOMPARE(checkRunOptions(r), QStringLiteral("The hostfile hosts does not exist."));
+        r.hostfile.clear();
+        QCOMPARE(checkRunOptions(r), QString());
+        r.timeoutS = 0;
+        QCOMPARE(checkRunOptions(r), QStringLiteral("The timeout must be a positive number of seconds (it is 0)."));
+        r.timeoutS = 90;
+        r.backend = "tpu";
+        QCOMPARE(checkRunOptions(r), QStringLiteral("Unknown backend \"tpu\": choose auto, cpu or cuda."));
     }
 
     // ---------------------------------------------------------------------------- with the fake
@@ -178,14 +222,14 @@ private slots:
         auto c = controller(QStringLiteral("ok"));
         QSignalSpy failed(c.get(), &RunController::failed);
         QSignalSpy started(c.get(), &RunController::started);
-        RunRequest r = request();
-        r.project = m_dir.filePath(QStringLiteral("missing.dpstudio.json"));
+        dps::launch::RunOptions r = request();
+        r.project = m_dir.filePath(QStringLiteral("missing.dpstudio.json")).toStdString();
         QVERIFY(!c->start(r));
         r = request();
         r.steps = 0;
         QVERIFY(!c->start(r));
         r = request();
-        r.output = m_dir.filePath(QStringLiteral("no/such/folder/m.json"));
+        r.output = m_dir.filePath(QStringLiteral("no/such/folder/m.json")).toStdString();
         QVERIFY(!c->start(r));
         c->setProgram(m_dir.filePath(QStringLiteral("no-such-dpstudio")));
         QVERIFY(!c->start(request()));
@@ -218,7 +262,7 @@ private slots:
         QVERIFY(QFile::exists(outcome.measuredPath));
         QCOMPARE(outcome.correctnessPassed, std::optional<bool>(true));
         QCOMPARE(outcome.medianStepUs, 1200.5);
-        QVERIFY2(outcome.summary.startsWith(QStringLiteral("median step 1.20 ms · correctness passed · cpu backend")),
+        QVERIFY2(outcome.summary.startsWith(QStringLiteral("median step 1.2 ms · correctness passed · cpu backend")),
             qPrintable(outcome.summary));
         QVERIFY(!c->isRunning());
     }
@@ -301,7 +345,8 @@ private slots:
         const qint64 dpstudio = c->processId(), child = childPid();
         QVERIFY(processIsAlive(dpstudio));
         QVERIFY(processIsAlive(child));
-        QVERIFY(descendantProcesses(dpstudio).contains(child));
+        const std::vector<pid_t> below = dps::launch::descendantProcesses(static_cast<pid_t>(dpstudio));
+        QVERIFY(std::find(below.begin(), below.end(), static_cast<pid_t>(child)) != below.end());
         c->stop();
         QVERIFY(c->isStopping());
         QTRY_COMPARE_WITH_TIMEOUT(cancelled.size(), 1, 5000);

@@ -2,12 +2,13 @@
 // runs folder, and reading a measured.json into a record.
 #include "offscreen.h"
 
-#include "run/runformat.h"
 #include "run/runhistory.h"
 
 #include <QAbstractItemModelTester>
 #include <QDir>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -82,7 +83,7 @@ private slots:
         QVERIFY(history.addRun(record(m_dir.filePath(QStringLiteral("b.json")), 1)));
         const QModelIndex top = history.index(0, RunHistory::CorrectnessColumn);
         QCOMPARE(top.data().toString(), QStringLiteral("FAILED"));
-        QCOMPARE(history.index(0, RunHistory::StepTimeColumn).data().toString(), QStringLiteral("1.00 ms"));
+        QCOMPARE(history.index(0, RunHistory::StepTimeColumn).data().toString(), QStringLiteral("1 ms"));
         QCOMPARE(history.index(0, RunHistory::VariantColumn).data().toString(), QStringLiteral("dualpipev (2 ranks)"));
         QCOMPARE(history.index(0, RunHistory::BackendColumn).data().toString(), QStringLiteral("cpu/mpi"));
         QCOMPARE(top.data(RunHistory::MeasuredPathRole).toString(), m_dir.filePath(QStringLiteral("b.json")));
@@ -133,20 +134,6 @@ private slots:
         QCOMPARE(history.rowCount(), 0);
     }
 
-    void formatsReadably()
-    {
-        QCOMPARE(formatMicroseconds(850), QStringLiteral("850 µs"));
-        QCOMPARE(formatMicroseconds(1200.5), QStringLiteral("1.20 ms"));
-        QCOMPARE(formatMicroseconds(12345), QStringLiteral("12.3 ms"));
-        QCOMPARE(formatMicroseconds(1.28e6), QStringLiteral("1.28 s"));
-        QCOMPARE(formatElapsed(812), QStringLiteral("0.8 s"));
-        QCOMPARE(formatElapsed(42000), QStringLiteral("42 s"));
-        QCOMPARE(formatElapsed(723000), QStringLiteral("12:03"));
-        QCOMPARE(formatElapsed(3723000), QStringLiteral("1:02:03"));
-        QCOMPARE(formatBytes(141LL << 30), QStringLiteral("141 GiB"));
-        QCOMPARE(formatBytes(512LL << 20), QStringLiteral("512 MiB"));
-    }
-
     void readsAMeasuredTrace()
     {
         RunRecord r;
@@ -161,8 +148,59 @@ private slots:
         QCOMPARE(r.steps, 3);
         QCOMPARE(r.stepTimeUs, 1200.5);
         QCOMPARE(r.correctness, Correctness::Passed);
-        QVERIFY(!readRunRecord(m_dir.filePath(QStringLiteral("absent.json")), r, &error));
-        QVERIFY(error.startsWith(QStringLiteral("cannot read")));
+        QCOMPARE(r.maxLossError, 2.1e-08);
+        QCOMPARE(r.problem, QString());
+        const QString absent = m_dir.filePath(QStringLiteral("absent.json"));
+        QVERIFY(!readRunRecord(absent, r, &error));
+        QCOMPARE(error, absent + QStringLiteral(": cannot read: No such file or directory"));
+    }
+
+    void listsATraceTheReaderRefusesWithTheReason()
+    {
+        // measured.json without its steps: the strict reader refuses it, the history still lists the run.
+        QFile fixture(kFixture);
+        QVERIFY(fixture.open(QIODevice::ReadOnly));
+        QJsonObject o = QJsonDocument::fromJson(fixture.readAll()).object();
+        o.remove(QStringLiteral("steps"));
+        const QString path = m_dir.filePath(QStringLiteral("no-steps.measured.json"));
+        QFile broken(path);
+        QVERIFY(broken.open(QIODevice::WriteOnly));
+        broken.write(QJsonDocument(o).toJson());
+        broken.close();
+        RunRecord r;
+        r.variant = QStringLiteral("left over");
+        QString error = QStringLiteral("untouched");
+        QVERIFY(readRunRecord(path, r, &error));
+        QCOMPARE(error, QStringLiteral("untouched"));
+        QCOMPARE(r.problem, path + QStringLiteral(": steps: missing"));
+        QCOMPARE(r.measuredPath, path);
+        QCOMPARE(r.date, QFileInfo(path).lastModified());
+        QCOMPARE(r.variant, QString());
+        QCOMPARE(r.correctness, Correctness::Unknown);
+        QCOMPARE(r.stepTimeUs, 0.0);
+
+        // A newer format_version is refused the same way, naming both versions.
+        fixture.seek(0);
+        o = QJsonDocument::fromJson(fixture.readAll()).object();
+        o.insert(QStringLiteral("format_version"), 7);
+        QVERIFY(broken.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        broken.write(QJsonDocument(o).toJson());
+        broken.close();
+        QVERIFY(readRunRecord(path, r, &error));
+        QVERIFY2(r.problem.startsWith(path + QStringLiteral(": format_version 7 is newer than this build")),
+            qPrintable(r.problem));
+
+        // The reason survives the index, and the tooltip shows it.
+        RunHistory history;
+        QVERIFY(history.open(project()));
+        QVERIFY(history.addRun(r));
+        RunHistory reopened;
+        QVERIFY(reopened.open(project()));
+        QCOMPARE(reopened.run(0), r);
+        QCOMPARE(reopened.index(0, RunHistory::CorrectnessColumn).data().toString(), QStringLiteral("unknown"));
+        QCOMPARE(reopened.index(0, RunHistory::StepTimeColumn).data().toString(), QStringLiteral("–"));
+        QCOMPARE(reopened.index(0, 0).data(Qt::ToolTipRole).toString(),
+            QDir::toNativeSeparators(path) + QStringLiteral("\nnot read in full: ") + r.problem);
     }
 };
 

@@ -168,7 +168,7 @@ private slots:
         QCOMPARE(p->history()->runCount(), 1);
         QCOMPARE(p->history()->run(0).measuredPath, measured);
         QVERIFY(QFile::exists(p->history()->indexPath()));
-        QVERIFY2(p->statusText().startsWith(QStringLiteral("Run finished: median step 1.20 ms")),
+        QVERIFY2(p->statusText().startsWith(QStringLiteral("Run finished: median step 1.2 ms")),
             qPrintable(p->statusText()));
         QVERIFY(p->canRun());
     }
