@@ -12,14 +12,6 @@ namespace dps::ui {
 
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-template <typename F> double maxOverRanks(const SimulationSnapshot& s, F f)
-{
-    double best = 0.0;
-    for (const auto& r : s.sim.ranks)
-        best = std::max(best, f(r));
-    return best;
-}
 } // namespace
 
 CompareModel::CompareModel(QObject* parent)
@@ -70,26 +62,22 @@ double CompareModel::value(const SimulationSnapshot& s, int metric) const
     if (!s.timed)
         return kNaN;
     switch (metric) {
-    case ParametersPerDevice: {
-        double most = 0.0;
-        for (const auto& m : s.staticMemory)
-            most = std::max(most, m.parameterCount);
-        return most;
-    }
+    case ParametersPerDevice:
+        return s.parametersPerDevice;
     case PeakActivations:
-        return maxOverRanks(s, [](const RankResult& r) { return r.peakActivationBytes; });
+        return s.peakActivationBytes;
     case PeakMemory:
-        return maxOverRanks(s, [](const RankResult& r) { return r.peakMemoryBytes; });
+        return s.peakMemoryBytes;
     case Bubble:
-        return s.sim.bubbleRate;
+        return s.bubbleRate;
     case Makespan:
-        return s.sim.makespanUs;
+        return s.makespanUs;
     case LargestIdle:
-        return s.largestIdle().first;
+        return s.largestIdleUs;
     case ClosedFormIdle:
         return s.closedForm.available && s.closedForm.applicable ? s.closedForm.valueUs : kNaN;
     case P2pVolume:
-        return s.sim.totalP2pBytes;
+        return s.p2pBytes;
     default:
         return kNaN;
     }
@@ -103,7 +91,7 @@ QString CompareModel::text(const SimulationSnapshot& s, int metric) const
     if (std::isnan(v)) {
         if (metric == ClosedFormIdle && s.timed)
             return s.closedForm.available ? tr("not applicable") : tr("none for this kind");
-        return s.error.empty() ? tr("invalid order") : QStringLiteral("—");
+        return s.built() ? tr("invalid order") : QStringLiteral("—");
     }
     switch (metric) {
     case ParametersPerDevice:

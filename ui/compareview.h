@@ -32,7 +32,7 @@ public:
 
 signals:
     /// The user chose another sweep parameter.
-    void sweepParameterChanged(dps::ui::SweepParameter parameter);
+    void sweepParameterChanged(dps::SweepParameter parameter);
     /// The view became visible (its content is computed only while shown).
     void shown();
 

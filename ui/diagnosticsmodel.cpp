@@ -14,7 +14,7 @@ void DiagnosticsModel::setSnapshot(const SnapshotPtr& snapshot)
 {
     beginResetModel();
     m_rows.clear();
-    if (snapshot && !snapshot->error.empty())
+    if (snapshot && !snapshot->built())
         m_rows.push_back({ Severity::Error, -1, -1, {}, "build", snapshot->error, false });
     if (snapshot)
         m_rows.insert(m_rows.end(), snapshot->report.diagnostics.begin(), snapshot->report.diagnostics.end());

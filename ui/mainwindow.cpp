@@ -417,7 +417,7 @@ void MainWindow::showSnapshot(const SnapshotPtr& snapshot)
 void MainWindow::updateStatusLine(const SimulationSnapshot& s)
 {
     const QString name = QString::fromStdString(s.variantName).toHtmlEscaped();
-    if (!s.error.empty()) {
+    if (!s.built()) {
         m_status->setText(tr("<span style='color:#d03030'>✖</span> <b>%1</b> cannot be built: %2")
                               .arg(name, QString::fromStdString(s.error).toHtmlEscaped()));
         return;
@@ -436,8 +436,8 @@ void MainWindow::updateStatusLine(const SimulationSnapshot& s)
     }
     m_status->setText(tr("<span style='color:#3a9a3a'>✔</span> <b>%1</b> (%2%3): valid · makespan %4 · bubble %5 — "
                          "drag a block along its row to reorder; wheel or +/− to zoom, drag empty space to pan")
-                          .arg(name, shape, s.handEdited ? tr(", edited by hand") : QString(),
-                              formatTime(s.sim.makespanUs), formatPercent(s.sim.bubbleRate)));
+                          .arg(name, shape, s.handEdited ? tr(", edited by hand") : QString(), formatTime(s.makespanUs),
+                              formatPercent(s.bubbleRate)));
 }
 
 void MainWindow::updateTitle()

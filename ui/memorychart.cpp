@@ -26,13 +26,12 @@ std::pair<double, QString> byteUnit(double maxBytes)
     return { 1.0, QStringLiteral("B") };
 }
 
+/// The peak of one rank, or of the busiest rank when `rank` is negative (bytes).
 double peakOver(const SimulationSnapshot& s, int rank)
 {
-    double peak = 0.0;
-    for (int r = 0; r < static_cast<int>(s.sim.ranks.size()); ++r)
-        if (rank < 0 || rank == r)
-            peak = std::max(peak, s.sim.ranks[r].peakMemoryBytes);
-    return peak;
+    if (rank < 0)
+        return s.peakMemoryBytes;
+    return rank < static_cast<int>(s.sim.ranks.size()) ? s.sim.ranks[rank].peakMemoryBytes : 0.0;
 }
 
 } // namespace
@@ -202,7 +201,7 @@ void MemoryChart::rebuild()
     else
         drawAllRanks(divisor);
     drawMeasured(divisor);
-    const int peakRank = m_rank >= 0 ? m_rank : m_snapshot->peakMemoryRank();
+    const int peakRank = m_rank >= 0 ? m_rank : m_snapshot->peakMemoryRank;
     markPeak(peakRank, divisor);
     const double top = peak / divisor * 1.25;
     m_plot->yAxis->setRange(0, top > 0 ? top : 1);
@@ -272,11 +271,9 @@ void MemoryChart::drawAllRanks(double divisor)
         v << v.back();
         addStep(t, v, seriesColor(r), tr("rank %1").arg(r), false);
     }
-    const int peakRank = s.peakMemoryRank();
-    m_summary->setText(peakRank >= 0 ? tr("total per rank; highest peak %1 on rank %2")
-                                           .arg(formatBytes(s.sim.ranks[peakRank].peakMemoryBytes))
-                                           .arg(peakRank)
-                                     : QString());
+    m_summary->setText(s.peakMemoryRank >= 0
+            ? tr("total per rank; highest peak %1 on rank %2").arg(formatBytes(s.peakMemoryBytes)).arg(s.peakMemoryRank)
+            : QString());
 }
 
 void MemoryChart::markPeak(int rank, double divisor)

@@ -187,13 +187,11 @@ void MetricsPanel::setSnapshot(const SnapshotPtr& snapshot)
 {
     m_model->setSnapshot(snapshot);
     if (!snapshot || !snapshot->timed) {
-        showEmpty(snapshot && !snapshot->error.empty() ? tr("cannot build: see the list under the chart")
-                                                       : tr("not simulated: the order is invalid"));
+        showEmpty(snapshot && !snapshot->built() ? tr("cannot build: see the list under the chart")
+                                                 : tr("not simulated: the order is invalid"));
         return;
     }
     const SimulationSnapshot& s = *snapshot;
-    const auto [idle, idleRank] = s.largestIdle();
-    const int peakRank = s.peakMemoryRank();
     int inflight = 0;
     double paramsMin = 1e300, paramsMax = 0.0, bytesMax = 0.0;
     for (const auto& r : s.sim.ranks)
@@ -203,20 +201,20 @@ void MetricsPanel::setSnapshot(const SnapshotPtr& snapshot)
         paramsMax = std::max(paramsMax, m.parameterCount);
         bytesMax = std::max(bytesMax, m.parameters);
     }
-    m_rows[0].second->setText(formatTime(s.sim.makespanUs));
+    m_rows[0].second->setText(formatTime(s.makespanUs));
     m_rows[1].second->setText(
-        tr("<b>%1</b> <small>= Σ idle ÷ (ranks × makespan)</small>").arg(formatPercent(s.sim.bubbleRate)));
-    m_rows[2].second->setText(tr("%1 on rank %2").arg(formatTime(idle)).arg(idleRank));
+        tr("<b>%1</b> <small>= Σ idle ÷ (ranks × makespan)</small>").arg(formatPercent(s.bubbleRate)));
+    m_rows[2].second->setText(tr("%1 on rank %2").arg(formatTime(s.largestIdleUs)).arg(s.largestIdleRank));
     showClosedForm(s);
-    m_rows[4].second->setText(peakRank >= 0
-            ? tr("%1 on rank %2").arg(formatBytes(s.sim.ranks[peakRank].peakMemoryBytes)).arg(peakRank)
+    m_rows[4].second->setText(s.peakMemoryRank >= 0
+            ? tr("%1 on rank %2").arg(formatBytes(s.peakMemoryBytes)).arg(s.peakMemoryRank)
             : QString());
     m_rows[5].second->setText(tr("%1 activations").arg(inflight));
     const QString count = paramsMax - paramsMin < 0.5
         ? formatCount(paramsMax)
         : tr("%1 – %2").arg(formatCount(paramsMin), formatCount(paramsMax));
     m_rows[6].second->setText(tr("%1 (%2)").arg(count, formatBytes(bytesMax)));
-    m_rows[7].second->setText(formatBytes(s.sim.totalP2pBytes));
+    m_rows[7].second->setText(formatBytes(s.p2pBytes));
 }
 
 } // namespace dps::ui

@@ -1,7 +1,7 @@
 #include "partitioneditor.h"
 
-#include "partitioning.h"
 #include "partitionmodel.h"
+#include "project/partitioning.h"
 #include "projectdocument.h"
 #include "theme.h"
 

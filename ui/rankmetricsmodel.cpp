@@ -88,7 +88,7 @@ QVariant RankMetricsModel::data(const QModelIndex& index, int role) const
     case Qt::TextAlignmentRole:
         return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::FontRole: {
-        if (index.column() != Idle || m_snapshot->largestIdle().second != index.row())
+        if (index.column() != Idle || m_snapshot->largestIdleRank != index.row())
             return {};
         QFont font;
         font.setBold(true);

@@ -11,7 +11,8 @@
 #include "run/runpanel.h"
 #include "timelineview.h"
 
-#include "launch/calibrate.h"
+#include "sim/calibrate.h"
+#include "trace/measured.h"
 
 #include <QAction>
 #include <QApplication>
@@ -170,7 +171,7 @@ RunProjectInfo RunWorkspace::projectInfo() const
     info.variant = doc->activeName();
     info.ranks = doc->activeVariant().ranks;
     const SnapshotPtr s = m_window->snapshot();
-    if (s && !s->error.empty())
+    if (s && !s->built())
         info.validationErrors << QString::fromStdString(s->error);
     else if (s)
         for (const auto& d : s->report.diagnostics)
@@ -250,7 +251,7 @@ bool RunWorkspace::calibrate(QString* error)
     } else {
         try {
             const Project& project = m_window->document()->project();
-            const launch::Calibration fit = launch::calibrate(*trace, launch::measuredStageCount(*trace, &project));
+            const Calibration fit = dps::calibrate(measuredSlots(*trace), measuredStageCount(*trace, &project));
             m_window->document()->edit(tr("Calibrate from %1").arg(QFileInfo(m_overlay->measuredPath()).fileName()),
                 [costs = fit.costs](Project& p) { applyCostsFile(p.costs, costs); });
             m_window->banner()->showMessage(MessageBanner::Kind::Info,

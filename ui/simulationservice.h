@@ -2,8 +2,8 @@
 // Simulates the active variant off the GUI thread whenever asked; the newest request wins and every
 // result is an immutable snapshot shared with the views.
 #include "latestjobrunner.h"
+#include "project/sweep.h"
 #include "snapshot.h"
-#include "sweep.h"
 
 #include <QObject>
 

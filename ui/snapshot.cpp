@@ -1,32 +1,12 @@
 #include "snapshot.h"
 
-#include "base/errors.h"
+#include "base/format.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 
 namespace dps::ui {
-
-std::pair<double, int> SimulationSnapshot::largestIdle() const
-{
-    std::pair<double, int> best { 0.0, -1 };
-    for (int r = 0; r < static_cast<int>(sim.ranks.size()); ++r)
-        if (best.second < 0 || sim.ranks[r].idleUs > best.first)
-            best = { sim.ranks[r].idleUs, r };
-    return best;
-}
-
-int SimulationSnapshot::peakMemoryRank() const
-{
-    int best = -1;
-    for (int r = 0; r < static_cast<int>(sim.ranks.size()); ++r)
-        if (best < 0 || sim.ranks[r].peakMemoryBytes > sim.ranks[best].peakMemoryBytes)
-            best = r;
-    return best;
-}
 
 namespace {
 
@@ -111,20 +91,12 @@ void layoutInListOrder(
 
 bool timingComplete(const SimulationSnapshot& s)
 {
-    if (s.sim.deadlocked || s.sim.timing.size() != s.schedule->order.size())
+    if (!s.timed || s.sim.timing.size() != s.schedule->order.size())
         return false;
     for (std::size_t r = 0; r < s.sim.timing.size(); ++r)
         if (s.sim.timing[r].size() != s.schedule->order[r].size())
             return false;
     return true;
-}
-
-void build(SimulationSnapshot& s, const Project& project, const Variant& variant)
-{
-    s.handEdited = variant.order.has_value();
-    s.deviceMemoryBytes = project.cluster.memoryPerDeviceBytes;
-    s.schedule = buildSchedule(project, variant);
-    s.costs = buildCostModel(project, variant);
 }
 
 } // namespace
@@ -133,62 +105,26 @@ SnapshotPtr computeSnapshot(const Project& project, const std::string& variantNa
     const SimulationSnapshot* previous)
 {
     auto s = std::make_shared<SimulationSnapshot>();
-    s->generation = generation;
-    s->variantName = variantName;
     try {
-        const Variant* variant = project.find(variantName);
-        if (!variant)
-            throw FormatError("no variant named '" + variantName + "'");
-        build(*s, project, *variant);
-    } catch (const std::exception& e) {
+        static_cast<Prediction&>(*s) = predict(project, variantName);
+    } catch (const std::exception& e) { // e.g. out of memory for a huge size: the designer keeps running
+        static_cast<Prediction&>(*s) = Prediction {};
+        s->variantName = variantName;
         s->error = e.what();
-        s->schedule.reset();
-        return s;
     }
-    s->report = validate(*s->schedule);
+    s->generation = generation;
+    s->deviceMemoryBytes = project.cluster.memoryPerDeviceBytes;
+    if (!s->schedule)
+        return s;
     const auto bad = offending(s->report);
-    s->sim = simulate(*s->schedule, s->costs);
-    s->closedForm = closedFormLargestIdle(*s->schedule, s->costs);
-    s->timed = s->report.valid() && timingComplete(*s);
-    if (s->timed)
+    if (timingComplete(*s))
         layoutTimed(*s, bad);
     else
         layoutInListOrder(*s, bad, previous && previous->timed ? previous : nullptr);
-    s->staticMemory = staticMemoryPerRank(*s->schedule, s->costs);
     return s;
 }
 
-std::vector<StaticMemory> staticMemoryPerRank(const Schedule& schedule, const CostModel& costs)
-{
-    std::vector<std::set<int>> held(static_cast<std::size_t>(std::max(0, schedule.ranks)));
-    for (int s = 0; s < schedule.stages; ++s)
-        for (int m = 0; m < schedule.microbatches; ++m) {
-            const int r = schedule.placement.rankOf(s, m);
-            if (r >= 0 && r < schedule.ranks)
-                held[r].insert(s);
-        }
-    std::vector<StaticMemory> result(held.size());
-    for (std::size_t r = 0; r < held.size(); ++r)
-        for (int s : held[r]) {
-            if (s >= static_cast<int>(costs.stages.size()))
-                continue;
-            const StageCost& c = costs.stages[s];
-            result[r].parameters += c.parameterBytes;
-            result[r].gradients += c.gradientBytes;
-            result[r].optimizer += c.parameterCount * costs.optimizerBytesPerParameter;
-            result[r].parameterCount += c.parameterCount;
-        }
-    return result;
-}
-
 namespace {
-
-std::string formatUs(double us)
-{
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.1f µs", us);
-    return buffer;
-}
 
 /// What the first op of a slot needs from another rank, in words.
 std::string inputName(const Op& op, int lastStage)
@@ -213,7 +149,8 @@ std::string inputName(const Op& op, int lastStage)
 std::string describeWait(const SimulationSnapshot& snapshot, int rank, int position)
 {
     const TimelineBlock* b = snapshot.blocks.block(rank, position);
-    if (!b || !snapshot.timed)
+    if (!b || !snapshot.timed || static_cast<std::size_t>(rank) >= snapshot.sim.timing.size()
+        || static_cast<std::size_t>(position) >= snapshot.sim.timing[rank].size())
         return "not simulated: the order is invalid";
     const SlotTiming& t = snapshot.sim.timing[rank][position];
     const double free = position > 0 ? snapshot.sim.timing[rank][position - 1].endUs : 0.0;
@@ -223,7 +160,7 @@ std::string describeWait(const SimulationSnapshot& snapshot, int rank, int posit
     std::string what = b->action.overlapped ? "the inputs of both halves" : inputName(b->action.op, lastStage);
     if (t.waitedOnRank >= 0)
         what += " from rank " + std::to_string(t.waitedOnRank);
-    return what + ", ready at " + formatUs(t.readyUs) + " (idle " + formatUs(t.startUs - free) + " before it)";
+    return what + ", ready at " + formatTime(t.readyUs) + " (idle " + formatTime(t.startUs - free) + " before it)";
 }
 
 } // namespace dps::ui

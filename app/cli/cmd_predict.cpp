@@ -1,27 +1,26 @@
 // dpstudio simulate, compare, export, init: predictions and files from projects, generated schedules and CSVs.
 #include "commands.h"
 
-#include "project/compare.h"
-#include "project/project.h"
-#include "project/validatedconfig.h"
-#include "trace/measured.h"
-#include "schedule/csvio.h"
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "base/format.h"
+#include "project/compare.h"
+#include "project/modelcost.h"
+#include "project/predict.h"
+#include "project/project.h"
+#include "project/validatedconfig.h"
+#include "schedule/csvio.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_json.h"
 #include "schedule/validator.h"
-#include "sim/simulator.h"
 #include "trace/chrometrace.h"
+#include "trace/measured.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
 namespace dps::cli {
 
@@ -38,86 +37,6 @@ int usage(const std::string& message)
     return kExitUsage;
 }
 
-// ------------------------------------------------------------------------------------ formatting
-
-/// A number with up to `decimals` decimals, trailing zeros dropped ("66", "59", "0.091").
-std::string num(double x, int decimals = 3)
-{
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, x);
-    std::string s = buffer;
-    if (s.find('.') != std::string::npos) {
-        s.erase(s.find_last_not_of('0') + 1);
-        if (s.back() == '.')
-            s.pop_back();
-    }
-    return s == "-0" ? "0" : s;
-}
-
-/// A time for people: µs below 1 ms, then ms below 1 s, then s.
-std::string timeText(double us)
-{
-    if (std::abs(us) < 1e3)
-        return num(us) + " µs";
-    if (std::abs(us) < 1e6)
-        return num(us / 1e3, 2) + " ms";
-    return num(us / 1e6, 3) + " s";
-}
-
-std::string bytesText(double bytes)
-{
-    const char* units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    int u = 0;
-    while (std::abs(bytes) >= 1024.0 && u < 4) {
-        bytes /= 1024.0;
-        ++u;
-    }
-    return num(bytes, u == 0 ? 3 : 2) + " " + units[u];
-}
-
-std::string countText(double n)
-{
-    if (n >= 1e9)
-        return num(n / 1e9, 2) + " G";
-    if (n >= 1e6)
-        return num(n / 1e6, 2) + " M";
-    if (n >= 1e3)
-        return num(n / 1e3, 2) + " k";
-    return num(n);
-}
-
-std::string percent(double rate)
-{
-    return num(rate * 100.0, 2) + " %";
-}
-
-/// Display width of UTF-8 text (code points).
-std::size_t width(const std::string& s)
-{
-    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
-}
-
-/// A plain text table: the first `leftColumns` columns left-aligned, the others right-aligned.
-std::string table(const std::vector<std::vector<std::string>>& rows, std::size_t leftColumns = 1)
-{
-    std::vector<std::size_t> widths;
-    for (const auto& row : rows)
-        for (std::size_t c = 0; c < row.size(); ++c) {
-            widths.resize(std::max(widths.size(), row.size()), 0);
-            widths[c] = std::max(widths[c], width(row[c]));
-        }
-    std::ostringstream out;
-    for (const auto& row : rows) {
-        std::string line;
-        for (std::size_t c = 0; c < row.size(); ++c) {
-            const std::string pad(widths[c] - width(row[c]), ' ');
-            line += (c ? "  " : "") + (c < leftColumns ? row[c] + pad : pad + row[c]);
-        }
-        out << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
-    }
-    return out.str();
-}
-
 // ---------------------------------------------------------------------------------- inputs
 
 ScheduleKind kindOrThrow(const std::string& name, const std::string& flag)
@@ -130,16 +49,16 @@ ScheduleKind kindOrThrow(const std::string& name, const std::string& flag)
     return *kind;
 }
 
+/// The variant --variant names (empty: the active one); an unknown name is refused naming the file and the flag.
 const Variant& variantOf(const Project& project, const std::string& name, const std::string& file)
 {
     if (name.empty())
         return project.active();
-    if (const Variant* v = project.find(name))
-        return *v;
-    std::string names;
-    for (const auto& v : project.variants)
-        names += (names.empty() ? "" : ", ") + v.name;
-    throw FormatError(file + ": --variant: no variant named '" + name + "' (variants: " + names + ")");
+    try {
+        return findVariant(project, name);
+    } catch (const FormatError& e) {
+        throw FormatError(file + ": --variant: " + e.what());
+    }
 }
 
 CostsFile loadCosts(const std::string& path)
@@ -177,7 +96,7 @@ Project withCostsFile(Project project, const CostFlags& flags)
     return project;
 }
 
-/// Unit costs (no model), then the cost file, then the flags.
+/// Unit costs (no model), then the cost file (the flags come last, as the prediction's cost adjuster).
 CostModel unitCosts(int stages, const CostFlags& flags)
 {
     CostModel model = uniformCostModel(stages);
@@ -186,8 +105,15 @@ CostModel unitCosts(int stages, const CostFlags& flags)
         applyCostsFile(settings, loadCosts(flags.costsFile));
         applyCostSettings(model, settings);
     }
-    applyCostFlags(model, flags);
     return model;
+}
+
+/// The --cost flags as a prediction's cost adjuster (empty when none is given).
+CostAdjuster costFlagsAdjuster(const CostFlags& flags)
+{
+    if (!anyCostFlag(flags))
+        return {};
+    return [flags](CostModel& model) { applyCostFlags(model, flags); };
 }
 
 std::string costsNote(const std::string& base, const CostFlags& flags)
@@ -200,22 +126,28 @@ std::string costsNote(const std::string& base, const CostFlags& flags)
     return note;
 }
 
-/// What simulate works on.
-struct Prediction {
+/// What simulate predicts, and what it says about it.
+struct Simulated {
     std::string label; ///< e.g. "p.dpstudio.json [dualpipe]" or "golden.csv"
-    Schedule schedule;
-    CostModel costs;
+    std::string file; ///< the project file, when the source is one
     std::string costsSource;
+    Prediction prediction;
 };
 
-Prediction fromProject(const std::string& file, const std::string& text, const SimulateArgs& args)
+PredictOptions simulateOptions(const SimulateArgs& args)
+{
+    PredictOptions options;
+    options.adjustCosts = costFlagsAdjuster(args.costs);
+    options.recordTiming = options.recordMemory = !args.trace.empty(); // the trace draws the timeline
+    return options;
+}
+
+Simulated fromProject(const std::string& file, const std::string& text, const SimulateArgs& args)
 {
     const Project project = withCostsFile(parseProject(text, file), args.costs);
-    const Variant& variant = variantOf(project, args.variant, file);
-    Prediction p { file + " [" + variant.name + "]", projectSchedule(file, project, variant),
-        buildCostModel(project, variant), costsNote("the project's model and costs", args.costs) };
-    applyCostFlags(p.costs, args.costs);
-    return p;
+    Prediction prediction = predict(project, variantOf(project, args.variant, file), simulateOptions(args));
+    return { file + " [" + prediction.variantName + "]", file, costsNote("the project's model and costs", args.costs),
+        std::move(prediction) };
 }
 
 /// When an imported schedule is exactly what a generator makes, give it that kind (and closed form).
@@ -236,24 +168,24 @@ void recogniseKind(Schedule& schedule)
     }
 }
 
-Prediction fromCsv(const std::string& file, const std::string& text, const SimulateArgs& args)
+Simulated fromCsv(const std::string& file, const std::string& text, const SimulateArgs& args)
 {
     CsvImport imported = readScheduleCsv(file, text, args.dialect);
     recogniseKind(imported.schedule);
-    const int stages = imported.schedule.stages;
-    return { file, std::move(imported.schedule), unitCosts(stages, args.costs),
-        costsNote("unit costs (F = I = W = 1, B = 2, F&B = 3, free links)", args.costs) };
+    CostModel costs = unitCosts(imported.schedule.stages, args.costs);
+    return { file, {}, costsNote("unit costs (F = I = W = 1, B = 2, F&B = 3, free links)", args.costs),
+        predictSchedule(std::move(imported.schedule), std::move(costs), simulateOptions(args)) };
 }
 
-Prediction fromKind(const SimulateArgs& args)
+Simulated fromKind(const SimulateArgs& args)
 {
     Schedule schedule
         = generate({ kindOrThrow(args.schedule, "--schedule"), args.ranks, args.microbatches, args.stagesPerRank });
     const std::string label = std::string(kindName(schedule.kind)) + " " + std::to_string(args.ranks) + " ranks × "
         + std::to_string(args.microbatches) + " microbatches";
-    const int stages = schedule.stages;
-    return { label, std::move(schedule), unitCosts(stages, args.costs),
-        costsNote("unit costs (F = I = W = 1, B = 2, F&B = 3, free links)", args.costs) };
+    CostModel costs = unitCosts(schedule.stages, args.costs);
+    return { label, {}, costsNote("unit costs (F = I = W = 1, B = 2, F&B = 3, free links)", args.costs),
+        predictSchedule(std::move(schedule), std::move(costs), simulateOptions(args)) };
 }
 
 /// "" when the source flags are consistent, else what is wrong.
@@ -272,7 +204,7 @@ std::string sourceProblem(const SimulateArgs& args)
     return {};
 }
 
-Prediction loadPrediction(const SimulateArgs& args)
+Simulated loadSimulated(const SimulateArgs& args)
 {
     if (!args.schedule.empty())
         return fromKind(args);
@@ -283,39 +215,35 @@ Prediction loadPrediction(const SimulateArgs& args)
     return fromCsv(file, text, args);
 }
 
-/// Prints the validator's errors and returns false when the schedule cannot be simulated.
-bool checkSchedule(const std::string& label, const Schedule& schedule)
+/// Prints the validator's errors of an invalid schedule to stderr, one per line after `label`.
+void printInvalid(const std::string& label, const ValidationReport& report)
 {
-    const ValidationReport report = validate(schedule);
-    if (report.valid())
-        return true;
     for (const auto& d : report.diagnostics)
         std::cerr << label << ": " << format(d) << "\n";
     std::cerr << "dpstudio: " << label << ": invalid schedule (" << report.errorCount()
               << (report.errorCount() == 1 ? " error" : " errors") << "): not simulated\n";
+}
+
+/// Prints why a prediction has no figures (a variant that cannot be built, an invalid schedule, a deadlock)
+/// to stderr and returns false; true when it has figures. `file` (may be empty) names the project file.
+bool reportFailure(const std::string& label, const std::string& file, const Prediction& p)
+{
+    if (p.valid())
+        return true;
+    if (!p.built()) {
+        std::cerr << "dpstudio: error: " << (file.empty() ? "" : file + ": ") << p.error << "\n";
+    } else if (!p.report.valid()) {
+        printInvalid(label, p.report);
+    } else {
+        std::cerr << "dpstudio: " << label << ": " << p.error << "\n";
+        for (const auto& s : p.sim.stuck)
+            std::cerr << "  rank " << s.rank << ", position " << s.position << " (" << s.action << ") waits for "
+                      << s.waitsFor << "\n";
+    }
     return false;
 }
 
-bool reportDeadlock(const std::string& label, const SimResult& result)
-{
-    if (!result.deadlocked)
-        return false;
-    std::cerr << "dpstudio: " << label << ": deadlock: " << result.deadlockMessage << "\n";
-    for (const auto& s : result.stuck)
-        std::cerr << "  rank " << s.rank << ", position " << s.position << " (" << s.action << ") waits for "
-                  << s.waitsFor << "\n";
-    return true;
-}
-
 // --------------------------------------------------------------------------- closed forms
-
-double largestIdle(const SimResult& result)
-{
-    double most = 0.0;
-    for (const auto& r : result.ranks)
-        most = std::max(most, r.idleUs);
-    return most;
-}
 
 /// "closed form (PP/2−1)(F&B+B−3W) = 6 µs, valid for …", or why only the simulated value is shown.
 std::string closedFormText(const ClosedForm& form)
@@ -324,7 +252,7 @@ std::string closedFormText(const ClosedForm& form)
         return form.reason.empty() ? "no closed form for this schedule; simulated value only" : form.reason;
     if (!form.applicable)
         return "closed form " + form.formula + " does not apply: " + form.reason;
-    return "closed form " + form.formula + " = " + timeText(form.valueUs) + ", " + form.reason;
+    return "closed form " + form.formula + " = " + formatTime(form.valueUs) + ", " + form.reason;
 }
 
 json closedFormJson(const ClosedForm& form)
@@ -337,51 +265,55 @@ json closedFormJson(const ClosedForm& form)
 
 // ------------------------------------------------------------------------------- simulate
 
-json simulationJson(const Prediction& p, const SimResult& result, const ClosedForm& form)
+json simulationJson(const Simulated& in)
 {
+    const Prediction& p = in.prediction;
     json ranks = json::array();
-    for (std::size_t r = 0; r < result.ranks.size(); ++r) {
-        const RankResult& rr = result.ranks[r];
+    for (std::size_t r = 0; r < p.sim.ranks.size(); ++r) {
+        const RankResult& rr = p.sim.ranks[r];
         ranks.push_back({ { "rank", r }, { "busy_us", rr.busyUs }, { "idle_us", rr.idleUs },
             { "peak_memory_bytes", rr.peakMemoryBytes }, { "peak_activation_bytes", rr.peakActivationBytes },
             { "peak_inflight_microbatches", rr.peakInflight }, { "p2p_bytes_sent", rr.p2pBytesSent } });
     }
-    const Schedule& s = p.schedule;
-    return { { "source", p.label }, { "costs", p.costsSource },
+    const Schedule& s = *p.schedule;
+    return { { "source", in.label }, { "costs", in.costsSource },
         { "schedule",
             { { "kind", std::string(kindName(s.kind)) }, { "ranks", s.ranks }, { "stages", s.stages },
                 { "microbatches", s.microbatches } } },
-        { "makespan_us", result.makespanUs }, { "bubble_rate", result.bubbleRate },
-        { "bubble_rate_definition", kBubbleDefinition }, { "total_p2p_bytes", result.totalP2pBytes },
-        { "largest_idle_us", largestIdle(result) }, { "closed_form", closedFormJson(form) },
+        { "makespan_us", p.makespanUs }, { "bubble_rate", p.bubbleRate },
+        { "bubble_rate_definition", kBubbleDefinition }, { "total_p2p_bytes", p.p2pBytes },
+        { "largest_idle_us", p.largestIdleUs }, { "closed_form", closedFormJson(p.closedForm) },
         { "ranks", std::move(ranks) } };
 }
 
-void printSimulation(const Prediction& p, const SimResult& result, const ClosedForm& form)
+void printSimulation(const Simulated& in)
 {
-    const Schedule& s = p.schedule;
-    std::cout << p.label << ": " << kindDisplayName(s.kind) << ", " << s.ranks << " ranks, " << s.stages << " stages, "
+    const Prediction& p = in.prediction;
+    const Schedule& s = *p.schedule;
+    std::cout << in.label << ": " << kindDisplayName(s.kind) << ", " << s.ranks << " ranks, " << s.stages << " stages, "
               << s.microbatches << " microbatches\n"
-              << "costs:        " << p.costsSource << "\n"
-              << "makespan:     " << timeText(result.makespanUs) << "\n"
-              << "bubble rate:  " << percent(result.bubbleRate) << "  (" << kBubbleDefinition << ")\n"
-              << "largest idle: " << timeText(largestIdle(result)) << " simulated; " << closedFormText(form) << "\n"
-              << "p2p traffic:  " << bytesText(result.totalP2pBytes) << "\n\n";
+              << "costs:        " << in.costsSource << "\n"
+              << "makespan:     " << formatTime(p.makespanUs) << "\n"
+              << "bubble rate:  " << formatPercent(p.bubbleRate) << "  (" << kBubbleDefinition << ")\n"
+              << "largest idle: " << formatTime(p.largestIdleUs) << " simulated; " << closedFormText(p.closedForm)
+              << "\n"
+              << "p2p traffic:  " << formatBytes(p.p2pBytes) << "\n\n";
     std::vector<std::vector<std::string>> rows { { "rank", "busy", "idle", "peak memory", "peak activations",
         "peak in-flight" } };
-    for (std::size_t r = 0; r < result.ranks.size(); ++r) {
-        const RankResult& rr = result.ranks[r];
-        rows.push_back({ std::to_string(r), timeText(rr.busyUs), timeText(rr.idleUs), bytesText(rr.peakMemoryBytes),
-            bytesText(rr.peakActivationBytes), std::to_string(rr.peakInflight) });
+    for (std::size_t r = 0; r < p.sim.ranks.size(); ++r) {
+        const RankResult& rr = p.sim.ranks[r];
+        rows.push_back({ std::to_string(r), formatTime(rr.busyUs), formatTime(rr.idleUs),
+            formatBytes(rr.peakMemoryBytes), formatBytes(rr.peakActivationBytes), std::to_string(rr.peakInflight) });
     }
-    std::cout << table(rows);
+    std::cout << formatTable(rows);
 }
 
-void writeTrace(const std::string& file, const Prediction& p, const SimResult& result)
+void writeTrace(const std::string& file, const Simulated& in)
 {
-    Timeline timeline = timelineFromSimulation(p.schedule, p.costs, result);
-    timeline.info["source"] = p.label;
-    timeline.info["costs"] = p.costsSource;
+    const Prediction& p = in.prediction;
+    Timeline timeline = timelineFromSimulation(*p.schedule, p.costs, p.sim);
+    timeline.info["source"] = in.label;
+    timeline.info["costs"] = in.costsSource;
     writeChromeTrace(timeline, file);
     std::cerr << "dpstudio: wrote " << file << " (open it in Perfetto: ui.perfetto.dev)\n";
 }
@@ -392,19 +324,15 @@ int cmdSimulate(const SimulateArgs& args)
 {
     if (const std::string problem = sourceProblem(args); !problem.empty())
         return usage(problem);
-    const Prediction p = loadPrediction(args);
-    if (!checkSchedule(p.label, p.schedule))
+    const Simulated in = loadSimulated(args);
+    if (!reportFailure(in.label, in.file, in.prediction))
         return kExitContent;
-    const SimResult result = simulate(p.schedule, p.costs, { !args.trace.empty(), !args.trace.empty() });
-    if (reportDeadlock(p.label, result))
-        return kExitContent;
-    const ClosedForm form = closedFormLargestIdle(p.schedule, p.costs);
     if (args.json)
-        std::cout << simulationJson(p, result, form).dump(2) << "\n";
+        std::cout << simulationJson(in).dump(2) << "\n";
     else
-        printSimulation(p, result, form);
+        printSimulation(in);
     if (!args.trace.empty())
-        writeTrace(args.trace, p, result);
+        writeTrace(args.trace, in);
     return kExitOk;
 }
 
@@ -416,7 +344,7 @@ namespace {
 /// its reason).
 std::vector<VariantComparison> compareRows(const Project& project, const CompareArgs& args)
 {
-    const CostAdjuster adjust = [&args](CostModel& model) { applyCostFlags(model, args.costs); };
+    const CostAdjuster adjust = costFlagsAdjuster(args.costs);
     std::vector<VariantComparison> rows;
     if (args.schedules.empty()) {
         for (const Variant& v : project.variants)
@@ -464,7 +392,7 @@ std::string closedCell(const ClosedForm& form, std::vector<std::string>& notes)
     if (it == notes.end())
         it = notes.insert(notes.end(), note);
     const std::string ref = "[" + std::to_string(it - notes.begin() + 1) + "]";
-    return (form.available && form.applicable ? timeText(form.valueUs) : std::string("—")) + " " + ref;
+    return (form.available && form.applicable ? formatTime(form.valueUs) : std::string("—")) + " " + ref;
 }
 
 std::vector<std::string> comparisonCells(const VariantComparison& row, std::vector<std::string>& notes)
@@ -474,9 +402,9 @@ std::vector<std::string> comparisonCells(const VariantComparison& row, std::vect
         return { row.variant, kind, row.ranks > 0 ? std::to_string(row.ranks) : "—",
             row.stages > 0 ? std::to_string(row.stages) : "—", "—", "—", "—", "—", "—", "—", "—" };
     return { row.variant, kind, std::to_string(row.ranks), std::to_string(row.stages),
-        countText(row.parametersPerDevice), bytesText(row.peakActivationBytes), timeText(row.makespanUs),
-        percent(row.bubbleRate), timeText(row.largestIdleUs), closedCell(row.closedForm, notes),
-        bytesText(row.p2pBytes) };
+        formatCount(row.parametersPerDevice), formatBytes(row.peakActivationBytes), formatTime(row.makespanUs),
+        formatPercent(row.bubbleRate), formatTime(row.largestIdleUs), closedCell(row.closedForm, notes),
+        formatBytes(row.p2pBytes) };
 }
 
 void printComparison(const std::string& title, const std::vector<VariantComparison>& rows)
@@ -486,7 +414,7 @@ void printComparison(const std::string& title, const std::vector<VariantComparis
     std::vector<std::string> notes;
     for (const auto& row : rows)
         cells.push_back(comparisonCells(row, notes));
-    std::cout << title << "\n\n" << table(cells, 2) << "\n" << kBubbleDefinition << "\n";
+    std::cout << title << "\n\n" << formatTable(cells, 2) << "\n" << kBubbleDefinition << "\n";
     for (std::size_t n = 0; n < notes.size(); ++n)
         std::cout << "[" << n + 1 << "] " << notes[n] << "\n";
     for (const auto& row : rows)
@@ -522,8 +450,10 @@ namespace {
 
 int exportCsv(const ExportArgs& args, const Schedule& schedule, const std::string& label)
 {
-    if (!checkSchedule(label, schedule))
+    if (const ValidationReport report = validate(schedule); !report.valid()) {
+        printInvalid(label, report);
         return kExitContent;
+    }
     if (csvNeedsExtension(schedule))
         std::cerr << "dpstudio: warning: this CSV puts a stage on two rows (DualPipe's two replicas of every "
                      "stage): a DualPipe Studio extension that PyTorch's schedule loader refuses\n";
@@ -533,14 +463,10 @@ int exportCsv(const ExportArgs& args, const Schedule& schedule, const std::strin
 
 int exportTrace(const ExportArgs& args, const Project& project, const Variant& variant, const std::string& label)
 {
-    const Schedule schedule = projectSchedule(args.project, project, variant);
-    if (!checkSchedule(label, schedule))
+    const Prediction p = predict(project, variant);
+    if (!reportFailure(label, args.project, p))
         return kExitContent;
-    const CostModel costs = buildCostModel(project, variant);
-    const SimResult result = simulate(schedule, costs);
-    if (reportDeadlock(label, result))
-        return kExitContent;
-    Timeline timeline = timelineFromSimulation(schedule, costs, result);
+    Timeline timeline = timelineFromSimulation(*p.schedule, p.costs, p.sim);
     timeline.info.update({ { "source", args.project }, { "project", project.name }, { "variant", variant.name } });
     if (!args.perRankDir.empty()) {
         const auto files = writeChromeTracePerRank(timeline, args.perRankDir);
@@ -563,16 +489,16 @@ ValidatedRun validatedRun(const std::string& file, const MeasuredTrace& m)
 
 int exportValidatedConfig(const ExportArgs& args, const Project& project, const Variant& variant)
 {
-    const Schedule schedule = projectSchedule(args.project, project, variant);
-    const ValidationReport report = validate(schedule);
-    std::optional<SimResult> prediction;
-    if (report.valid())
-        prediction = simulate(schedule, buildCostModel(project, variant), { false, false });
+    const Prediction p = predict(project, variant, PredictOptions::peaksOnly());
+    if (!p.built()) { // nothing to record: the variant breaks a size rule
+        reportFailure(args.project + " [" + variant.name + "]", args.project, p);
+        return kExitContent;
+    }
     std::optional<ValidatedRun> run;
     if (!args.measured.empty())
         run = validatedRun(args.measured, loadMeasured(args.measured));
     const ValidatedConfig config
-        = buildValidatedConfig(project, variant.name, schedule, report, prediction ? &*prediction : nullptr, run);
+        = buildValidatedConfig(project, variant.name, *p.schedule, p.report, p.report.valid() ? &p.sim : nullptr, run);
     writeOutput(args.output, config.text);
     for (const auto& r : config.reasons)
         std::cerr << "dpstudio: not validated: " << r << "\n";
@@ -621,7 +547,7 @@ void applyModelFlags(ModelDesc& m, const InitArgs& a)
 {
     m.layers = a.layers.value_or(m.layers);
     if (a.hidden)
-        m.ffn = 4 * *a.hidden;
+        m.ffn = a.ffn ? *a.ffn : defaultFfn(*a.hidden);
     m.hidden = a.hidden.value_or(m.hidden);
     m.ffn = a.ffn.value_or(m.ffn);
     m.seqLen = a.seqLen.value_or(m.seqLen);
@@ -665,6 +591,7 @@ Project projectFromFlags(const InitArgs& a)
         v.layerPartition = effectivePartition(p, v);
         buildSchedule(p, v); // refuses sizes the generator rejects, before anything is written
     }
+    validateProject(p); // and sizes beyond their limits (modelcost.h), as reading the file back would
     return p;
 }
 

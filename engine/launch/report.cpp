@@ -1,5 +1,8 @@
 #include "report.h"
 
+#include "base/errors.h"
+#include "project/predict.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -98,15 +101,12 @@ std::vector<ComparisonRow> compareRun(const SimResult& predicted, const Measured
 
 SimResult predictRun(const Project& project, const std::string& variantName, const std::string& backend)
 {
-    const Variant* variant = variantName.empty() ? &project.active() : project.find(variantName);
-    if (!variant)
-        variant = &project.active();
-    const Schedule schedule = buildSchedule(project, *variant);
-    const CostModel costs = backend == "cpu" ? buildCostModel(project, *variant, 4) : buildCostModel(project, *variant);
-    SimOptions options;
-    options.recordTiming = false;
-    options.recordMemory = false;
-    return simulate(schedule, costs, options);
+    PredictOptions options = PredictOptions::peaksOnly();
+    options.fp32Tensors = backend == "cpu";
+    Prediction prediction = predict(project, variantName, options);
+    if (!prediction.valid())
+        throw FormatError("variant '" + prediction.variantName + "': " + prediction.error);
+    return std::move(prediction.sim);
 }
 
 std::string formatComparison(const std::vector<ComparisonRow>& rows, const MeasuredTrace& measured)

@@ -33,9 +33,10 @@ struct ComparisonRow {
 /// Rows: makespan, then per rank idle, peak memory and peak activation bytes.
 std::vector<ComparisonRow> compareRun(const SimResult& predicted, const MeasuredTrace& measured);
 
-/// The simulator's prediction for a variant of a project as a run executes it: the project's cost model
-/// (with its overrides, e.g. from --costs), tensor bytes of fp32 when the backend is "cpu" (a bf16
-/// project runs in fp32 there). Throws FormatError/ConstraintError as buildSchedule/buildCostModel.
+/// The prediction (predict(), peaks only) of the variant named `variant` (empty: the active one) as a run
+/// executes it: the project's cost model (with its overrides, e.g. from --costs), tensor bytes of fp32 when
+/// the backend is "cpu" (a bf16 project runs in fp32 there). Throws FormatError with the prediction's error
+/// (the variant's name, then a size rule it breaks, an unknown name, an invalid schedule or a deadlock).
 SimResult predictRun(const Project& project, const std::string& variant, const std::string& backend);
 
 /// The table as text: a header line naming the median step, then one line per row with predicted,

@@ -2,10 +2,6 @@
 
 #include "base/errors.h"
 #include "schedule/generator.h"
-#include "schedule/validator.h"
-
-#include <algorithm>
-#include <set>
 
 namespace dps {
 
@@ -26,72 +22,6 @@ Variant variantForKind(const Project& project, ScheduleKind kind, const Variant&
     return v;
 }
 
-namespace {
-
-/// Parameters (elements) of the stages each rank runs, largest over ranks.
-double parametersPerDevice(const Schedule& schedule, const CostModel& costs)
-{
-    double most = 0.0;
-    for (const auto& row : schedule.order) {
-        std::set<int> held;
-        for (const auto& action : row)
-            for (int k = 0; k < action.size(); ++k)
-                held.insert(action.at(k).stage);
-        double sum = 0.0;
-        for (int s : held)
-            if (s >= 0 && s < static_cast<int>(costs.stages.size()))
-                sum += costs.stages[static_cast<std::size_t>(s)].parameterCount;
-        most = std::max(most, sum);
-    }
-    return most;
-}
-
-std::string invalidReason(const ValidationReport& report)
-{
-    for (const auto& d : report.diagnostics)
-        if (d.severity == Severity::Error) {
-            const std::size_t more = report.errorCount() - 1;
-            return "invalid schedule: " + format(d) + (more ? " (+" + std::to_string(more) + " more)" : "");
-        }
-    return "invalid schedule";
-}
-
-void fillFigures(VariantComparison& row, const Schedule& schedule, const CostModel& costs, const SimResult& result)
-{
-    row.parametersPerDevice = parametersPerDevice(schedule, costs);
-    for (const auto& r : result.ranks) {
-        row.peakActivationBytes = std::max(row.peakActivationBytes, r.peakActivationBytes);
-        row.peakMemoryBytes = std::max(row.peakMemoryBytes, r.peakMemoryBytes);
-        row.largestIdleUs = std::max(row.largestIdleUs, r.idleUs);
-    }
-    row.makespanUs = result.makespanUs;
-    row.bubbleRate = result.bubbleRate;
-    row.p2pBytes = result.totalP2pBytes;
-    row.closedForm = closedFormLargestIdle(schedule, costs);
-}
-
-void simulateRow(VariantComparison& row, const Project& project, const Variant& variant, const CostAdjuster& adjust)
-{
-    const Schedule schedule = buildSchedule(project, variant);
-    row.stages = schedule.stages;
-    const ValidationReport report = validate(schedule);
-    if (!report.valid()) {
-        row.error = invalidReason(report);
-        return;
-    }
-    CostModel costs = buildCostModel(project, variant);
-    if (adjust)
-        adjust(costs);
-    const SimResult result = simulate(schedule, costs, { false, false });
-    if (result.deadlocked) {
-        row.error = "deadlock: " + result.deadlockMessage;
-        return;
-    }
-    fillFigures(row, schedule, costs, result);
-}
-
-} // namespace
-
 VariantComparison compareVariant(const Project& project, const Variant& variant, const CostAdjuster& adjust)
 {
     VariantComparison row;
@@ -99,12 +29,27 @@ VariantComparison compareVariant(const Project& project, const Variant& variant,
     row.kind = variant.kind;
     row.ranks = variant.ranks;
     row.microbatches = variant.microbatches;
-    try {
-        row.stages = stageCount(variant);
-        simulateRow(row, project, variant, adjust);
-    } catch (const Error& e) {
-        row.error = e.what();
+    const Prediction p = predict(project, variant, PredictOptions::peaksOnly(adjust));
+    if (p.schedule) {
+        row.stages = p.schedule->stages;
+    } else {
+        try {
+            row.stages = stageCount(variant);
+        } catch (const Error&) {
+            row.stages = 0; // the sizes cannot even give a stage count: p.error says why
+        }
     }
+    row.error = p.error;
+    if (!p.valid())
+        return row;
+    row.parametersPerDevice = p.parametersPerDevice;
+    row.peakActivationBytes = p.peakActivationBytes;
+    row.peakMemoryBytes = p.peakMemoryBytes;
+    row.makespanUs = p.makespanUs;
+    row.bubbleRate = p.bubbleRate;
+    row.largestIdleUs = p.largestIdleUs;
+    row.p2pBytes = p.p2pBytes;
+    row.closedForm = p.closedForm;
     return row;
 }
 

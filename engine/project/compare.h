@@ -1,16 +1,17 @@
 #pragma once
 // The comparison of schedule variants: one row of figures per variant, as `dpstudio compare` prints it and
 // a comparison view shows it.
+#include "predict.h"
 #include "project.h"
 #include "sim/simulator.h"
 
-#include <functional>
 #include <string>
 
 namespace dps {
 
-/// The figures of one variant under the project's costs. When `error` is set the variant could not be
-/// simulated (a size constraint, an invalid schedule, a deadlock) and only the sizes known so far are set.
+/// The figures of one variant under the project's costs, copied from its Prediction (predict()). When
+/// `error` is set the variant could not be simulated (a size constraint, an invalid schedule, a deadlock) and
+/// only the sizes known so far are set.
 struct VariantComparison {
     std::string variant; ///< the variant's name
     ScheduleKind kind = ScheduleKind::Custom;
@@ -21,15 +22,12 @@ struct VariantComparison {
     double parametersPerDevice = 0.0; ///< largest over ranks: parameters (elements) of the stages a rank holds
     double peakActivationBytes = 0.0; ///< largest over ranks: live activations
     double peakMemoryBytes = 0.0; ///< largest over ranks: parameters + gradients + optimizer + activations
-    double makespanUs = 0.0;
+    double makespanUs = 0.0; ///< µs
     double bubbleRate = 0.0; ///< Σ idle ÷ (ranks × makespan)
-    double largestIdleUs = 0.0; ///< largest per-rank idle time (simulated)
+    double largestIdleUs = 0.0; ///< largest per-rank idle time (simulated), µs
     double p2pBytes = 0.0; ///< bytes sent between different ranks in one step
     ClosedForm closedForm; ///< the kind's closed form of the largest idle, where it has one
 };
-
-/// Changes a row's cost model after the project's own costs (e.g. command-line flags); may be empty.
-using CostAdjuster = std::function<void(CostModel&)>;
 
 /// A variant named after `kind` with the ranks that give `like`'s stage count (DualPipe: ranks = stages;
 /// V shapes: stages ÷ 2; interleaved: stages ÷ its default chunks; others: stages), `like`'s microbatches
@@ -37,8 +35,9 @@ using CostAdjuster = std::function<void(CostModel&)>;
 /// holds.
 Variant variantForKind(const Project& project, ScheduleKind kind, const Variant& like);
 
-/// Builds, validates and simulates one variant with the project's costs (then `adjust`). Does not throw for
-/// a variant that cannot be built or simulated: the reason goes to VariantComparison::error.
+/// Predicts one variant (predict(), peaks only) with the project's costs, then `adjust` (a CostAdjuster of
+/// predict.h, may be empty). Does not throw for a variant that cannot be built or simulated: the reason goes
+/// to VariantComparison::error.
 VariantComparison compareVariant(const Project& project, const Variant& variant, const CostAdjuster& adjust = {});
 
 } // namespace dps

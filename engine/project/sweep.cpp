@@ -1,11 +1,11 @@
 #include "sweep.h"
 
-#include "sim/simulator.h"
+#include "predict.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace dps::ui {
+namespace dps {
 
 std::vector<double> sweepValues(const Project& project, SweepParameter parameter)
 {
@@ -44,18 +44,13 @@ SweepSeries sweepVariant(
     const Project& project, const Variant& original, SweepParameter parameter, const std::vector<double>& values)
 {
     SweepSeries series { original.name, {} };
-    const SimOptions options { false, false };
+    const PredictOptions options = PredictOptions::peaksOnly();
     for (double x : values) {
         Variant variant = original;
         const Project p = withValue(project, variant, parameter, x);
-        try {
-            const Schedule schedule = buildSchedule(p, variant);
-            const SimResult r = simulate(schedule, buildCostModel(p, variant), options);
-            if (!r.deadlocked)
-                series.points.push_back({ x, r.makespanUs, r.bubbleRate });
-        } catch (const std::exception&) {
-            continue; // a size this kind refuses
-        }
+        const Prediction prediction = predict(p, variant, options);
+        if (prediction.valid()) // a size this kind refuses, an invalid schedule or a deadlock has no point
+            series.points.push_back({ x, prediction.makespanUs, prediction.bubbleRate });
     }
     return series;
 }
@@ -76,4 +71,4 @@ std::string sweepParameterName(SweepParameter parameter)
     return parameter == SweepParameter::Microbatches ? "microbatches" : "F&B / (F + B)";
 }
 
-} // namespace dps::ui
+} // namespace dps

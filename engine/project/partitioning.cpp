@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-namespace dps::ui {
+namespace dps {
 
 std::vector<int> evenPartition(int layers, int stages)
 {
@@ -50,4 +50,4 @@ int totalLayers(const std::vector<int>& partition)
     return std::accumulate(partition.begin(), partition.end(), 0);
 }
 
-} // namespace dps::ui
+} // namespace dps

@@ -2,7 +2,7 @@
 // Layer partitions: how many of the model's layers each stage holds. Plain C++.
 #include <vector>
 
-namespace dps::ui {
+namespace dps {
 
 /// `layers` split over `stages` as evenly as possible, earlier stages taking the remainder.
 std::vector<int> evenPartition(int layers, int stages);
@@ -20,4 +20,4 @@ std::vector<int> movedBoundary(std::vector<int> partition, int boundary, int lay
 /// Sum of a partition.
 int totalLayers(const std::vector<int>& partition);
 
-} // namespace dps::ui
+} // namespace dps

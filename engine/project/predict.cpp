@@ -1,0 +1,148 @@
+#include "predict.h"
+
+#include "base/errors.h"
+
+#include <algorithm>
+#include <set>
+
+namespace dps {
+
+PredictOptions PredictOptions::peaksOnly(CostAdjuster adjust)
+{
+    PredictOptions options;
+    options.adjustCosts = std::move(adjust);
+    options.recordTiming = false;
+    options.recordMemory = false;
+    return options;
+}
+
+std::vector<StaticMemory> staticMemoryPerRank(const Schedule& schedule, const CostModel& costs)
+{
+    std::vector<std::set<int>> held(static_cast<std::size_t>(std::max(0, schedule.ranks)));
+    for (int s = 0; s < schedule.stages; ++s)
+        for (int m = 0; m < schedule.microbatches; ++m) {
+            const int r = schedule.placement.rankOf(s, m);
+            if (r >= 0 && r < schedule.ranks)
+                held[static_cast<std::size_t>(r)].insert(s);
+        }
+    std::vector<StaticMemory> result(held.size());
+    for (std::size_t r = 0; r < held.size(); ++r)
+        for (int s : held[r]) {
+            if (s >= static_cast<int>(costs.stages.size()))
+                continue;
+            const StageCost& c = costs.stages[static_cast<std::size_t>(s)];
+            result[r].parameters += c.parameterBytes;
+            result[r].gradients += c.gradientBytes;
+            result[r].optimizer += c.parameterCount * costs.optimizerBytesPerParameter;
+            result[r].parameterCount += c.parameterCount;
+        }
+    return result;
+}
+
+namespace {
+
+std::string invalidReason(const ValidationReport& report)
+{
+    for (const auto& d : report.diagnostics)
+        if (d.severity == Severity::Error) {
+            const std::size_t more = report.errorCount() - 1;
+            return "invalid schedule: " + format(d) + (more ? " (+" + std::to_string(more) + " more)" : "");
+        }
+    return "invalid schedule";
+}
+
+/// The summary figures of a finished simulation.
+void summarize(Prediction& p)
+{
+    const SimResult& sim = p.sim;
+    p.makespanUs = sim.makespanUs;
+    p.bubbleRate = sim.bubbleRate;
+    p.p2pBytes = sim.totalP2pBytes;
+    for (int r = 0; r < static_cast<int>(sim.ranks.size()); ++r) {
+        const RankResult& rank = sim.ranks[static_cast<std::size_t>(r)];
+        if (p.largestIdleRank < 0 || rank.idleUs > p.largestIdleUs) {
+            p.largestIdleUs = rank.idleUs;
+            p.largestIdleRank = r;
+        }
+        if (p.peakMemoryRank < 0 || rank.peakMemoryBytes > p.peakMemoryBytes) {
+            p.peakMemoryBytes = rank.peakMemoryBytes;
+            p.peakMemoryRank = r;
+        }
+        p.peakActivationBytes = std::max(p.peakActivationBytes, rank.peakActivationBytes);
+    }
+}
+
+} // namespace
+
+Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOptions& options)
+{
+    Prediction p;
+    if (options.adjustCosts)
+        options.adjustCosts(costs);
+    p.costs = std::move(costs);
+    p.schedule = std::move(schedule);
+    const Schedule& s = *p.schedule;
+    p.staticMemory = staticMemoryPerRank(s, p.costs);
+    for (const StaticMemory& m : p.staticMemory)
+        p.parametersPerDevice = std::max(p.parametersPerDevice, m.parameterCount);
+    p.report = validate(s);
+    if (!p.report.valid()) {
+        p.error = invalidReason(p.report);
+        return p;
+    }
+    p.sim = simulate(s, p.costs, { options.recordTiming, options.recordMemory });
+    if (p.sim.deadlocked) {
+        p.error = "deadlock: " + p.sim.deadlockMessage;
+        return p;
+    }
+    p.timed = true;
+    p.closedForm = closedFormLargestIdle(s, p.costs);
+    summarize(p);
+    return p;
+}
+
+Prediction predict(const Project& project, const Variant& variant, const PredictOptions& options)
+{
+    std::optional<Schedule> schedule;
+    CostModel costs;
+    try {
+        schedule = buildSchedule(project, variant);
+        costs = options.fp32Tensors ? buildCostModel(project, variant, 4) : buildCostModel(project, variant);
+    } catch (const Error& e) {
+        Prediction failed;
+        failed.variantName = variant.name;
+        failed.handEdited = variant.order.has_value();
+        failed.error = e.what();
+        return failed;
+    }
+    Prediction p = predictSchedule(std::move(*schedule), std::move(costs), options);
+    p.variantName = variant.name;
+    p.handEdited = variant.order.has_value();
+    return p;
+}
+
+const Variant& findVariant(const Project& project, const std::string& name)
+{
+    if (name.empty())
+        return project.active();
+    if (const Variant* v = project.find(name))
+        return *v;
+    std::string names;
+    for (const auto& v : project.variants)
+        names += (names.empty() ? "" : ", ") + v.name;
+    throw FormatError("no variant named '" + name + "' (variants: " + (names.empty() ? "none" : names) + ")");
+}
+
+Prediction predict(const Project& project, const std::string& variantName, const PredictOptions& options)
+{
+    try {
+        return predict(project, findVariant(project, variantName), options);
+    } catch (const Error& e) { // only findVariant throws: predict(project, variant) does not
+        Prediction failed;
+        failed.variantName = variantName;
+        failed.error = e.what();
+        return failed;
+    }
+}
+
+} // namespace dps

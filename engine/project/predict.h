@@ -1,0 +1,94 @@
+#pragma once
+// predict(): the one prediction entry point. Every front end (dpstudio simulate/compare/export, the
+// designer's snapshot and sweep, the run report) asks it for a Prediction and only formats the result:
+// build the schedule and the cost model → validate → (only when valid) simulate → deadlock check →
+// closed form → summary figures, each figure computed here once.
+#include "project.h"
+#include "schedule/validator.h"
+#include "sim/simulator.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dps {
+
+/// Changes a cost model after the source's own costs (e.g. the command line's --cost flags); may be empty.
+using CostAdjuster = std::function<void(CostModel&)>;
+
+/// How to predict.
+struct PredictOptions {
+    CostAdjuster adjustCosts; ///< applied to the cost model last; may be empty
+    bool fp32Tensors = false; ///< tensors of 4 bytes whatever the model's dtype (what a CPU run moves); predict only
+    bool recordTiming = true; ///< per-slot timing (SimResult::timing) for timelines and traces
+    bool recordMemory = true; ///< memory curves (RankResult::memory); the peaks are always computed
+
+    /// Peaks and totals only, no timelines: what a comparison, a sweep or a run report needs.
+    static PredictOptions peaksOnly(CostAdjuster adjust = {});
+};
+
+/// The static memory of one rank: parameters, gradients and optimizer state of the stages it holds (bytes).
+struct StaticMemory {
+    double parameters = 0.0;
+    double gradients = 0.0;
+    double optimizer = 0.0;
+    double parameterCount = 0.0; ///< elements, not bytes
+    double total() const { return parameters + gradients + optimizer; }
+};
+
+/// The prediction of one schedule. A variant that cannot be built, an invalid schedule and a deadlock are
+/// data here, never exceptions: `error` says why there are no figures.
+struct Prediction {
+    std::string variantName; ///< the variant predicted (as asked for when there is none); "" for predictSchedule
+    std::string error; ///< why there are no figures: the build error, "invalid schedule: …", "deadlock: …"
+    std::optional<Schedule> schedule; ///< unset when it could not be built
+    CostModel costs; ///< the costs simulated (after PredictOptions::adjustCosts)
+    ValidationReport report;
+    SimResult sim; ///< empty unless the schedule is valid
+    ClosedForm closedForm; ///< the kind's closed form of the largest idle; set when timed
+    bool timed = false; ///< simulated to the end: valid schedule, no deadlock
+    bool handEdited = false; ///< the variant's order was edited by hand
+
+    // The summary, computed once (zero and rank −1 unless timed; static memory whenever built).
+    double makespanUs = 0.0; ///< µs
+    double bubbleRate = 0.0; ///< Σ idle ÷ (ranks × makespan)
+    double largestIdleUs = 0.0; ///< largest per-rank idle (simulated), µs
+    int largestIdleRank = -1; ///< its rank, the first on a tie
+    double peakMemoryBytes = 0.0; ///< largest over ranks: parameters + gradients + optimizer + activations
+    int peakMemoryRank = -1; ///< its rank, the first on a tie
+    double peakActivationBytes = 0.0; ///< largest over ranks: live activations
+    double parametersPerDevice = 0.0; ///< largest over ranks: parameters (elements) of the stages a rank holds
+    double p2pBytes = 0.0; ///< bytes sent between different ranks in one step
+    std::vector<StaticMemory> staticMemory; ///< per rank
+
+    /// Whether the schedule could be built (when not, `error` says why).
+    bool built() const { return schedule.has_value(); }
+    /// Built, valid and simulated without deadlock: the figures are real.
+    bool valid() const { return error.empty() && timed; }
+};
+
+/// Validates `schedule`, then (only when valid) simulates it under `costs` after options.adjustCosts, checks
+/// for a deadlock, and computes the closed form and the summary. Never throws for a bad schedule: an
+/// invalid one gives error "invalid schedule: <first error> (+N more)", a deadlock "deadlock: <message>".
+/// options.fp32Tensors does not apply (the costs are given). O(ops + stages × microbatches).
+Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOptions& options = {});
+
+/// Builds the schedule (buildSchedule) and the cost model (buildCostModel, with 4-byte tensors when
+/// options.fp32Tensors) of `variant` and predicts them as predictSchedule. A size rule or partition the
+/// variant breaks becomes `error` (the engine's message, naming the field), never an exception.
+Prediction predict(const Project& project, const Variant& variant, const PredictOptions& options = {});
+
+/// The same for the variant named `variantName` (empty: the active one), found by findVariant; an unknown
+/// name becomes `error` ("no variant named 'x' (variants: a, b)").
+Prediction predict(const Project& project, const std::string& variantName, const PredictOptions& options = {});
+
+/// The variant named `name`, or the active one when `name` is empty. Throws FormatError "no variant named
+/// 'x' (variants: a, b)" for an unknown name, or as Project::active() when the active variant is missing.
+const Variant& findVariant(const Project& project, const std::string& name);
+
+/// The static memory of each rank: the parameters, gradients and optimizer state of the stages the
+/// placement gives it (stages beyond the cost model's are skipped).
+std::vector<StaticMemory> staticMemoryPerRank(const Schedule& schedule, const CostModel& costs);
+
+} // namespace dps
