@@ -1,27 +1,65 @@
 #include "modelcost.h"
 
+#include "base/checked.h"
+#include "base/errors.h"
+
+#include <charconv>
+
 namespace dps {
 
 namespace {
 
-/// Tokens per microbatch: T = microbatch size × sequence length.
-double tokens(const ModelDesc& model)
+constexpr double kMaxExactBytes = static_cast<double>(kExactCount.limit);
+constexpr const char* kMaxCostText = "2^53 µs (≈ 285 years)";
+constexpr const char* kMaxBytesText = "2^53 bytes (the largest exact count)";
+
+/// Shortest text that reads back as `value`: "1e+300", "0.5", "inf".
+std::string shown(double value)
 {
-    return static_cast<double>(model.microbatchSize) * static_cast<double>(model.seqLen);
+    char buffer[32];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return std::string(buffer, result.ptr);
 }
 
-/// µs for `flops` on one device at its sustained rate (peak × efficiency).
+std::string_view elementNote(int bytesPerElement)
+{
+    return bytesPerElement == 2 ? "bytes per bf16 element"
+        : bytesPerElement == 4  ? "bytes per fp32 element"
+                                : "bytes per element";
+}
+
+std::string_view parameterNote(int bytesPerElement)
+{
+    return bytesPerElement == 2 ? "bytes per bf16 parameter and its gradient"
+        : bytesPerElement == 4  ? "bytes per fp32 parameter and its gradient"
+                                : "bytes per parameter and its gradient";
+}
+
+/// µs for `flops` on one device at its sustained rate (peak × efficiency); infinite when the rate is 0.
 double flopsToUs(double flops, const ClusterDesc& cluster)
 {
     const double rate = cluster.deviceFlops * cluster.efficiency;
-    return rate > 0.0 ? flops / rate * 1e6 : 0.0;
+    return flops == 0.0 ? 0.0 : flops / rate * 1e6;
+}
+
+void checkTime(std::optional<double> us, const std::string& field)
+{
+    if (us && !(*us <= kMaxCostUs))
+        throw FormatError(field + ": must be at most " + kMaxCostText + ", got " + shown(*us));
 }
 
 } // namespace
 
+int defaultFfn(int hidden)
+{
+    return static_cast<int>(checkedProduct(
+        { { "model.hidden", hidden }, { "", 4, "model.ffn defaults to 4 × model.hidden" } }, "FFN units", kIntRange));
+}
+
 double layerForwardFlops(const ModelDesc& model)
 {
-    return 4.0 * tokens(model) * static_cast<double>(model.hidden) * static_cast<double>(model.ffn);
+    const double tokens = static_cast<double>(model.microbatchSize) * static_cast<double>(model.seqLen);
+    return 4.0 * tokens * static_cast<double>(model.hidden) * static_cast<double>(model.ffn);
 }
 
 int computeBytes(const ModelDesc& model, bool cpuBackend)
@@ -29,29 +67,103 @@ int computeBytes(const ModelDesc& model, bool cpuBackend)
     return cpuBackend ? 4 : dtypeBytes(model.dtype);
 }
 
-StageCost blockStageCost(
-    const ModelDesc& model, const ClusterDesc& cluster, int layers, bool lastStage, int bytesPerElement)
+StageCost blockStageCost(const ModelDesc& model, const ClusterDesc& cluster, int layers, bool lastStage,
+    int bytesPerElement, std::string_view layersField)
 {
-    const double t = tokens(model);
-    const double h = model.hidden;
-    const double f = model.ffn;
-    const double n = layers;
-    const double bytes = bytesPerElement;
-    const double opUs = flopsToUs(n * layerForwardFlops(model), cluster);
+    const std::int64_t h = model.hidden;
+    const std::int64_t f = model.ffn;
+    const std::int64_t seq = model.seqLen;
+    const std::int64_t mb = model.microbatchSize;
+    const std::int64_t n = layers;
+    const std::int64_t e = bytesPerElement;
+
+    // One T×h tensor: a layer's input X, its output, dY, the loss gradient and the message between stages.
+    const std::int64_t messageBytes
+        = checkedProduct({ { "model.hidden", h }, { "model.seq_len", seq }, { "model.microbatch_size", mb },
+                             { "", e, elementNote(bytesPerElement) } },
+            "activation bytes (one T×h tensor: a layer's input, the message between stages)", kExactCount);
+    // The runtime's ModelSpec::tokens and every GEMM's row count are int.
+    checkedProduct({ { "model.seq_len", seq }, { "model.microbatch_size", mb } }, "tokens per microbatch", kIntRange);
+    // After I until W: X and dY (T×h), A and dH (T×f) per layer. Half of it, plus the last stage's loss
+    // gradient (T×h, at most the other half), is what F leaves live: bounded by this too.
+    const std::int64_t keptBytes
+        = checkedProduct({ { layersField, n }, { "", 2, "X and dY, A and dH" }, { "model.seq_len", seq },
+                             { "model.microbatch_size", mb }, { "model.hidden + model.ffn", h + f },
+                             { "", e, elementNote(bytesPerElement) } },
+            "bytes kept from I until W", kExactCount);
+    const std::int64_t weightBytes
+        = checkedProduct({ { layersField, n }, { "", 2, "matrices W1 and W2" }, { "model.hidden", h },
+                             { "model.ffn", f }, { "", 2 * e, parameterNote(bytesPerElement) } },
+            "parameter and gradient bytes", kExactCount);
+
+    const double flops = static_cast<double>(layers) * layerForwardFlops(model);
+    const double opUs = flopsToUs(flops, cluster);
+    if (!(opUs <= kMaxCostUs))
+        throw FormatError("cluster.device_flops: " + shown(cluster.deviceFlops) + " FLOP/s × cluster.efficiency "
+            + shown(cluster.efficiency) + " is too slow: F, I and W of " + std::string(layersField) + " ("
+            + std::to_string(layers) + (layers == 1 ? " layer" : " layers") + ") take " + shown(flops) + " FLOPs each, "
+            + shown(opUs) + " µs, more than " + kMaxCostText);
 
     StageCost cost;
     cost.forwardUs = opUs;
     cost.inputGradUs = opUs;
     cost.weightGradUs = opUs;
     // After F: X (T×h) and H (T×f) per layer; the last stage also keeps dL/dY (T×h) until I or B.
-    cost.activationBytes = (n * t * (h + f) + (lastStage ? t * h : 0.0)) * bytes;
+    cost.activationBytes = static_cast<double>(keptBytes / 2 + (lastStage ? messageBytes : 0));
     // After I until W: X, A = GELU(H), dH and dY per layer.
-    cost.weightGradKeptBytes = n * 2.0 * t * (h + f) * bytes;
-    cost.parameterCount = n * 2.0 * h * f;
-    cost.parameterBytes = cost.parameterCount * bytes;
+    cost.weightGradKeptBytes = static_cast<double>(keptBytes);
+    cost.parameterBytes = static_cast<double>(weightBytes / 2);
+    cost.parameterCount = static_cast<double>(checkedProduct(
+        { { layersField, n }, { "", 2, "matrices W1 and W2" }, { "model.hidden", h }, { "model.ffn", f } },
+        "parameters", kExactCount));
     cost.gradientBytes = cost.parameterBytes;
-    cost.messageBytes = t * h * bytes;
+    cost.messageBytes = static_cast<double>(messageBytes);
     return cost;
+}
+
+void checkStageSettings(const StageCost& stage, const Project& project, std::string_view layersField)
+{
+    const bool typedBandwidth = project.costs.bandwidthBytesPerUs.has_value();
+    const double bandwidth = typedBandwidth ? *project.costs.bandwidthBytesPerUs : project.cluster.bandwidthBytesPerUs;
+    if (bandwidth > 0.0) { // 0 = unlimited
+        const double wireUs = stage.messageBytes / bandwidth;
+        if (!(wireUs <= kMaxCostUs))
+            throw FormatError(std::string(typedBandwidth ? "costs" : "cluster")
+                + ".bandwidth_bytes_per_us: " + shown(bandwidth) + " bytes/µs is too slow: a message of "
+                + shown(stage.messageBytes) + " bytes takes " + shown(wireUs) + " µs, more than " + kMaxCostText);
+    }
+    const double optimizer = project.costs.optimizerBytesPerParameter;
+    const double weights = stage.parameterBytes + stage.gradientBytes;
+    if (!(weights + stage.parameterCount * optimizer <= kMaxExactBytes))
+        throw FormatError("costs.optimizer_bytes_per_parameter: " + shown(optimizer) + " × "
+            + shown(stage.parameterCount) + " parameters of " + std::string(layersField) + ", with their "
+            + shown(weights) + " bytes of parameters and gradients, exceed " + kMaxBytesText);
+}
+
+void checkCostNumbers(const std::vector<StageCostOverride>& stages, std::optional<double> overlapFactor,
+    std::optional<double> latencyUs, const std::string& prefix)
+{
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        const StageCostOverride& o = stages[s];
+        const std::string stage = prefix + "stages: stage " + std::to_string(s) + "'s ";
+        checkTime(o.forwardUs, stage + "f_us");
+        checkTime(o.inputGradUs, stage + "i_us");
+        checkTime(o.weightGradUs, stage + "w_us");
+        checkTime(o.backwardUs, stage + "b_us");
+        checkTime(o.overlapUs, stage + "fb_us");
+    }
+    checkTime(latencyUs, prefix + "latency_us");
+    if (overlapFactor && !(*overlapFactor <= kMaxExactBytes))
+        throw FormatError(prefix + "overlap_factor: must be at most 2^53, got " + shown(*overlapFactor));
+}
+
+void checkClusterAndCosts(const Project& project)
+{
+    checkTime(project.cluster.latencyUs, "cluster.latency_us");
+    if (!(project.cluster.memoryPerDeviceBytes <= kMaxExactBytes))
+        throw FormatError("cluster.memory_per_device_bytes: must be at most " + std::string(kMaxBytesText) + ", got "
+            + shown(project.cluster.memoryPerDeviceBytes));
+    checkCostNumbers(project.costs.stages, project.costs.overlapFactor, project.costs.latencyUs, "costs.");
 }
 
 } // namespace dps

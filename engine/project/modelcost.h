@@ -14,18 +14,62 @@
 // Transient workspaces and communication buffers are not counted.
 // Message per stage boundary: T × h × dtype bytes (the same for the gradient coming back).
 // Parameters per layer: 2·h·f; gradients the same size.
+//
+// Limits (docs/project-format.md, "Limits"): every product of sizes is formed here with overflow detection
+// (base/checked.h) and refused with a FormatError naming its fields when it is too large. Byte sizes and
+// counts stay within 2^53 (a double holds them exactly), tokens within 2^31 − 1 (the runtime's rows and GEMM
+// sizes are int), every time within 2^53 µs (≈ 285 years: the simulator's sums of times stay finite).
 #include "project.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace dps {
 
-/// FLOPs of one F (also of one I and of one W) of one layer for one microbatch: 4·T·h·f.
+/// Largest time a cost may take: 2^53 µs (≈ 285 years).
+inline constexpr double kMaxCostUs = 9007199254740992.0;
+
+/// The FFN size of a model whose file gives none: 4 × hidden. Throws FormatError
+/// "model.hidden: <h> × 4 (model.ffn defaults to 4 × model.hidden) FFN units exceed 2^31 − 1 (the largest int)".
+int defaultFfn(int hidden);
+
+/// FLOPs of one F (also of one I and of one W) of one layer for one microbatch: 4·T·h·f. A FLOP count is
+/// only divided into a time, so it has no bound of its own (the time has).
 double layerForwardFlops(const ModelDesc& model);
 /// Bytes per element the engine computes in for `dtype` on `backend` ("cpu" always 4).
 int computeBytes(const ModelDesc& model, bool cpuBackend);
 
 /// Costs of a stage holding `layers` layers; `lastStage` adds the loss gradient to the activation ledger.
 /// bytesPerElement: dtype bytes of the prediction (dtypeBytes(model.dtype), or 4 for a CPU run).
+/// `layersField` names the layer count in messages ("variants[0].layer_partition[3]").
+/// Checks, in this order, and throws FormatError naming the fields of the first one too large:
+///   T·h·e bytes (one activation: a layer's input, the message between stages) ≤ 2^53, e.g. "model.hidden:
+///   1000000000 × model.seq_len 100000000 × model.microbatch_size 1000 × 4 (bytes per fp32 element)
+///   activation bytes (…) exceed 2^53 (the largest exact count)";
+///   T = seq_len × microbatch_size ≤ 2^31 − 1;
+///   n·2·T·(h+f)·e bytes kept from I until W ≤ 2^53 (it bounds the activation live after F as well);
+///   n·2·h·f·2e bytes of parameters and gradients ≤ 2^53;
+///   F = I = W time ≤ 2^53 µs (names cluster.device_flops and cluster.efficiency).
 StageCost blockStageCost(const ModelDesc& model, const ClusterDesc& cluster, int layers, bool lastStage,
-    int bytesPerElement);
+    int bytesPerElement, std::string_view layersField = "layers");
+
+/// Checks what the project's cost settings add to a stage built by blockStageCost: a message's wire time
+/// (message bytes ÷ bandwidth, the costs' bandwidth when set, else the cluster's) ≤ 2^53 µs, and parameters,
+/// gradients and optimizer state (parameters × costs.optimizer_bytes_per_parameter) ≤ 2^53 bytes. Throws
+/// FormatError naming the bandwidth field or costs.optimizer_bytes_per_parameter and `layersField`.
+void checkStageSettings(const StageCost& stage, const Project& project, std::string_view layersField);
+
+/// Checks typed cost numbers: every time of `stages` (indexed by stage) and `latencyUs` is at most 2^53 µs
+/// (so not infinite or NaN) and `overlapFactor` at most 2^53. `prefix` leads the field names ("costs." in a
+/// project, "" in a cost file). Throws FormatError, e.g. "costs.stages: stage 3's f_us: must be at most 2^53 µs
+/// (≈ 285 years), got 1e+300".
+void checkCostNumbers(const std::vector<StageCostOverride>& stages, std::optional<double> overlapFactor,
+    std::optional<double> latencyUs, const std::string& prefix);
+
+/// Checks the project-wide numbers: cluster.latency_us ≤ 2^53 µs, cluster.memory_per_device_bytes ≤ 2^53
+/// bytes, and the costs' typed numbers (checkCostNumbers with "costs."). Throws FormatError naming the field.
+void checkClusterAndCosts(const Project& project);
 
 } // namespace dps

@@ -3,6 +3,7 @@
 
 #include "jsonreader.h"
 #include "modelcost.h"
+#include "base/checked.h"
 #include "base/errors.h"
 #include "schedule/generator.h"
 
@@ -66,6 +67,12 @@ int resolvedStagesPerRank(const Variant& variant)
     return variant.stagesPerRank > 0 ? variant.stagesPerRank : defaultStagesPerRank(variant.kind);
 }
 
+/// "<where>.<field>" for a variant of a file ("variants[1].ranks"), else "<where>, <field>".
+std::string fieldOf(const std::string& where, const char* field)
+{
+    return where + (where.rfind("variants[", 0) == 0 ? "." : ", ") + field;
+}
+
 /// Highest stage index in a hand-edited order, plus one (0 for an empty order).
 int stagesInOrder(const std::vector<std::vector<Action>>& order)
 {
@@ -77,13 +84,27 @@ int stagesInOrder(const std::vector<std::vector<Action>>& order)
     return stages;
 }
 
+/// The variant's stage count; ranks × the kind's stages per rank must fit an int (FormatError naming the
+/// variant's ranks at `where`, and its stages_per_rank when typed).
+int checkedStageCount(const Variant& variant, const std::string& where)
+{
+    if (variant.kind == ScheduleKind::Custom)
+        return variant.order ? stagesInOrder(*variant.order) : 0;
+    const int perRank = stageCountFor(variant.kind, 1, resolvedStagesPerRank(variant));
+    const std::string ranks = fieldOf(where, "ranks");
+    const std::string note = "stages per rank of " + std::string(kindName(variant.kind));
+    const bool typed = variant.stagesPerRank > 0 && perRank == variant.stagesPerRank;
+    const std::string perRankField = typed ? fieldOf(where, "stages_per_rank") : std::string();
+    checkedProduct({ { ranks, variant.ranks }, { perRankField, perRank, typed ? std::string_view() : note } }, "stages",
+        kIntRange);
+    return stageCountFor(variant.kind, variant.ranks, resolvedStagesPerRank(variant));
+}
+
 } // namespace
 
 int stageCount(const Variant& variant)
 {
-    if (variant.kind == ScheduleKind::Custom)
-        return variant.order ? stagesInOrder(*variant.order) : 0;
-    return stageCountFor(variant.kind, variant.ranks, resolvedStagesPerRank(variant));
+    return checkedStageCount(variant, "variant \"" + variant.name + "\"");
 }
 
 // ----------------------------------------------------------------------------------- partition & sizes
@@ -142,6 +163,20 @@ void checkOrderSizes(const Variant& variant, const std::string& where)
                     where + ".order[" + std::to_string(r) + "][" + std::to_string(p) + "]");
 }
 
+/// Layers of `stage` in the even split of `layers` over `stages` (earlier stages take the remainder).
+int evenShare(int layers, int stages, int stage)
+{
+    return layers / stages + (stage < layers % stages ? 1 : 0);
+}
+
+/// How messages name the layer count of `stage`: its layer_partition entry, or the stage of the even split.
+std::string stageLayersField(const std::string& where, const Variant& variant, std::size_t stage)
+{
+    if (!variant.layerPartition.empty())
+        return fieldOf(where, "layer_partition") + "[" + std::to_string(stage) + "]";
+    return where + " stage " + std::to_string(stage) + " (even split of model.layers)";
+}
+
 } // namespace
 
 std::vector<int> effectivePartition(const Project& project, const Variant& variant)
@@ -153,9 +188,9 @@ std::vector<int> effectivePartition(const Project& project, const Variant& varia
     const int stages = stageCount(variant);
     if (stages <= 0)
         throw FormatError(variantPath(project, variant) + ": has no stages");
-    std::vector<int> partition(static_cast<std::size_t>(stages), project.model.layers / stages);
-    for (int s = 0; s < project.model.layers % stages; ++s)
-        ++partition[static_cast<std::size_t>(s)];
+    std::vector<int> partition(static_cast<std::size_t>(stages));
+    for (int s = 0; s < stages; ++s)
+        partition[static_cast<std::size_t>(s)] = evenShare(project.model.layers, stages, s);
     return partition;
 }
 
@@ -249,10 +284,15 @@ void applyCostSettings(CostModel& model, const CostSettings& settings)
 CostModel buildCostModel(const Project& project, const Variant& variant, int bytesPerElement)
 {
     const std::vector<int> partition = effectivePartition(project, variant);
+    const std::string where = variantPath(project, variant);
     CostModel model;
-    for (std::size_t s = 0; s < partition.size(); ++s)
-        model.stages.push_back(
-            blockStageCost(project.model, project.cluster, partition[s], s + 1 == partition.size(), bytesPerElement));
+    for (std::size_t s = 0; s < partition.size(); ++s) {
+        const std::string field = stageLayersField(where, variant, s);
+        model.stages.push_back(blockStageCost(
+            project.model, project.cluster, partition[s], s + 1 == partition.size(), bytesPerElement, field));
+        checkStageSettings(model.stages.back(), project, field);
+    }
+    checkClusterAndCosts(project);
     model.latencyUs = project.cluster.latencyUs;
     model.bandwidthBytesPerUs = project.cluster.bandwidthBytesPerUs;
     applyCostSettings(model, project.costs);
@@ -268,13 +308,21 @@ CostModel buildCostModel(const Project& project, const Variant& variant)
 
 namespace {
 
-ModelDesc readModel(const JsonReader& r)
+ModelDesc readModel(const JsonReader& r, const std::string& source)
 {
     r.allowOnly({ "layers", "hidden", "ffn", "seq_len", "microbatch_size", "dtype" });
     ModelDesc m;
     m.layers = r.integer("layers", 1);
     m.hidden = r.integer("hidden", 1);
-    m.ffn = r.has("ffn") ? r.integer("ffn", 1) : 4 * m.hidden;
+    if (r.has("ffn")) {
+        m.ffn = r.integer("ffn", 1);
+    } else {
+        try {
+            m.ffn = defaultFfn(m.hidden);
+        } catch (const FormatError& e) {
+            throw FormatError(source + ": " + e.what());
+        }
+    }
     m.seqLen = r.integer("seq_len", 1);
     m.microbatchSize = r.integer("microbatch_size", 1);
     const std::string dtype = r.has("dtype") ? r.string("dtype") : "fp32";
@@ -429,19 +477,58 @@ CostSettings readCosts(const JsonReader& r)
     return c;
 }
 
-/// Structural checks that need the whole project: partitions and hand-edited orders fit their sizes.
+/// Structural checks that need the whole project: stage counts fit an int, partitions and hand-edited orders
+/// fit their sizes.
 void checkVariants(const Project& project)
 {
     for (std::size_t i = 0; i < project.variants.size(); ++i) {
         const Variant& v = project.variants[i];
         const std::string where = "variants[" + std::to_string(i) + "]";
+        checkedStageCount(v, where);
         if (!v.layerPartition.empty())
             checkPartition(project, v, where);
         checkOrderSizes(v, where);
     }
 }
 
+/// The sizes of every variant's stages (blockStageCost and checkStageSettings, as buildCostModel runs them)
+/// without building a cost model: every stage of a typed partition; of an even split only stage 0 (the most
+/// layers) and the last stage, since every check grows with the layer count. Time and memory do not grow
+/// with the stage count.
+void checkStageSizes(const Project& project)
+{
+    const int bytes = dtypeBytes(project.model.dtype);
+    for (std::size_t i = 0; i < project.variants.size(); ++i) {
+        const Variant& v = project.variants[i];
+        const std::string where = "variants[" + std::to_string(i) + "]";
+        const int stages = stageCount(v);
+        if (stages <= 0)
+            continue;
+        const auto check = [&](int stage, int layers) {
+            const std::string field = stageLayersField(where, v, static_cast<std::size_t>(stage));
+            const StageCost cost
+                = blockStageCost(project.model, project.cluster, layers, stage + 1 == stages, bytes, field);
+            checkStageSettings(cost, project, field);
+        };
+        if (!v.layerPartition.empty()) {
+            for (std::size_t s = 0; s < v.layerPartition.size(); ++s)
+                check(static_cast<int>(s), v.layerPartition[s]);
+        } else {
+            check(0, evenShare(project.model.layers, stages, 0));
+            if (stages > 1)
+                check(stages - 1, evenShare(project.model.layers, stages, stages - 1));
+        }
+    }
+}
+
 } // namespace
+
+void validateProject(const Project& project)
+{
+    checkVariants(project);
+    checkStageSizes(project);
+    checkClusterAndCosts(project);
+}
 
 Project parseProject(const std::string& text, const std::string& source)
 {
@@ -452,7 +539,7 @@ Project parseProject(const std::string& text, const std::string& source)
     Project p;
     p.name = root.has("name") ? root.string("name") : "";
     p.seed = root.has("seed") ? root.unsignedInteger("seed") : 233;
-    p.model = readModel(root.object("model"));
+    p.model = readModel(root.object("model"), source);
     if (root.has("cluster"))
         p.cluster = readCluster(root.object("cluster"));
     p.variants = readVariants(root);
@@ -460,7 +547,7 @@ Project parseProject(const std::string& text, const std::string& source)
     if (root.has("costs"))
         p.costs = readCosts(root.object("costs"));
     try {
-        checkVariants(p);
+        validateProject(p);
     } catch (const FormatError& e) {
         throw FormatError(source + ": " + e.what());
     }
@@ -631,6 +718,11 @@ CostsFile parseCostsFile(const std::string& text, const std::string& source)
     costs.overlapFactor = root.optionalNumber("overlap_factor", JsonReader::kPositive);
     costs.latencyUs = root.optionalNumber("latency_us", JsonReader::kNonNegative);
     costs.bandwidthBytesPerUs = root.optionalNumber("bandwidth_bytes_per_us", JsonReader::kNonNegative);
+    try {
+        checkCostNumbers(costs.stages, costs.overlapFactor, costs.latencyUs, "");
+    } catch (const FormatError& e) {
+        throw FormatError(source + ": " + e.what());
+    }
     return costs;
 }
 

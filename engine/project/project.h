@@ -52,11 +52,6 @@ struct Variant {
     std::optional<std::vector<std::vector<Action>>> order; ///< hand-edited order; unset = generated
 };
 
-/// Per-stage cost numbers typed by the user; each unset field falls back to the model-derived value.
-struct StageCostOverride {
-    std::optional<double> forwardUs, inputGradUs, weightGradUs, backwardUs, overlapUs;
-};
-
 struct CostSettings {
     std::vector<StageCostOverride> stages; ///< by stage index; may be shorter than the stage count
     double overlapFactor = 1.0;
@@ -92,6 +87,11 @@ Project defaultProject();
 Project parseProject(const std::string& text, const std::string& source = "project");
 /// Reads and parses a file. Throws IoError when it cannot be read, FormatError as parseProject.
 Project loadProject(const std::filesystem::path& path);
+/// What parseProject checks beyond the grammar, for a project built in code (e.g. from `dpstudio init` flags)
+/// before it is written: stage counts, partitions and hand-edited orders fit their variants, and every size
+/// and product of sizes is within its limit (modelcost.h, docs/project-format.md "Limits"). Throws
+/// FormatError naming the field, without a file name.
+void validateProject(const Project& project);
 /// Serialises (stable key order, 2-space indent, lists of plain values on one line, final newline).
 std::string serializeProject(const Project& project);
 /// The JSON object serializeProject writes (keys in file order).
@@ -101,7 +101,8 @@ void saveProject(const Project& project, const std::filesystem::path& path);
 /// True when the text looks like a project file (a JSON object with "format_version" and "variants").
 bool looksLikeProject(const std::string& text);
 
-/// Number of model stages of a variant (stageCountFor of its kind, ranks and stages per rank).
+/// Number of model stages of a variant (stageCountFor of its kind, ranks and stages per rank). Throws
+/// FormatError when ranks × the kind's stages per rank exceeds 2^31 − 1.
 int stageCount(const Variant& variant);
 /// The variant's layer partition, the even split when it is empty (earlier stages get the remainder).
 /// Throws FormatError when it does not cover the model's layers or has a stage with < 0 layers.
@@ -113,7 +114,8 @@ Schedule buildSchedule(const Project& project, const Variant& variant);
 
 /// The cost model of a variant: per-stage costs from the model description summed over the layer
 /// partition (see modelcost.h), then the project's overrides; latency/bandwidth from the cluster (or
-/// overrides). Bytes use the model's dtype. Throws FormatError as effectivePartition.
+/// overrides). Bytes use the model's dtype. Throws FormatError as effectivePartition, and naming the fields
+/// when a size, a product of sizes or a time exceeds its limit (modelcost.h).
 CostModel buildCostModel(const Project& project, const Variant& variant);
 /// The same with `bytesPerElement` bytes per tensor element (4 for a CPU run of a bf16 project).
 CostModel buildCostModel(const Project& project, const Variant& variant, int bytesPerElement);
@@ -125,16 +127,10 @@ void applyCostSettings(CostModel& model, const CostSettings& settings);
 /// Newest cost-file format (`costs.json`, written by `dpstudio calibrate`) this build reads and writes.
 inline constexpr int kCostsFormatVersion = 1;
 
-/// A cost file: measured or fitted costs that replace the model-derived ones (docs/project-format.md).
-/// {"format_version":1, "stages":[{"stage":0,"f_us":..,"i_us":..,"w_us":..,"b_us":..,"fb_us":..}],
-///  "overlap_factor":.., "latency_us":.., "bandwidth_bytes_per_us":..}; every field but format_version
-/// optional.
-struct CostsFile {
-    std::vector<StageCostOverride> stages; ///< by stage index
-    std::optional<double> overlapFactor;
-    std::optional<double> latencyUs;
-    std::optional<double> bandwidthBytesPerUs;
-};
+// Cost files (struct CostsFile, in sim/costmodel.h; docs/project-format.md):
+// {"format_version":1, "stages":[{"stage":0,"f_us":..,"i_us":..,"w_us":..,"b_us":..,"fb_us":..}],
+//  "overlap_factor":.., "latency_us":.., "bandwidth_bytes_per_us":..}; every field but format_version
+// optional.
 
 /// Parses a cost file. Throws FormatError naming `source` and the field (newer format_version refused
 /// naming both versions).

@@ -158,6 +158,26 @@ expect 2 "export into a missing folder" -- "$DPS" export "$WORK/p.dpstudio.json"
 contains "$WORK/err" "nodir/x.json: cannot write: No such file or directory" "missing folder named"
 if ls -A "$WORK" | grep -q tmp-dpstudio; then fail "a temporary file was left behind"; fi
 
+# Sizes that overflow are bad input (hidden 10^9, sequence 10^8, microbatch 1000): every command exits 1 naming
+# the fields, and init's flags are refused the same way before anything is written.
+sed -e 's/"hidden": 512/"hidden": 1000000000/' -e 's/"seq_len": 128/"seq_len": 100000000/' \
+    -e 's/"microbatch_size": 2/"microbatch_size": 1000/' "$WORK/p.dpstudio.json" >"$WORK/sizes.dpstudio.json"
+SIZES="model.hidden: 1000000000 × model.seq_len 100000000 × model.microbatch_size 1000 × 4 (bytes per fp32 element) activation bytes (one T×h tensor: a layer's input, the message between stages) exceed 2^53 (the largest exact count)"
+expect 1 "simulate overflowing sizes" -- "$DPS" simulate "$WORK/sizes.dpstudio.json"
+contains "$WORK/err" "sizes.dpstudio.json: $SIZES" "simulate names the overflowing sizes"
+expect 1 "compare overflowing sizes" -- "$DPS" compare "$WORK/sizes.dpstudio.json"
+contains "$WORK/err" "sizes.dpstudio.json: $SIZES" "compare names the overflowing sizes"
+expect 1 "export overflowing sizes" -- "$DPS" export "$WORK/sizes.dpstudio.json" --format json -o "$WORK/sizes.json"
+contains "$WORK/err" "sizes.dpstudio.json: $SIZES" "export names the overflowing sizes"
+if [ -e "$WORK/sizes.json" ]; then fail "export wrote a file for overflowing sizes"; fi
+expect 1 "init overflowing sizes" -- "$DPS" init -o "$WORK/sizes-init.dpstudio.json" --hidden 1000000000 --ffn 2048 \
+    --seq-len 100000000 --microbatch-size 1000
+contains "$WORK/err" "error: $SIZES" "init names the overflowing sizes"
+if [ -e "$WORK/sizes-init.dpstudio.json" ]; then fail "init wrote a file for overflowing sizes"; fi
+expect 1 "init overflowing default ffn" -- "$DPS" init -o "$WORK/sizes-init.dpstudio.json" --hidden 536870912
+contains "$WORK/err" "model.hidden: 536870912 × 4 (model.ffn defaults to 4 × model.hidden) FFN units exceed 2^31 − 1 (the largest int)" "init names the overflowing default ffn"
+if [ -e "$WORK/sizes-init.dpstudio.json" ]; then fail "init wrote a file for an overflowing default ffn"; fi
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2
     exit 1
