@@ -72,7 +72,15 @@ private:
     std::size_t m_start = 0;
 };
 
-/// The lines of a CSV text: CR/LF line ends, a UTF-8 byte order mark and trailing blank lines dropped.
+/// True for a line without any cell: only spaces, tabs and commas.
+bool hasNoCell(std::string_view line)
+{
+    return line.find_first_not_of(" \t\r,") == std::string_view::npos;
+}
+
+/// The lines of a CSV text: CR/LF line ends, a UTF-8 byte order mark and trailing lines without any cell
+/// dropped (so a written schedule, whose last ranks may be empty, reads back with the same ranks that hold
+/// actions, and "0F0,0B0\n , \n" is one rank like "0F0,0B0\n").
 std::vector<std::string_view> splitLines(std::string_view text)
 {
     if (text.substr(0, 3) == "\xEF\xBB\xBF")
@@ -85,7 +93,7 @@ std::vector<std::string_view> splitLines(std::string_view text)
             break;
         start = nl + 1;
     }
-    while (!lines.empty() && trim(lines.back()).empty())
+    while (!lines.empty() && hasNoCell(lines.back()))
         lines.pop_back();
     return lines;
 }

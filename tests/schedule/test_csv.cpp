@@ -257,6 +257,19 @@ TEST(CsvPlacement, EmptyTextAndInteriorEmptyRows)
     EXPECT_EQ(gap.placement.rankOfStage(), (std::vector<int> { 0, 2 }));
 }
 
+// Found by fuzzing: " ," read as one empty rank, written as an empty line, read back as no rank. Trailing
+// lines without a cell are dropped like blank ones, so writing and reading agree.
+TEST(CsvPlacement, TrailingLinesWithoutACellAreNoRanks)
+{
+    EXPECT_EQ(readCsv(" ,").schedule.ranks, 0);
+    const Schedule s = readCsv("0F0,0B0\n , \n,,\n").schedule;
+    EXPECT_EQ(s.ranks, 1);
+    EXPECT_EQ(readCsv(writeCsv(s)).schedule.order, s.order);
+    const Schedule gap = readCsv("0F0,0B0\n,\n1F0,1B0\n").schedule;
+    EXPECT_EQ(gap.ranks, 3);
+    EXPECT_EQ(readCsv(writeCsv(gap)).schedule.order, gap.order);
+}
+
 // ---- the JSON form ---------------------------------------------------------------------------------------------
 
 TEST(ScheduleJson, RoundTripOfEveryPlacementMode)
