@@ -8,8 +8,7 @@ namespace dps::ui {
 ValidatedConfig validatedConfig(
     const Project& project, const SimulationSnapshot& snapshot, const std::optional<ValidatedRun>& run)
 {
-    const SimResult* prediction = snapshot.timed ? &snapshot.sim : nullptr;
-    return buildValidatedConfig(project, snapshot.variantName, *snapshot.schedule, snapshot.report, prediction, run);
+    return buildValidatedConfig(project, snapshot, run);
 }
 
 std::string validatedConfigText(

@@ -497,8 +497,7 @@ int exportValidatedConfig(const ExportArgs& args, const Project& project, const 
     std::optional<ValidatedRun> run;
     if (!args.measured.empty())
         run = validatedRun(args.measured, loadMeasured(args.measured));
-    const ValidatedConfig config
-        = buildValidatedConfig(project, variant.name, *p.schedule, p.report, p.report.valid() ? &p.sim : nullptr, run);
+    const ValidatedConfig config = buildValidatedConfig(project, p, run);
     writeOutput(args.output, config.text);
     for (const auto& r : config.reasons)
         std::cerr << "dpstudio: not validated: " << r << "\n";

@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include "base/format.h"
+
 #include "base/errors.h"
 #include "project/predict.h"
 
@@ -12,43 +14,9 @@ namespace dps::launch {
 
 namespace {
 
-std::string formatTime(double us)
-{
-    char buffer[64];
-    if (std::fabs(us) >= 10000.0)
-        std::snprintf(buffer, sizeof buffer, "%.3f ms", us / 1000.0);
-    else
-        std::snprintf(buffer, sizeof buffer, "%.1f µs", us);
-    return buffer;
-}
-
-std::string formatBytes(double bytes)
-{
-    static const char* units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    int unit = 0;
-    double value = bytes;
-    while (std::fabs(value) >= 1024.0 && unit < 4) {
-        value /= 1024.0;
-        ++unit;
-    }
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.2f %s", value, units[unit]);
-    return buffer;
-}
-
 std::string formatValue(const ComparisonRow& row, double value)
 {
     return row.unit == ComparisonRow::Unit::Bytes ? formatBytes(value) : formatTime(value);
-}
-
-/// Pads to `width` display columns (µ counts as one column although it is two bytes).
-std::string pad(const std::string& text, std::size_t width, bool right)
-{
-    std::size_t columns = 0;
-    for (unsigned char c : text)
-        columns += (c & 0xC0) != 0x80 ? 1 : 0;
-    const std::string fill(columns < width ? width - columns : 0, ' ');
-    return right ? fill + text : text + fill;
 }
 
 } // namespace
@@ -111,17 +79,14 @@ SimResult predictRun(const Project& project, const std::string& variantName, con
 
 std::string formatComparison(const std::vector<ComparisonRow>& rows, const MeasuredTrace& measured)
 {
-    std::string text = "predicted vs measured (median of " + std::to_string(measured.steps.size())
-        + " measured steps: step " + std::to_string(measured.medianStep) + ")\n";
-    text += pad("", 26, false) + pad("predicted", 14, true) + pad("measured", 14, true) + pad("error", 10, true) + "\n";
+    std::vector<std::vector<std::string>> cells { { "", "predicted", "measured", "error" } };
     for (const ComparisonRow& row : rows) {
-        char error[32] = "n/a";
-        if (const auto e = row.relativeError())
-            std::snprintf(error, sizeof error, "%+.1f%%", *e * 100.0);
-        text += pad(row.label, 26, false) + pad(formatValue(row, row.predicted), 14, true)
-            + pad(formatValue(row, row.measured), 14, true) + pad(error, 10, true) + "\n";
+        const auto error = row.relativeError();
+        cells.push_back({ row.label, formatValue(row, row.predicted), formatValue(row, row.measured),
+            error ? formatSignedPercent(*error) : std::string("n/a") });
     }
-    return text;
+    return "predicted vs measured (median of " + std::to_string(measured.steps.size())
+        + " measured steps: step " + std::to_string(measured.medianStep) + ")\n" + formatTable(cells);
 }
 
 } // namespace dps::launch

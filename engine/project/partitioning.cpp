@@ -9,10 +9,15 @@ std::vector<int> evenPartition(int layers, int stages)
 {
     if (stages <= 0)
         return {};
-    std::vector<int> result(stages, layers / stages);
-    for (int s = 0; s < layers % stages; ++s)
-        ++result[s];
+    std::vector<int> result(static_cast<std::size_t>(stages));
+    for (int s = 0; s < stages; ++s)
+        result[static_cast<std::size_t>(s)] = evenShare(layers, stages, s);
     return result;
+}
+
+int evenShare(int layers, int stages, int stage)
+{
+    return layers / stages + (stage < layers % stages ? 1 : 0);
 }
 
 std::vector<int> balancedPartition(int layers, const std::vector<double>& costPerLayer)

@@ -6,6 +6,8 @@ namespace dps {
 
 /// `layers` split over `stages` as evenly as possible, earlier stages taking the remainder.
 std::vector<int> evenPartition(int layers, int stages);
+/// Layers of `stage` in evenPartition(layers, stages) without building it (stages ≥ 1).
+int evenShare(int layers, int stages, int stage);
 
 /// The partition of `layers` over stages that minimises the largest stage time, where a stage holding n
 /// layers takes n × costPerLayer[s]. Every stage keeps at least one layer when layers ≥ stages. Greedy

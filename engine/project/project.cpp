@@ -3,6 +3,7 @@
 
 #include "jsonreader.h"
 #include "modelcost.h"
+#include "partitioning.h"
 #include "base/checked.h"
 #include "base/errors.h"
 #include "schedule/generator.h"
@@ -163,12 +164,6 @@ void checkOrderSizes(const Variant& variant, const std::string& where)
                     where + ".order[" + std::to_string(r) + "][" + std::to_string(p) + "]");
 }
 
-/// Layers of `stage` in the even split of `layers` over `stages` (earlier stages take the remainder).
-int evenShare(int layers, int stages, int stage)
-{
-    return layers / stages + (stage < layers % stages ? 1 : 0);
-}
-
 /// How messages name the layer count of `stage`: its layer_partition entry, or the stage of the even split.
 std::string stageLayersField(const std::string& where, const Variant& variant, std::size_t stage)
 {
@@ -188,10 +183,7 @@ std::vector<int> effectivePartition(const Project& project, const Variant& varia
     const int stages = stageCount(variant);
     if (stages <= 0)
         throw FormatError(variantPath(project, variant) + ": has no stages");
-    std::vector<int> partition(static_cast<std::size_t>(stages));
-    for (int s = 0; s < stages; ++s)
-        partition[static_cast<std::size_t>(s)] = evenShare(project.model.layers, stages, s);
-    return partition;
+    return evenPartition(project.model.layers, stages);
 }
 
 // ------------------------------------------------------------------------------------ schedule & costs

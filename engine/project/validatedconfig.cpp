@@ -1,5 +1,6 @@
 #include "validatedconfig.h"
 
+#include "base/errors.h"
 #include "schedule/schedule_json.h"
 
 #include <nlohmann/json.hpp>
@@ -21,12 +22,12 @@ json diagnosticsJson(const ValidationReport& report)
     return list;
 }
 
-json predictionJson(const SimResult& result)
+json predictionJson(const Prediction& p)
 {
-    if (result.deadlocked)
-        return { { "deadlocked", true }, { "message", result.deadlockMessage } };
-    return { { "makespan_us", result.makespanUs }, { "bubble_rate", result.bubbleRate },
-        { "largest_idle_us", largestIdleUs(result) }, { "total_p2p_bytes", result.totalP2pBytes } };
+    if (p.sim.deadlocked)
+        return { { "deadlocked", true }, { "message", p.sim.deadlockMessage } };
+    return { { "makespan_us", p.makespanUs }, { "bubble_rate", p.bubbleRate },
+        { "largest_idle_us", p.largestIdleUs }, { "total_p2p_bytes", p.p2pBytes } };
 }
 
 json runJson(const ValidatedRun& run)
@@ -46,14 +47,6 @@ json runJson(const ValidatedRun& run)
 
 } // namespace
 
-double largestIdleUs(const SimResult& result)
-{
-    double most = 0.0;
-    for (const auto& r : result.ranks)
-        most = std::max(most, r.idleUs);
-    return most;
-}
-
 std::vector<std::string> runProblems(const ValidatedRun& run, const Schedule& schedule, const std::string& variant)
 {
     std::vector<std::string> problems;
@@ -68,9 +61,15 @@ std::vector<std::string> runProblems(const ValidatedRun& run, const Schedule& sc
     return problems;
 }
 
-ValidatedConfig buildValidatedConfig(const Project& project, const std::string& variant, const Schedule& schedule,
-    const ValidationReport& report, const SimResult* prediction, const std::optional<ValidatedRun>& run)
+ValidatedConfig buildValidatedConfig(
+    const Project& project, const Prediction& prediction, const std::optional<ValidatedRun>& run)
 {
+    if (!prediction.built())
+        throw ConstraintError("validated-config.not-built",
+            "no validated config for variant '" + prediction.variantName + "': " + prediction.error);
+    const std::string& variant = prediction.variantName;
+    const Schedule& schedule = *prediction.schedule;
+    const ValidationReport& report = prediction.report;
     ValidatedConfig out;
     if (!report.valid())
         out.reasons.push_back("the schedule is invalid (" + std::to_string(report.errorCount()) + " errors)");
@@ -81,8 +80,8 @@ ValidatedConfig buildValidatedConfig(const Project& project, const std::string& 
     config["variant"] = variant;
     config["schedule"] = toJson(schedule);
     config["validation"] = { { "valid", report.valid() }, { "diagnostics", diagnosticsJson(report) } };
-    if (report.valid() && prediction)
-        config["prediction"] = predictionJson(*prediction);
+    if (prediction.timed || prediction.sim.deadlocked)
+        config["prediction"] = predictionJson(prediction);
     config["measured"] = nullptr;
     if (run) {
         config["measured"] = runJson(*run);

@@ -4,6 +4,7 @@
 // prediction and the last run's summary, with "validated" true only when the schedule is valid and the
 // run (when one is given) passed its correctness check on this variant. One layout for the CLI and the
 // designer; plain fields in, text out (no Qt, no launcher dependency).
+#include "project/predict.h"
 #include "project/project.h"
 #include "schedule/schedule.h"
 #include "schedule/validator.h"
@@ -45,16 +46,14 @@ struct ValidatedConfig {
     std::vector<std::string> reasons; ///< why it is not validated (empty when it is)
 };
 
-/// The largest per-rank idle of a simulation (0 without ranks).
-double largestIdleUs(const SimResult& result);
-
 /// Why a run does not validate this schedule of `variant`: a failed correctness check, another rank
 /// count, another variant. Empty when it does.
 std::vector<std::string> runProblems(const ValidatedRun& run, const Schedule& schedule, const std::string& variant);
 
-/// Builds the validated config of `variant` of `project`. `prediction` is the simulation of `schedule`
-/// (null: none recorded, e.g. the order is invalid); `run` the last run (nullopt: "measured" is null).
-ValidatedConfig buildValidatedConfig(const Project& project, const std::string& variant, const Schedule& schedule,
-    const ValidationReport& report, const SimResult* prediction, const std::optional<ValidatedRun>& run);
+/// Builds the validated config of the variant `prediction` is of (dps::predict of `project`): its schedule,
+/// validation report and, when it was simulated, the predicted figures; `run` is the last run (nullopt:
+/// "measured" is null). Throws ConstraintError when the prediction has no schedule (a size rule broken).
+ValidatedConfig buildValidatedConfig(
+    const Project& project, const Prediction& prediction, const std::optional<ValidatedRun>& run);
 
 } // namespace dps

@@ -186,7 +186,7 @@ struct RunState {
 
 /// A failure while setting up, with the worker's exit status for it.
 struct SetupFailure {
-    int code = kWorkerOk;
+    int code = kExitOk;
     std::string message;
 };
 
@@ -272,15 +272,15 @@ SetupFailure classify(const std::function<void()>& body)
         body();
         return {};
     } catch (const IoError& e) {
-        return { kWorkerFailed, e.what() };
+        return { kExitRunFailed, e.what() };
     } catch (const UsageError& e) {
-        return { kWorkerFailed, e.what() };
+        return { kExitRunFailed, e.what() };
     } catch (const RuntimeError& e) {
-        return { kWorkerFailed, e.what() };
+        return { kExitRunFailed, e.what() };
     } catch (const Error& e) {
-        return { kWorkerCheckFailed, e.what() };
+        return { kExitContent, e.what() };
     } catch (const std::exception& e) {
-        return { kWorkerFailed, e.what() };
+        return { kExitRunFailed, e.what() };
     }
 }
 
@@ -299,10 +299,10 @@ std::pair<SetupFailure, int> agree(Comm& comm, const SetupFailure& mine)
             ByteReader in(all[r]);
             first.code = in.get<int>();
             first.message = in.getString();
-            if (first.code != kWorkerOk)
+            if (first.code != kExitOk)
                 rank = static_cast<int>(r);
         }
-        verdict.put(rank < 0 ? kWorkerOk : first.code);
+        verdict.put(rank < 0 ? kExitOk : first.code);
         verdict.put(rank);
         verdict.putString(rank < 0 ? std::string() : first.message);
     }
@@ -385,7 +385,7 @@ int finish(const WorkerOptions& options, Comm& comm, RunState& s, const Correctn
 {
     const auto all = comm.gather(packRecords(mine), 0);
     if (comm.rank() != 0)
-        return report.passed ? kWorkerOk : kWorkerCheckFailed;
+        return report.passed ? kExitOk : kExitContent;
     std::vector<std::vector<ActionRecord>> records;
     for (const auto& bytes : all)
         records.push_back(unpackRecords(bytes));
@@ -414,12 +414,12 @@ int finish(const WorkerOptions& options, Comm& comm, RunState& s, const Correctn
     log.line(correctnessLine(report));
     if (!report.passed) {
         events.error(0, "correctness check failed: " + report.failure);
-        return kWorkerCheckFailed;
+        return kExitContent;
     }
     events.emit({ { "event", protocol::kEventDone }, { "format_version", protocol::kProgressFormatVersion },
         { "output", options.output }, { "correctness", correctnessEvent(report) }, { "median_step", median },
         { "step_makespan_us", makespans } });
-    return kWorkerOk;
+    return kExitOk;
 }
 
 int execute(const WorkerOptions& options, Comm& comm, RunState& s, Events& events, Log& log)
@@ -500,7 +500,7 @@ int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& str
     // Every phase ends with the ranks agreeing on its outcome, so that a rank that failed never leaves the
     // others waiting in the next phase's collectives; the first failing rank's message wins everywhere.
     const auto failed = [&](const SetupFailure& failure, int failedRank) {
-        if (failure.code == kWorkerOk)
+        if (failure.code == kExitOk)
             return false;
         if (comm.rank() == failedRank)
             log.line("error: " + failure.message);
@@ -512,7 +512,7 @@ int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& str
     const auto [chooseFailure, chooseRank]
         = agree(comm, classify([&] { state->choice = platform.choose(comm, options.backend); }));
     if (comm.rank() == 0) {
-        const bool chosen = chooseFailure.code == kWorkerOk;
+        const bool chosen = chooseFailure.code == kExitOk;
         events.emit({ { "event", protocol::kEventHello }, { "format_version", protocol::kProgressFormatVersion },
             { "ranks", comm.size() }, { "steps", options.steps }, { "warmup", options.warmup },
             { "backend", chosen ? state->choice.backend : options.backend },
@@ -539,9 +539,9 @@ int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& str
     } catch (const std::exception& e) {
         log.line("error: " + std::string(e.what()));
         events.error(comm.rank(), e.what());
-        comm.abort(kWorkerFailed);
+        comm.abort(kExitRunFailed);
     }
-    return kWorkerFailed; // not reached: abort() ends the job
+    return kExitRunFailed; // not reached: abort() ends the job
 }
 
 int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& streams)

@@ -12,18 +12,13 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include "protocol/exitcodes.h"
+
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace dps::runtime {
-
-/// Exit statuses of the worker.
-enum WorkerExit : int {
-    kWorkerOk = 0,
-    kWorkerCheckFailed = 1, ///< the correctness check failed, or the project/schedule is bad
-    kWorkerFailed = 3, ///< anything else (bad flags, a crash, I/O)
-};
 
 struct WorkerOptions {
     std::string project; ///< --project FILE (required)
@@ -122,7 +117,7 @@ private:
     Clock::duration m_interval;
 };
 
-/// Runs the worker on this rank; returns the exit status (WorkerExit). Every rank of the comm calls it.
+/// Runs the worker on this rank; returns the exit status (dps::ExitCode: kExitOk, kExitContent for a failed check or a bad project, kExitRunFailed otherwise). Every rank of the comm calls it.
 /// The backend and the communication come from `platform` (one per rank); the overload without one uses a
 /// CpuPlatform. An unexpected failure on a rank prints an error event and aborts the whole job
 /// (Comm::abort(3)). Fault injection for tests, by environment: DPSTUDIO_WORKER_CRASH_RANK=r kills rank r

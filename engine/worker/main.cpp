@@ -50,7 +50,7 @@ int main(int argc, char** argv)
         options = parseWorkerArgs(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const UsageError& e) {
         std::cerr << "dpstudio-worker: " << e.what() << "\n" << workerUsage() << "\n";
-        return kWorkerFailed;
+        return dps::kExitRunFailed;
     }
     if (options.command.empty())
         options.command = commandLine(argc, argv);
@@ -59,7 +59,7 @@ int main(int argc, char** argv)
         comm = std::make_unique<MpiComm>(&argc, &argv);
     } catch (const std::exception& e) {
         std::cerr << "dpstudio-worker: " << e.what() << "\n";
-        return kWorkerFailed;
+        return dps::kExitRunFailed;
     }
     CudaWorkerPlatform platform;
     return runWorker(options, *comm, WorkerStreams { std::cout, std::cerr }, platform);

@@ -64,7 +64,7 @@ for rank in m["ranks"]:
 table = open(sys.argv[2]).read()
 for line in table.splitlines():
     if "peak activations" in line:
-        assert line.rstrip().endswith("+0.0%"), line
+        assert line.rstrip().endswith(" 0 %"), line
 PY'
 
 # --- calibrate, then predict and run with the fitted costs --------------------------------------------------
