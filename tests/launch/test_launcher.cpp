@@ -1,5 +1,6 @@
 // The launcher against a fake mpirun (tests/data/fake/fake-mpirun.sh): forwarding, exit codes, timeout,
 // cancellation, and that no process is left behind.
+#include "base/fileio.h"
 #include "launch/launcher.h"
 #include "trace/measured.h"
 #include "schedule/generator.h"
@@ -25,14 +26,6 @@ namespace {
 const std::string kData = DPS_TEST_DATA;
 const std::string kFake = kData + "/fake/fake-mpirun.sh";
 const std::string kTiny = kData + "/launch/tiny.dpstudio.json";
-
-std::string slurp(const fs::path& path)
-{
-    std::ifstream in(path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 std::vector<std::string> linesOf(const std::string& text)
 {
@@ -87,7 +80,7 @@ protected:
     std::vector<pid_t> waitingPids() const
     {
         std::vector<pid_t> pids;
-        for (const std::string& line : linesOf(slurp(m_dir / "pids")))
+        for (const std::string& line : linesOf(dps::readTextFile(m_dir / "pids")))
             pids.push_back(static_cast<pid_t>(std::stol(line)));
         return pids;
     }
@@ -172,12 +165,12 @@ TEST_F(Launcher, BuildsTheOpenMpiCommandLine)
     m_options.steps = 5;
     m_options.traceDir = (m_dir / "traces").string();
     ASSERT_EQ(run(), kExitOk) << m_err.str();
-    const std::vector<std::string> args = linesOf(slurp(m_dir / "args"));
+    const std::vector<std::string> args = linesOf(dps::readTextFile(m_dir / "args"));
     const std::vector<std::string> head { "-np", "2", "--oversubscribe", "--mca", "btl", "self,vader", "--mca",
         "btl_vader_single_copy_mechanism", "none", "--bind-to", "none", "/bin/true", "--project" };
     ASSERT_GE(args.size(), head.size());
     EXPECT_EQ(std::vector<std::string>(args.begin(), args.begin() + static_cast<long>(head.size())), head);
-    const std::string all = slurp(m_dir / "args");
+    const std::string all = dps::readTextFile(m_dir / "args");
     EXPECT_NE(all.find("--variant\ndualpipev\n--backend\nauto\n--steps\n5\n--warmup\n1\n--threads\n2\n--output\n"),
         std::string::npos)
         << all;
@@ -195,7 +188,7 @@ TEST_F(Launcher, HostfileSelectsTcpBetweenHosts)
     std::ofstream(hostfile) << "localhost slots=2\n";
     m_options.hostfile = hostfile.string();
     ASSERT_EQ(run(), kExitOk) << m_err.str();
-    const std::string all = slurp(m_dir / "args");
+    const std::string all = dps::readTextFile(m_dir / "args");
     EXPECT_NE(all.find("--hostfile\n" + hostfile.string() + "\n--mca\nbtl\nself,vader,tcp\n"), std::string::npos)
         << all;
     EXPECT_EQ(all.find("--oversubscribe"), std::string::npos);

@@ -1,4 +1,5 @@
 // Atomic saves: a failed write leaves the old file as it was and no temporary file behind.
+#include "base/fileio.h"
 #include "project/project.h"
 #include "base/errors.h"
 
@@ -31,13 +32,6 @@ protected:
         fs::permissions(m_dir, fs::perms::owner_all);
         fs::remove_all(m_dir);
     }
-    static std::string contents(const fs::path& path)
-    {
-        std::ifstream in(path, std::ios::binary);
-        std::ostringstream s;
-        s << in.rdbuf();
-        return s.str();
-    }
     std::size_t entries() const
     {
         return static_cast<std::size_t>(std::distance(fs::directory_iterator(m_dir), fs::directory_iterator()));
@@ -51,7 +45,7 @@ TEST_F(SaveTest, SavesAndLoadsBack)
 {
     const fs::path file = m_dir / "a.dpstudio.json";
     saveProject(defaultProject(), file);
-    EXPECT_EQ(contents(file), serializeProject(defaultProject()));
+    EXPECT_EQ(dps::readTextFile(file), serializeProject(defaultProject()));
     EXPECT_EQ(serializeProject(loadProject(file)), serializeProject(defaultProject()));
     EXPECT_EQ(entries(), 1u);
 }
@@ -80,7 +74,7 @@ TEST_F(SaveTest, FailedWriteLeavesTheOldFileIntact)
     std::signal(SIGXFSZ, previousHandler);
 
     EXPECT_TRUE(threw);
-    EXPECT_EQ(contents(file), old);
+    EXPECT_EQ(dps::readTextFile(file), old);
     EXPECT_EQ(entries(), 1u) << "a temporary file was left behind";
 }
 
@@ -107,7 +101,7 @@ TEST_F(SaveTest, ReadOnlyFolderLeavesTheOldFileIntact)
     fs::permissions(m_dir, fs::perms::owner_read | fs::perms::owner_exec);
     EXPECT_THROW(saveProject(defaultProject(), file), IoError);
     fs::permissions(m_dir, fs::perms::owner_all);
-    EXPECT_EQ(contents(file), "old\n");
+    EXPECT_EQ(dps::readTextFile(file), "old\n");
     EXPECT_EQ(entries(), 1u);
 }
 

@@ -1,5 +1,6 @@
 // PyTorch CSV interchange (both dialects, blank cells, spaces, CRLF, placement inference, malformed cells)
 // and the schedule's JSON form.
+#include "base/fileio.h"
 #include "schedule/csvio.h"
 #include "base/errors.h"
 #include "schedule/schedule_json.h"
@@ -15,14 +16,6 @@
 using namespace dps;
 
 namespace {
-
-std::string readText(const std::filesystem::path& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 std::filesystem::path dataDir()
 {
@@ -75,7 +68,7 @@ TEST(CsvRoundTrip, EveryGoldenCsvIsByteIdentical)
     ASSERT_GE(files.size(), 5u);
     for (const auto& path : files) {
         SCOPED_TRACE(path.filename().string());
-        const std::string text = readText(path);
+        const std::string text = dps::readTextFile(path);
         const CsvImport imported = readCsv(text);
         EXPECT_EQ(imported.dialect, Dialect::Current);
         EXPECT_TRUE(imported.warnings.empty());
@@ -201,7 +194,7 @@ TEST(CsvErrors, AbsurdNumbersAreRefusedAtTheirCell)
 
 TEST(CsvPlacement, PerStageWhenEveryStageSitsOnOneRow)
 {
-    const Schedule s = readCsv(readText(dataDir() / "cases" / "gpipe_with_blank_cells.csv")).schedule;
+    const Schedule s = readCsv(dps::readTextFile(dataDir() / "cases" / "gpipe_with_blank_cells.csv")).schedule;
     EXPECT_EQ(s.kind, ScheduleKind::Custom);
     EXPECT_EQ(s.ranks, 2);
     EXPECT_EQ(s.stages, 2);
@@ -213,7 +206,7 @@ TEST(CsvPlacement, PerStageWhenEveryStageSitsOnOneRow)
 
 TEST(CsvPlacement, VShapeHoldsTwoStagesPerRank)
 {
-    const Schedule s = readCsv(readText(dataDir() / "golden" / "dualpipev_pp4_mb10.csv")).schedule;
+    const Schedule s = readCsv(dps::readTextFile(dataDir() / "golden" / "dualpipev_pp4_mb10.csv")).schedule;
     EXPECT_EQ(s.ranks, 4);
     EXPECT_EQ(s.stages, 8);
     EXPECT_EQ(s.microbatches, 10);
@@ -225,7 +218,7 @@ TEST(CsvPlacement, VShapeHoldsTwoStagesPerRank)
 
 TEST(CsvPlacement, DualPipeReplicasGiveAPerStageMicrobatchTable)
 {
-    const Schedule s = readCsv(readText(dataDir() / "golden" / "dualpipe_pp8_mb20.csv")).schedule;
+    const Schedule s = readCsv(dps::readTextFile(dataDir() / "golden" / "dualpipe_pp8_mb20.csv")).schedule;
     EXPECT_EQ(s.ranks, 8);
     EXPECT_EQ(s.stages, 8);
     EXPECT_EQ(s.microbatches, 20);
@@ -276,7 +269,7 @@ TEST(ScheduleJson, RoundTripOfEveryPlacementMode)
 {
     std::vector<Schedule> schedules;
     for (const auto& path : goldenCsvs())
-        schedules.push_back(readCsv(readText(path)).schedule); // table (DualPipe) and per stage (DualPipeV)
+        schedules.push_back(readCsv(dps::readTextFile(path)).schedule); // table (DualPipe) and per stage (DualPipeV)
     Schedule mirrored = schedules.front();
     mirrored.kind = ScheduleKind::DualPipe;
     mirrored.placement = Placement::mirrored(mirrored.ranks, mirrored.microbatches);

@@ -2,6 +2,7 @@
 // deadlock naming, generated schedules, robustness and scale.
 #include "schedule/csvio.h"
 #include "base/errors.h"
+#include "base/fileio.h"
 #include "schedule/generator.h"
 #include "schedule/validator.h"
 
@@ -21,17 +22,9 @@ using namespace dps;
 
 namespace {
 
-std::string readText(const std::filesystem::path& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 Schedule loadCsv(const std::string& relative)
 {
-    return readCsv(readText(std::filesystem::path(DPS_TEST_DATA) / relative)).schedule;
+    return readCsv(readTextFile(std::filesystem::path(DPS_TEST_DATA) / relative)).schedule;
 }
 
 std::vector<Diagnostic> withRule(const ValidationReport& report, const std::string& rule)
@@ -122,7 +115,7 @@ TEST(ValidatorCases, GoldenCsvsAreValid)
         if (entry.path().extension() != ".csv")
             continue;
         SCOPED_TRACE(entry.path().filename().string());
-        Schedule s = readCsv(readText(entry.path())).schedule;
+        Schedule s = readCsv(readTextFile(entry.path())).schedule;
         const ValidationReport report = validate(s);
         EXPECT_TRUE(report.diagnostics.empty()) << dump(report);
     }
@@ -638,4 +631,20 @@ TEST(ValidatorRobustness, AgreesWithNaiveRulesOnMutatedSchedules)
 TEST(ValidatorRobustness, EmptyScheduleIsValid)
 {
     EXPECT_TRUE(validate(Schedule {}).valid());
+}
+
+// Found by fuzzing: "0F2,0F777776" names 777 777 microbatches, almost all without ops. The report keeps
+// 100 findings of the rule and counts the rest, and no message is built past the cap.
+TEST(ValidatorCaps, MissingMicrobatchesAreCappedAndCounted)
+{
+    const dps::ValidationReport report = dps::validate(dps::readCsv("0F2,0F777776").schedule);
+    std::size_t missing = 0;
+    std::string summary;
+    for (const auto& d : report.diagnostics)
+        if (d.rule == "counts.missing-microbatch") {
+            ++missing;
+            summary = d.message;
+        }
+    EXPECT_EQ(missing, 101u);
+    EXPECT_EQ(summary, "... and 777675 more findings of rule counts.missing-microbatch");
 }
