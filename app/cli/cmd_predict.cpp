@@ -69,15 +69,9 @@ CostsFile loadCosts(const std::string& path)
 /// Uniform command-line costs over every stage, after the source's own.
 void applyCostFlags(CostModel& model, const CostFlags& flags)
 {
-    for (StageCost& s : model.stages) {
-        s.forwardUs = flags.f.value_or(s.forwardUs);
-        s.inputGradUs = flags.i.value_or(s.inputGradUs);
-        s.weightGradUs = flags.w.value_or(s.weightGradUs);
-        if (flags.b)
-            s.backwardUs = flags.b;
-        if (flags.fb)
-            s.overlapUs = flags.fb;
-    }
+    const StageCostOverride uniform { flags.f, flags.i, flags.w, flags.b, flags.fb };
+    for (StageCost& s : model.stages)
+        applyOverride(s, uniform);
     model.latencyUs = flags.latency.value_or(model.latencyUs);
     model.bandwidthBytesPerUs = flags.bandwidth.value_or(model.bandwidthBytesPerUs);
     model.overlapFactor = flags.overlapFactor.value_or(model.overlapFactor);

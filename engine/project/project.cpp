@@ -257,15 +257,7 @@ void applyCostSettings(CostModel& model, const CostSettings& settings)
 {
     const std::size_t n = std::min(model.stages.size(), settings.stages.size());
     for (std::size_t s = 0; s < n; ++s) {
-        const StageCostOverride& o = settings.stages[s];
-        StageCost& c = model.stages[s];
-        c.forwardUs = o.forwardUs.value_or(c.forwardUs);
-        c.inputGradUs = o.inputGradUs.value_or(c.inputGradUs);
-        c.weightGradUs = o.weightGradUs.value_or(c.weightGradUs);
-        if (o.backwardUs)
-            c.backwardUs = o.backwardUs;
-        if (o.overlapUs)
-            c.overlapUs = o.overlapUs;
+        applyOverride(model.stages[s], settings.stages[s]);
     }
     model.overlapFactor = settings.overlapFactor;
     model.optimizerBytesPerParameter = settings.optimizerBytesPerParameter;

@@ -17,6 +17,17 @@ double CostModel::transferTime(double bytes) const
     return latencyUs + wire;
 }
 
+void applyOverride(StageCost& stage, const StageCostOverride& o)
+{
+    stage.forwardUs = o.forwardUs.value_or(stage.forwardUs);
+    stage.inputGradUs = o.inputGradUs.value_or(stage.inputGradUs);
+    stage.weightGradUs = o.weightGradUs.value_or(stage.weightGradUs);
+    if (o.backwardUs)
+        stage.backwardUs = o.backwardUs;
+    if (o.overlapUs)
+        stage.overlapUs = o.overlapUs;
+}
+
 CostModel uniformCostModel(int stages, const UniformCosts& costs)
 {
     StageCost stage;

@@ -46,6 +46,10 @@ struct StageCostOverride {
     std::optional<double> forwardUs, inputGradUs, weightGradUs, backwardUs, overlapUs;
 };
 
+/// Lays `changes` over `stage`: every set time (µs) replaces the stage's, unset ones are kept. The one
+/// rule for cost files, a project's typed costs and the CLI's --cost-* flags.
+void applyOverride(StageCost& stage, const StageCostOverride& changes);
+
 /// A cost file's content: measured or fitted costs that replace the model-derived ones (`costs.json`,
 /// docs/project-format.md; read and written by engine/project's parseCostsFile and serializeCostsFile).
 struct CostsFile {
