@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issue 6). On a machine with a GPU, nvcc, CMake and ninja (no Qt, no Open MPI, no package
+# The GPU check of the CUDA backend. On a machine with a GPU, nvcc, CMake and ninja (no Qt, no Open MPI, no package
 # registry needed: Open MPI, OpenBLAS, nlohmann-json and CLI11 come from .deps/debs, see
 # scripts/fetch-gpu-deps.sh) it builds the engine alone and prints a table, each row with its threshold
 # and PASS/FAIL:

@@ -112,9 +112,9 @@ TEST(CheckedArithmetic, DetectsOverflowOfInt64)
     EXPECT_FALSE(checkedAdd(max, 1).has_value());
 }
 
-// ------------------------------------------------------------------------------------ the issue's example
+// ---------------------------------------------- an oversized project: hidden 1e9, seq_len 1e8, microbatch_size 1000
 
-TEST(Sizes, TheIssuesExampleIsRefusedNamingItsFields)
+TEST(Sizes, AnOversizedProjectIsRefusedNamingItsFields)
 {
     json j = defaultJson();
     j["model"]["hidden"] = 1000000000;
