@@ -474,29 +474,40 @@ void Validator::checkPair(int stage, int microbatch)
 
 void Validator::checkMissing(int stage, int microbatch)
 {
+    // wants() before any message is built: a 20-byte CSV can name stage 422608, and a message per missing
+    // op past the rule's cap made validation take seconds (found by fuzzing).
     const std::size_t i = index(stage, microbatch);
     const std::int32_t f = m_ops.forward[i];
     const std::int32_t b = m_ops.backward[i];
-    const std::string fwd = opText(stage, OpKind::F, microbatch);
+    const auto found = [this](const char* rule, int rank, int position, std::string action, std::string message) {
+        m_sink.add(Diagnostic { Severity::Error, rank, position, std::move(action), rule, std::move(message) });
+    };
+    const int placed = m_placementUsable ? m_s.placement.rankOf(stage, microbatch) : -1;
     if (f != kNone) {
-        addAt("counts.missing-backward", f, fwd,
+        if (!m_sink.wants("counts.missing-backward"))
+            return;
+        const std::string fwd = opText(stage, OpKind::F, microbatch);
+        found("counts.missing-backward", rankOfSlot(f), positionOfSlot(f), fwd,
             fwd + " has no backward (" + opText(stage, OpKind::B, microbatch) + ", or "
                 + opText(stage, OpKind::I, microbatch) + " with its " + opText(stage, OpKind::W, microbatch) + ")");
         return;
     }
-    const std::string message = "there is no forward " + fwd + " (" + stageMb(stage, microbatch) + ")";
-    const std::int32_t other = b != kNone ? b : m_ops.weight[i];
-    if (other != kNone) {
-        const OpKind kind = b == kNone ? OpKind::W : (m_ops.info[i] & kBackwardIsI) ? OpKind::I : OpKind::B;
-        const std::string op = opText(stage, kind, microbatch);
-        addAt("counts.missing-forward", other, op, op + " has no forward: " + message);
-    } else {
-        m_sink.add("counts.missing-forward", m_placementUsable ? m_s.placement.rankOf(stage, microbatch) : -1, -1, fwd,
-            message);
+    if (m_sink.wants("counts.missing-forward")) {
+        const std::string fwd = opText(stage, OpKind::F, microbatch);
+        const std::string message = "there is no forward " + fwd + " (" + stageMb(stage, microbatch) + ")";
+        const std::int32_t other = b != kNone ? b : m_ops.weight[i];
+        if (other != kNone) {
+            const OpKind kind = b == kNone ? OpKind::W : (m_ops.info[i] & kBackwardIsI) ? OpKind::I : OpKind::B;
+            const std::string op = opText(stage, kind, microbatch);
+            found("counts.missing-forward", rankOfSlot(other), positionOfSlot(other), op,
+                op + " has no forward: " + message);
+        } else {
+            found("counts.missing-forward", placed, -1, fwd, message);
+        }
     }
-    if (b == kNone)
-        m_sink.add("counts.missing-backward", m_placementUsable ? m_s.placement.rankOf(stage, microbatch) : -1, -1,
-            opText(stage, OpKind::B, microbatch), "there is no backward of " + stageMb(stage, microbatch));
+    if (b == kNone && m_sink.wants("counts.missing-backward"))
+        found("counts.missing-backward", placed, -1, opText(stage, OpKind::B, microbatch),
+            "there is no backward of " + stageMb(stage, microbatch));
 }
 
 /// W after its I on the same rank; every I has its W; no W without an I.

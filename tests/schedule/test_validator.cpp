@@ -648,3 +648,16 @@ TEST(ValidatorCaps, MissingMicrobatchesAreCappedAndCounted)
     EXPECT_EQ(missing, 101u);
     EXPECT_EQ(summary, "... and 777675 more findings of rule counts.missing-microbatch");
 }
+
+// Found by fuzzing: "0F0,4260B0,422608B0," names 422 609 stages; the missing forwards and backwards are
+// capped and counted the same way.
+TEST(ValidatorCaps, MissingOpsOfFarStagesAreCappedAndCounted)
+{
+    const dps::ValidationReport report = dps::validate(dps::readCsv("0F0,4260B0,422608B0,").schedule);
+    std::map<std::string, std::size_t> perRule;
+    for (const auto& d : report.diagnostics)
+        ++perRule[d.rule];
+    EXPECT_EQ(perRule["counts.missing-forward"], 101u);
+    EXPECT_EQ(perRule["counts.missing-backward"], 101u);
+    EXPECT_EQ(report.diagnostics.back().rule.rfind("counts.", 0), 0u);
+}
