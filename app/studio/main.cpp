@@ -1,9 +1,10 @@
-// dualpipe-studio: the designer's entry point. Everything else lives in the dps_ui library.
+// dualpipe-studio: the designer's entry point. Everything else lives in the ui libraries (dps::ui, over
+// dps::uidocument and dps::uirun).
 //
 //   dualpipe-studio [PROJECT]                                 open the window
 //   dualpipe-studio --screenshot out.png [PROJECT]            render the main window offscreen and exit
 //   dualpipe-studio --compare-screenshot out.png [PROJECT]    render the comparison view offscreen and exit
-#include "studio.h"
+#include "widgets/studio.h"
 
 #include <QApplication>
 #include <QDir>

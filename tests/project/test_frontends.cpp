@@ -1,8 +1,8 @@
 // The same numbers in every front end: `dpstudio simulate --json`, `dpstudio compare --json` and the
 // designer's computeSnapshot give predict()'s makespan, bubble rate and memory peaks for each variant of the
 // default project (the CLI's JSON carries doubles exactly, so the comparison is exact).
+#include "document/snapshot.h"
 #include "project/predict.h"
-#include "snapshot.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 // The plain pieces of the timeline: time↔pixel mapping, row mapping, hit-testing and drop positions. No Qt.
-#include "blockindex.h"
-#include "timemapping.h"
+#include "document/blockindex.h"
+#include "document/timemapping.h"
 
 #include <gtest/gtest.h>
 

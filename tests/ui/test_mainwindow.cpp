@@ -1,18 +1,18 @@
 // The designer as a user drives it, offscreen: dragging a block into an invalid order shows a diagnostic
 // and undo restores the valid order; a broken file leaves the open project untouched; the screenshot of
 // the default project has one row per rank with blocks where they belong; files, import, exports.
-#include "comparemodel.h"
-#include "compareview.h"
-#include "diagnosticsmodel.h"
-#include "filecontroller.h"
-#include "mainwindow.h"
-#include "memorychart.h"
-#include "messagebanner.h"
-#include "metricspanel.h"
-#include "partitioneditor.h"
-#include "projectdocument.h"
-#include "studio.h"
-#include "timelineview.h"
+#include "document/comparemodel.h"
+#include "document/diagnosticsmodel.h"
+#include "document/projectdocument.h"
+#include "run/messagebanner.h"
+#include "widgets/compareview.h"
+#include "widgets/filecontroller.h"
+#include "widgets/mainwindow.h"
+#include "widgets/memorychart.h"
+#include "widgets/metricspanel.h"
+#include "widgets/partitioneditor.h"
+#include "widgets/studio.h"
+#include "widgets/timelineview.h"
 
 #include <QApplication>
 #include <QFile>

@@ -1,14 +1,14 @@
 // Every item model of the designer under QAbstractItemModelTester, through the edits that change it; the
 // document's undo/redo; the newest-request-wins runner; the snapshot of a 16 × 64 schedule within a frame.
-#include "comparemodel.h"
-#include "diagnosticsmodel.h"
-#include "latestjobrunner.h"
-#include "partitionmodel.h"
-#include "projectdocument.h"
-#include "rankmetricsmodel.h"
-#include "simulationservice.h"
-#include "stagecostmodel.h"
-#include "variantlistmodel.h"
+#include "document/comparemodel.h"
+#include "document/diagnosticsmodel.h"
+#include "document/latestjobrunner.h"
+#include "document/partitionmodel.h"
+#include "document/projectdocument.h"
+#include "document/rankmetricsmodel.h"
+#include "document/simulationservice.h"
+#include "document/stagecostmodel.h"
+#include "document/variantlistmodel.h"
 
 #include <QAbstractItemModelTester>
 #include <QCoreApplication>

@@ -2,17 +2,20 @@
 // measured block for every predicted one, the metrics show measured and error, a slip click selects its
 // block, Calibrate moves the prediction towards the run, the validated config records the run (and is not
 // validated when the run failed its check), `--screenshot --measured` writes a PNG, and a real run
-// started from the window's run panel ends overlaid.
-#include "filecontroller.h"
-#include "mainwindow.h"
-#include "memorychart.h"
-#include "metricspanel.h"
-#include "overlaypanel.h"
-#include "projectdocument.h"
+// started from the window's run panel ends overlaid; and RunWorkspace does all that through a stub RunHost,
+// without a window.
+#include "document/projectdocument.h"
+#include "document/simulationservice.h"
 #include "run/runhistory.h"
 #include "run/runpanel.h"
-#include "runworkspace.h"
-#include "timelineview.h"
+#include "widgets/filecontroller.h"
+#include "widgets/mainwindow.h"
+#include "widgets/memorychart.h"
+#include "widgets/metricspanel.h"
+#include "widgets/overlaypanel.h"
+#include "widgets/runhost.h"
+#include "widgets/runworkspace.h"
+#include "widgets/timelineview.h"
 
 #include <QApplication>
 #include <QDir>
@@ -83,6 +86,38 @@ void expectEveryBlockMeasured(MainWindow& window)
         }
     }
 }
+
+/// A RunHost without a window: a document and a simulation, recording what the workspace asks for.
+class StubHost : public RunHost {
+public:
+    StubHost()
+    {
+        m_document.reset(dps::loadProject(kProject.toStdString()), kProject);
+        m_simulation.request(m_document.project(), m_document.activeVariant().name);
+        m_simulation.waitUntilIdle();
+        QApplication::processEvents();
+    }
+
+    ProjectDocument* document() const override { return &m_document; }
+    SimulationService* simulation() override { return &m_simulation; }
+    void showMessage(MessageBanner::Kind kind, const QString& text) override { messages.emplace_back(kind, text); }
+    void raiseRunPanel() override { ++runPanelRaised; }
+    void raiseOverlayPanel() override { ++overlayPanelRaised; }
+    void showOverlay(const MeasuredOverlay& overlay) override { overlays.push_back(overlay); }
+    void markBlock(int rank, int position) override { marked = { rank, position }; }
+    void setLastRun(const std::optional<dps::ValidatedRun>& run) override { lastRun = run; }
+
+    std::vector<std::pair<MessageBanner::Kind, QString>> messages;
+    int runPanelRaised = 0;
+    int overlayPanelRaised = 0;
+    std::vector<MeasuredOverlay> overlays;
+    std::pair<int, int> marked { -1, -1 };
+    std::optional<dps::ValidatedRun> lastRun;
+
+private:
+    mutable ProjectDocument m_document;
+    SimulationService m_simulation;
+};
 
 QJsonObject readJson(const QString& path)
 {
@@ -255,4 +290,45 @@ TEST(Overlay, ARealRunFromTheWindowEndsOverlaid)
     EXPECT_EQ(panel->history()->runCount(), 1);
     ASSERT_TRUE(f.window.files()->lastRun().has_value());
     EXPECT_TRUE(f.window.files()->lastRun()->correctnessPassed);
+}
+
+TEST(RunWorkspace, WorksThroughItsHostAlone)
+{
+    StubHost host;
+    ASSERT_NE(host.simulation()->current(), nullptr);
+    RunWorkspace runs(host);
+    EXPECT_EQ(runs.projectInfo().path, QFileInfo(kProject).absoluteFilePath());
+    EXPECT_EQ(runs.projectInfo().variant, QStringLiteral("dualpipev"));
+    EXPECT_EQ(runs.projectInfo().ranks, 2);
+    EXPECT_FALSE(runs.calibrateAction()->isEnabled());
+
+    QString error;
+    EXPECT_FALSE(runs.calibrate(&error));
+    EXPECT_EQ(error, QStringLiteral("Nothing to calibrate from: overlay a run first"));
+    ASSERT_EQ(host.messages.size(), 1u);
+    EXPECT_EQ(host.messages.back().first, MessageBanner::Kind::Error);
+    EXPECT_EQ(host.messages.back().second, error);
+
+    ASSERT_TRUE(runs.loadMeasured(kMeasured, &error)) << error.toStdString();
+    QApplication::processEvents();
+    EXPECT_EQ(host.overlayPanelRaised, 1);
+    EXPECT_EQ(host.runPanelRaised, 0);
+    ASSERT_TRUE(host.lastRun.has_value());
+    EXPECT_EQ(host.lastRun->file, kMeasured.toStdString());
+    EXPECT_EQ(host.lastRun->ranks, 2);
+    EXPECT_EQ(host.lastRun->variant, "dualpipev");
+    ASSERT_FALSE(host.overlays.empty());
+    ASSERT_NE(host.overlays.back().blocks, nullptr);
+    EXPECT_EQ(static_cast<std::size_t>(host.overlays.back().matched), host.simulation()->current()->blocks.size());
+    EXPECT_TRUE(runs.calibrateAction()->isEnabled());
+
+    emit runs.overlayPanel()->slipActivated(1, 3);
+    EXPECT_EQ(host.marked, std::make_pair(1, 3));
+
+    const std::size_t edits = static_cast<std::size_t>(host.document()->undoStack()->count());
+    ASSERT_TRUE(runs.calibrate(&error)) << error.toStdString();
+    EXPECT_EQ(static_cast<std::size_t>(host.document()->undoStack()->count()), edits + 1);
+    EXPECT_EQ(host.document()->undoStack()->undoText(),
+        QStringLiteral("Calibrate from %1").arg(QFileInfo(kMeasured).fileName()));
+    EXPECT_EQ(host.messages.back().first, MessageBanner::Kind::Info);
 }

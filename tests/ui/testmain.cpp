@@ -1,6 +1,6 @@
 // main() of the Qt UI tests: the offscreen platform is chosen before the QApplication exists (so test
 // discovery at build time works without a display), settings go to a throw-away location, then GoogleTest.
-#include "studio.h"
+#include "widgets/studio.h"
 
 #include <QApplication>
 #include <QDir>

@@ -1,4 +1,4 @@
-#include "blockindex.h"
+#include "document/blockindex.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
-#include "comparemodel.h"
+#include "document/comparemodel.h"
 
-#include "formatting.h"
+#include "document/formatting.h"
 
 #include <QFont>
 

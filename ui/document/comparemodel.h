@@ -1,7 +1,7 @@
 #pragma once
 // The comparison table: one column per variant, one row per metric (devices, parameters per device, peak
 // activation memory, bubble rate, makespan, p2p volume, ...). The best value of a row is shown in bold.
-#include "simulationservice.h"
+#include "document/simulationservice.h"
 
 #include <QAbstractTableModel>
 

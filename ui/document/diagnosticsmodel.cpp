@@ -1,4 +1,4 @@
-#include "diagnosticsmodel.h"
+#include "document/diagnosticsmodel.h"
 
 #include <QBrush>
 #include <QColor>

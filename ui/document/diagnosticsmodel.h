@@ -1,7 +1,7 @@
 #pragma once
 // The validator's findings for the active variant (plus a row when it cannot be built at all), shown in
 // the list under the timeline. Selecting a row selects the block it names.
-#include "snapshot.h"
+#include "document/snapshot.h"
 
 #include <QAbstractTableModel>
 

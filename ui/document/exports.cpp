@@ -1,4 +1,4 @@
-#include "exports.h"
+#include "document/exports.h"
 
 #include "schedule/csvio.h"
 #include "trace/chrometrace.h"

@@ -2,7 +2,7 @@
 // What the designer exports besides the project: the validated config (same layout as
 // `dpstudio export --format validated-config`), the PyTorch CSV and the Chrome trace of the prediction.
 // Plain C++ over a snapshot; the callers write the text atomically.
-#include "snapshot.h"
+#include "document/snapshot.h"
 
 #include "project/validatedconfig.h"
 

@@ -1,4 +1,4 @@
-#include "formatting.h"
+#include "document/formatting.h"
 
 #include "base/format.h"
 

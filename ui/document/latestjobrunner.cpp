@@ -1,4 +1,4 @@
-#include "latestjobrunner.h"
+#include "document/latestjobrunner.h"
 
 #include <QCoreApplication>
 #include <QDeadlineTimer>

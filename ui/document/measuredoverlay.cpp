@@ -1,4 +1,4 @@
-#include "measuredoverlay.h"
+#include "document/measuredoverlay.h"
 
 #include <algorithm>
 #include <cmath>

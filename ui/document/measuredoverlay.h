@@ -1,9 +1,9 @@
 #pragma once
-// A run's measurement laid over the prediction (issue 7's overlay), plain C++: one measured step as
-// timeline blocks matched to the predicted blocks (same rank and position), predicted against measured
+// A run's measurement laid over the prediction (the designer's run overlay), plain C++: one measured step
+// as timeline blocks matched to the predicted blocks (same rank and position), predicted against measured
 // for makespan, bubble rate, per-rank idle and peak memory, and the largest per-action start slips.
-#include "blockindex.h"
-#include "snapshot.h"
+#include "document/blockindex.h"
+#include "document/snapshot.h"
 
 #include "project/validatedconfig.h"
 #include "trace/measured.h"

@@ -1,7 +1,7 @@
-#include "partitionmodel.h"
+#include "document/partitionmodel.h"
 
-#include "formatting.h"
-#include "projectdocument.h"
+#include "document/formatting.h"
+#include "document/projectdocument.h"
 
 #include <set>
 

@@ -2,7 +2,7 @@
 // The layer partition of the active variant: one row per stage with its layers (editable: typing a count
 // takes the layers from, or gives them to, the next stage so the total stays the model's), the ranks that
 // hold the stage and its F + B time from the latest simulation.
-#include "snapshot.h"
+#include "document/snapshot.h"
 
 #include <QAbstractTableModel>
 

@@ -1,6 +1,6 @@
-#include "projectdocument.h"
+#include "document/projectdocument.h"
 
-#include "blockindex.h"
+#include "document/blockindex.h"
 
 #include <QFileInfo>
 #include <QUndoCommand>

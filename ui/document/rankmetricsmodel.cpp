@@ -1,6 +1,6 @@
-#include "rankmetricsmodel.h"
+#include "document/rankmetricsmodel.h"
 
-#include "formatting.h"
+#include "document/formatting.h"
 
 #include <QFont>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Per-rank results of the latest simulation: busy, idle, peak memory, peak activations, peak in-flight,
 // parameters held and p2p bytes. Display text is formatted; Qt::UserRole holds the raw number for sorting.
-#include "snapshot.h"
+#include "document/snapshot.h"
 
 #include <QAbstractTableModel>
 

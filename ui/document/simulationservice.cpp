@@ -1,4 +1,4 @@
-#include "simulationservice.h"
+#include "document/simulationservice.h"
 
 #include <QDeadlineTimer>
 

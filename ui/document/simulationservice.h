@@ -1,9 +1,9 @@
 #pragma once
 // Simulates the active variant off the GUI thread whenever asked; the newest request wins and every
 // result is an immutable snapshot shared with the views.
-#include "latestjobrunner.h"
+#include "document/latestjobrunner.h"
+#include "document/snapshot.h"
 #include "project/sweep.h"
-#include "snapshot.h"
 
 #include <QObject>
 

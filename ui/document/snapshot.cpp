@@ -1,4 +1,4 @@
-#include "snapshot.h"
+#include "document/snapshot.h"
 
 #include "base/format.h"
 

@@ -2,7 +2,7 @@
 // An immutable result of predicting one variant of a project (a Prediction of engine/project/predict.h) with
 // the timeline blocks laid out for drawing. Computed off the GUI thread (computeSnapshot is plain C++),
 // shared read-only with every view.
-#include "blockindex.h"
+#include "document/blockindex.h"
 #include "project/predict.h"
 #include "project/project.h"
 

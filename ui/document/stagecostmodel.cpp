@@ -1,6 +1,6 @@
-#include "stagecostmodel.h"
+#include "document/stagecostmodel.h"
 
-#include "formatting.h"
+#include "document/formatting.h"
 
 #include <QFont>
 

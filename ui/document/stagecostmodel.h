@@ -2,7 +2,7 @@
 // Per-stage costs of the active variant: the value in use for F, I, W, B and F&B, either typed by the user
 // (an override, bold) or derived from the model (italic). Typing a number sets an override through the
 // document (undoable); clearing the cell removes it.
-#include "projectdocument.h"
+#include "document/projectdocument.h"
 
 #include <QAbstractTableModel>
 

@@ -1,4 +1,4 @@
-#include "timemapping.h"
+#include "document/timemapping.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
-#include "variantlistmodel.h"
+#include "document/variantlistmodel.h"
 
-#include "projectdocument.h"
+#include "document/projectdocument.h"
 
 #include <QFont>
 

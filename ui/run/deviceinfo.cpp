@@ -1,4 +1,4 @@
-#include "deviceinfo.h"
+#include "run/deviceinfo.h"
 
 #include "base/format.h"
 

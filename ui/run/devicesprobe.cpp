@@ -1,6 +1,6 @@
-#include "devicesprobe.h"
+#include "run/devicesprobe.h"
 
-#include "runrequest.h"
+#include "run/runrequest.h"
 
 namespace dps::ui {
 

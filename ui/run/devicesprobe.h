@@ -1,7 +1,7 @@
 #pragma once
 // DevicesProbe: asks `dpstudio devices --json` what this machine has (CPU, GPUs, mpirun) without
 // blocking the window, and reports it through signals.
-#include "deviceinfo.h"
+#include "run/deviceinfo.h"
 
 #include <QObject>
 #include <QPointer>

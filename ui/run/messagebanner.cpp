@@ -1,4 +1,4 @@
-#include "messagebanner.h"
+#include "run/messagebanner.h"
 
 #include <QApplication>
 #include <QEvent>
@@ -9,6 +9,36 @@
 
 namespace dps::ui {
 
+namespace {
+
+/// How a kind of message looks: the accent of the border and symbol, the background in a light and in a
+/// dark palette, and the symbol.
+struct Look {
+    QColor accent;
+    QColor light;
+    QColor dark;
+    const char* symbol;
+};
+
+Look lookOf(MessageBanner::Kind kind)
+{
+    switch (kind) {
+    case MessageBanner::Kind::Running:
+        return { QColor(0x1e, 0x88, 0xe5), QColor(0xe3, 0xf1, 0xfc), QColor(0x1a, 0x33, 0x48), "▶" };
+    case MessageBanner::Kind::Success:
+        return { QColor(0x2e, 0x7d, 0x32), QColor(0xe6, 0xf4, 0xe7), QColor(0x1f, 0x3a, 0x22), "✔" };
+    case MessageBanner::Kind::Warning:
+        return { QColor(0xc9, 0x86, 0x00), QColor(0xff, 0xf4, 0xd6), QColor(0x48, 0x3a, 0x1a), "⚠" };
+    case MessageBanner::Kind::Error:
+        return { QColor(0xd0, 0x30, 0x30), QColor(0xfd, 0xe8, 0xe8), QColor(0x4a, 0x23, 0x23), "✖" };
+    case MessageBanner::Kind::Info:
+        break;
+    }
+    return { QColor(0x2f, 0x6f, 0xd0), QColor(0xe6, 0xf0, 0xfd), QColor(0x1f, 0x33, 0x4d), "ℹ" };
+}
+
+} // namespace
+
 MessageBanner::MessageBanner(QWidget* parent)
     : QFrame(parent)
     , m_icon(new QLabel(this))
@@ -17,9 +47,15 @@ MessageBanner::MessageBanner(QWidget* parent)
     , m_close(new QToolButton(this))
 {
     setObjectName(QStringLiteral("messageBanner"));
+    m_icon->setObjectName(QStringLiteral("bannerIcon"));
+    m_icon->setAlignment(Qt::AlignTop);
+    m_text->setObjectName(QStringLiteral("bannerText"));
     m_text->setWordWrap(true);
     m_text->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_text->setTextFormat(Qt::PlainText);
+    m_action->setObjectName(QStringLiteral("bannerAction"));
+    m_action->hide();
+    m_close->setObjectName(QStringLiteral("bannerDismiss"));
     m_close->setText(QStringLiteral("✕"));
     m_close->setAutoRaise(true);
     m_close->setToolTip(tr("Dismiss"));
@@ -29,13 +65,21 @@ MessageBanner::MessageBanner(QWidget* parent)
     layout->addWidget(m_text, 1);
     layout->addWidget(m_action);
     layout->addWidget(m_close);
-    connect(m_close, &QToolButton::clicked, this, &MessageBanner::clear);
+    connect(m_close, &QToolButton::clicked, this, [this] {
+        clear();
+        emit dismissed();
+    });
     connect(m_action, &QPushButton::clicked, this, &MessageBanner::actionTriggered);
     hide();
 }
 
 void MessageBanner::showMessage(Kind kind, const QString& text, const QString& actionText)
 {
+    if (text.isEmpty()) {
+        m_kind = kind;
+        clear();
+        return;
+    }
     m_kind = kind;
     m_text->setText(text);
     m_action->setText(actionText);
@@ -47,12 +91,25 @@ void MessageBanner::showMessage(Kind kind, const QString& text, const QString& a
 void MessageBanner::clear()
 {
     m_text->clear();
+    m_action->setText({});
+    m_action->hide();
     hide();
 }
 
 QString MessageBanner::text() const
 {
-    return isVisible() || !isHidden() ? m_text->text() : QString();
+    return isHidden() ? QString() : m_text->text();
+}
+
+QString MessageBanner::actionText() const
+{
+    return m_action->text();
+}
+
+void MessageBanner::setDismissible(bool dismissible)
+{
+    m_dismissible = dismissible;
+    m_close->setVisible(dismissible);
 }
 
 void MessageBanner::changeEvent(QEvent* event)
@@ -65,33 +122,17 @@ void MessageBanner::changeEvent(QEvent* event)
 void MessageBanner::restyle()
 {
     const bool dark = QApplication::palette().color(QPalette::Window).lightness() < 128;
-    QColor accent, background;
-    QString symbol;
-    switch (m_kind) {
-    case Kind::Error:
-        accent = QColor(0xd0, 0x30, 0x30);
-        background = dark ? QColor(0x4a, 0x23, 0x23) : QColor(0xfd, 0xe8, 0xe8);
-        symbol = QStringLiteral("✖");
-        break;
-    case Kind::Warning:
-        accent = QColor(0xc9, 0x86, 0x00);
-        background = dark ? QColor(0x48, 0x3a, 0x1a) : QColor(0xff, 0xf4, 0xd6);
-        symbol = QStringLiteral("⚠");
-        break;
-    case Kind::Info:
-        accent = QColor(0x2f, 0x6f, 0xd0);
-        background = dark ? QColor(0x1f, 0x33, 0x4d) : QColor(0xe6, 0xf0, 0xfd);
-        symbol = QStringLiteral("ℹ");
-        break;
-    }
+    const Look look = lookOf(m_kind);
+    const QColor background = dark ? look.dark : look.light;
     const QColor text = dark ? QColor(0xee, 0xee, 0xee) : QColor(0x1a, 0x1a, 0x1a);
     const QString sheet(
         QStringLiteral("#messageBanner { background: %1; border: 1px solid %2; border-left: 4px solid %2; "
                        "border-radius: 3px; } #messageBanner QLabel { color: %3; }")
-            .arg(background.name(), accent.name(), text.name()));
+            .arg(background.name(), look.accent.name(), text.name()));
     if (sheet != styleSheet())
         setStyleSheet(sheet);
-    m_icon->setText(QStringLiteral("<span style='color:%1; font-size:14pt'>%2</span>").arg(accent.name(), symbol));
+    m_icon->setText(QStringLiteral("<span style='color:%1; font-size:14pt'>%2</span>")
+                        .arg(look.accent.name(), QString::fromUtf8(look.symbol)));
 }
 
 } // namespace dps::ui

@@ -1,4 +1,4 @@
-#include "preflight.h"
+#include "run/preflight.h"
 
 #include <QFileInfo>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The run panel's pre-flight check: before anything starts, says whether the project can run here and
 // what to expect. Plain data in, plain data out, so it is tested without a window.
-#include "deviceinfo.h"
+#include "run/deviceinfo.h"
 
 #include <QString>
 #include <QStringList>

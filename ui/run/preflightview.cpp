@@ -1,4 +1,4 @@
-#include "preflightview.h"
+#include "run/preflightview.h"
 
 #include <QHBoxLayout>
 #include <QLabel>

@@ -1,7 +1,7 @@
 #pragma once
 // PreflightView: the pre-flight findings as a short list, one row per finding with its severity's
 // icon; hidden when there is nothing to say.
-#include "preflight.h"
+#include "run/preflight.h"
 
 #include <QWidget>
 

@@ -1,4 +1,4 @@
-#include "progressstream.h"
+#include "run/progressstream.h"
 
 #include "launch/progress.h"
 #include "protocol/progress.h"

@@ -1,4 +1,4 @@
-#include "rankprogresswidget.h"
+#include "run/rankprogresswidget.h"
 
 #include <QPainter>
 

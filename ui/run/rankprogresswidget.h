@@ -1,7 +1,7 @@
 #pragma once
 // RankProgressWidget: one thin bar per rank ("rank 2 ▕████░░░▏ step 3/4 · 12/40"), painted in one
 // widget so a run with many ranks stays compact. A rank named by an error event is drawn in red.
-#include "progressstream.h"
+#include "run/progressstream.h"
 
 #include <QWidget>
 

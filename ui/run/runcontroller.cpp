@@ -1,6 +1,6 @@
-#include "runcontroller.h"
+#include "run/runcontroller.h"
 
-#include "runexit.h"
+#include "run/runexit.h"
 
 #include "base/format.h"
 #include "launch/process.h"

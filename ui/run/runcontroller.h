@@ -5,8 +5,8 @@
 // and tells how the run ended — only through signals. stop() ends the whole process tree: SIGTERM
 // (dpstudio forwards it to mpirun's process group), then after a grace period SIGKILL to dpstudio and
 // everything below it.
-#include "progressstream.h"
-#include "runrequest.h"
+#include "run/progressstream.h"
+#include "run/runrequest.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>

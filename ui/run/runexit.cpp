@@ -1,4 +1,4 @@
-#include "runexit.h"
+#include "run/runexit.h"
 
 #include "protocol/exitcodes.h"
 

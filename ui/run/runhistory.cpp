@@ -1,4 +1,4 @@
-#include "runhistory.h"
+#include "run/runhistory.h"
 
 #include "base/format.h"
 

@@ -2,7 +2,7 @@
 // RunHistory: the runs of one project, newest first, as a table model. Kept next to the project as
 // <project>.runs/index.json (written atomically) with the measured files beside it, so the history
 // survives restarts and any run can be re-opened and compared.
-#include "runrecord.h"
+#include "run/runrecord.h"
 
 #include <QAbstractTableModel>
 #include <QVector>

@@ -1,10 +1,10 @@
-#include "runpanel.h"
+#include "run/runpanel.h"
 
-#include "devicesprobe.h"
-#include "preflightview.h"
-#include "rankprogresswidget.h"
-#include "runhistory.h"
-#include "statusbanner.h"
+#include "run/devicesprobe.h"
+#include "run/messagebanner.h"
+#include "run/preflightview.h"
+#include "run/rankprogresswidget.h"
+#include "run/runhistory.h"
 
 #include "base/format.h"
 
@@ -97,7 +97,8 @@ void RunPanel::setupUi()
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
-    m_banner = new StatusBanner(this);
+    m_banner = new MessageBanner(this);
+    m_banner->setDismissible(false);
     layout->addWidget(m_banner);
     layout->addWidget(createMachineBox());
     layout->addWidget(createSettingsBox());
@@ -273,7 +274,7 @@ void RunPanel::openHistory()
     if (m_project.path.isEmpty())
         m_history->clear();
     else if (!m_history->open(m_project.path, &error))
-        m_banner->showMessage(StatusBanner::Kind::Warning, tr("The runs history cannot be read: %1").arg(error));
+        m_banner->showMessage(MessageBanner::Kind::Warning, tr("The runs history cannot be read: %1").arg(error));
 }
 
 void RunPanel::refreshDevices()
@@ -354,7 +355,7 @@ void RunPanel::startRun()
     if (!canRun()) {
         if (preflightBlocks(preflightItems()))
             m_banner->showMessage(
-                StatusBanner::Kind::Error, tr("The project cannot run here: %1").arg(preflightItems().front().text));
+                MessageBanner::Kind::Error, tr("The project cannot run here: %1").arg(preflightItems().front().text));
         return;
     }
     emit aboutToRun();
@@ -383,14 +384,14 @@ void RunPanel::cancelRun()
     if (!m_controller->isRunning())
         return;
     m_controller->stop();
-    m_banner->showMessage(StatusBanner::Kind::Running, tr("Cancelling: ending dpstudio, mpirun and the ranks…"));
+    m_banner->showMessage(MessageBanner::Kind::Running, tr("Cancelling: ending dpstudio, mpirun and the ranks…"));
     updateControls();
 }
 
 void RunPanel::onStarted()
 {
     m_runStarted = true;
-    m_banner->showMessage(StatusBanner::Kind::Running, runningText(RunProgress()));
+    m_banner->showMessage(MessageBanner::Kind::Running, runningText(RunProgress()));
     m_elapsedTimer->start();
     updateElapsed();
     updateControls();
@@ -404,7 +405,7 @@ void RunPanel::onProgress(const RunProgress& progress)
     if (!progress.perRank.isEmpty())
         m_ranks->setProgress(progress);
     if (!progress.backend.isEmpty() && m_controller->isRunning() && !m_controller->isStopping())
-        m_banner->showMessage(StatusBanner::Kind::Running, runningText(progress));
+        m_banner->showMessage(MessageBanner::Kind::Running, runningText(progress));
     m_ranksScroll->setFixedHeight(
         m_ranks->rowHeight() * std::clamp(static_cast<int>(m_ranks->progress().perRank.size()), 1, kVisibleRankRows)
         + 2);
@@ -479,7 +480,7 @@ void RunPanel::onFinished(const RunOutcome& outcome)
     m_elapsedTimer->stop();
     updateElapsed();
     recordRun(outcome.measuredPath);
-    m_banner->showMessage(StatusBanner::Kind::Success, tr("Run finished: %1.").arg(outcome.summary));
+    m_banner->showMessage(MessageBanner::Kind::Success, tr("Run finished: %1.").arg(outcome.summary));
     updateControls();
     emit runFinished(outcome.measuredPath);
 }
@@ -491,7 +492,7 @@ void RunPanel::onFailed(const QString& message)
     if (m_runStarted && !m_controller->lastOutcome().measuredPath.isEmpty())
         recordRun(m_controller->lastOutcome().measuredPath);
     m_runStarted = false;
-    m_banner->showMessage(StatusBanner::Kind::Error, message);
+    m_banner->showMessage(MessageBanner::Kind::Error, message);
     if (m_controller->lastOutcome().exitCode == 0 && m_overall->value() == 0)
         m_overall->setFormat(tr("Not started"));
     else
@@ -508,7 +509,7 @@ void RunPanel::onCancelled(const QString& message)
     flushLog();
     m_elapsedTimer->stop();
     m_runStarted = false;
-    m_banner->showMessage(StatusBanner::Kind::Warning, message);
+    m_banner->showMessage(MessageBanner::Kind::Warning, message);
     m_overall->setFormat(tr("Cancelled · %1 %").arg(m_overall->value() / 10));
     updateControls();
     emit runCancelled();

@@ -4,9 +4,9 @@
 // from the active variant), a pre-flight check that says before starting when the project cannot run
 // here, progress per rank and overall with the elapsed time, a live log, the project's runs history,
 // and one inline banner for how things went. Made to be docked into the main window.
-#include "deviceinfo.h"
-#include "preflight.h"
-#include "runcontroller.h"
+#include "run/deviceinfo.h"
+#include "run/preflight.h"
+#include "run/runcontroller.h"
 
 #include <QTextCharFormat>
 #include <QWidget>
@@ -32,7 +32,7 @@ class DevicesProbe;
 class PreflightView;
 class RankProgressWidget;
 class RunHistory;
-class StatusBanner;
+class MessageBanner;
 
 class RunPanel : public QWidget {
     Q_OBJECT
@@ -124,7 +124,7 @@ private:
     bool m_allowGpuSharing = true;
     bool m_runStarted = false; ///< the current run's process started (so its outcome is this run's)
 
-    StatusBanner* m_banner = nullptr;
+    MessageBanner* m_banner = nullptr;
     QLabel* m_cpuLabel = nullptr;
     QLabel* m_gpuLabel = nullptr;
     QLabel* m_mpirunLabel = nullptr;

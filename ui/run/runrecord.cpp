@@ -1,4 +1,4 @@
-#include "runrecord.h"
+#include "run/runrecord.h"
 
 #include "base/errors.h"
 #include "trace/measured.h"

@@ -1,4 +1,4 @@
-#include "runrequest.h"
+#include "run/runrequest.h"
 
 #include <QFileInfo>
 #include <QStandardPaths>

@@ -1,7 +1,7 @@
-#include "compareview.h"
+#include "widgets/compareview.h"
 
-#include "comparemodel.h"
-#include "timelineview.h"
+#include "document/comparemodel.h"
+#include "widgets/timelineview.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>

@@ -1,8 +1,8 @@
 #pragma once
 // The comparison view: every variant of the project stacked on one time axis, a side-by-side metrics table,
 // and a sweep of all variants over the microbatch count or the F&B / (F + B) ratio drawn as a plot.
-#include "simulationservice.h"
-#include "theme.h"
+#include "document/simulationservice.h"
+#include "widgets/theme.h"
 
 #include <QWidget>
 

@@ -1,10 +1,10 @@
-#include "filecontroller.h"
+#include "widgets/filecontroller.h"
+
+#include "document/exports.h"
+#include "document/projectdocument.h"
+#include "widgets/timelineview.h"
+
 #include "base/fileio.h"
-
-#include "exports.h"
-#include "projectdocument.h"
-#include "timelineview.h"
-
 #include "schedule/csvio.h"
 
 #include <QFile>

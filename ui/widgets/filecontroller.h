@@ -2,7 +2,7 @@
 // Files: new, open, save, save as (atomic), recent files, the unsaved-changes prompt, CSV import and the
 // exports. Failures never replace the open project and are reported through failed() for the window's
 // inline banner; successes worth telling through succeeded().
-#include "snapshot.h"
+#include "document/snapshot.h"
 
 #include "project/validatedconfig.h"
 

@@ -1,17 +1,17 @@
-#include "mainwindow.h"
+#include "widgets/mainwindow.h"
 
-#include "compareview.h"
-#include "diagnosticsmodel.h"
-#include "filecontroller.h"
-#include "formatting.h"
-#include "memorychart.h"
-#include "messagebanner.h"
-#include "metricspanel.h"
-#include "partitioneditor.h"
-#include "projectdocument.h"
-#include "projectpanel.h"
-#include "runworkspace.h"
-#include "timelineview.h"
+#include "document/diagnosticsmodel.h"
+#include "document/formatting.h"
+#include "document/projectdocument.h"
+#include "run/messagebanner.h"
+#include "widgets/compareview.h"
+#include "widgets/filecontroller.h"
+#include "widgets/memorychart.h"
+#include "widgets/metricspanel.h"
+#include "widgets/partitioneditor.h"
+#include "widgets/projectpanel.h"
+#include "widgets/runworkspace.h"
+#include "widgets/timelineview.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -23,6 +23,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -35,6 +36,20 @@
 #include <cmath>
 
 namespace dps::ui {
+
+namespace {
+
+/// `panel` in a scroll area, so its minimum size never forces the window wider than the screen.
+QWidget* scrollable(QWidget* panel)
+{
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(panel);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    return scroll;
+}
+
+} // namespace
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent)
@@ -52,7 +67,7 @@ MainWindow::MainWindow(QWidget* parent)
     setupActions();
     setupToolBar();
     setupConnections();
-    m_runs = new RunWorkspace(this);
+    setupRunWorkspace();
     updateTitle();
     resize(1600, 1000);
     requestSimulation();
@@ -125,17 +140,77 @@ void MainWindow::setupDocks()
     m_metrics = new MetricsPanel;
     m_memory = new MemoryChart;
     auto* project = addPanel(QStringLiteral("projectDock"), tr("Project"), m_projectPanel, Qt::LeftDockWidgetArea);
-    auto* partition
+    m_partitionDock
         = addPanel(QStringLiteral("partitionDock"), tr("Layer partition"), m_partition, Qt::LeftDockWidgetArea);
-    auto* metrics = addPanel(QStringLiteral("metricsDock"), tr("Metrics"), m_metrics, Qt::RightDockWidgetArea);
+    m_metricsDock = addPanel(QStringLiteral("metricsDock"), tr("Metrics"), m_metrics, Qt::RightDockWidgetArea);
     auto* history = addPanel(
         QStringLiteral("historyDock"), tr("History"), new QUndoView(m_document->undoStack()), Qt::RightDockWidgetArea);
-    auto* memory = addPanel(QStringLiteral("memoryDock"), tr("Memory"), m_memory, Qt::BottomDockWidgetArea);
-    tabifyDockWidget(metrics, history);
-    metrics->raise();
-    resizeDocks({ project, metrics }, { 400, 420 }, Qt::Horizontal);
-    resizeDocks({ project, partition }, { 640, 300 }, Qt::Vertical);
-    resizeDocks({ memory }, { 250 }, Qt::Vertical);
+    m_memoryDock = addPanel(QStringLiteral("memoryDock"), tr("Memory"), m_memory, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(m_metricsDock, history);
+    m_metricsDock->raise();
+    resizeDocks({ project, m_metricsDock }, { 400, 420 }, Qt::Horizontal);
+    resizeDocks({ project, m_partitionDock }, { 640, 300 }, Qt::Vertical);
+    resizeDocks({ m_memoryDock }, { 250 }, Qt::Vertical);
+}
+
+void MainWindow::setupRunWorkspace()
+{
+    m_runs = new RunWorkspace(*this, this);
+    m_runDock = addPanel(QStringLiteral("runDock"), tr("Run"), scrollable(m_runs->runPanel()), Qt::RightDockWidgetArea);
+    m_overlayDock = addPanel(
+        QStringLiteral("overlayDock"), tr("Run overlay"), scrollable(m_runs->overlayPanel()), Qt::LeftDockWidgetArea);
+    // `dpstudio devices` is asked the first time the Run panel is seen.
+    connect(m_runDock, &QDockWidget::visibilityChanged, m_runs, &RunWorkspace::setRunPanelVisible);
+    tabifyDockWidget(m_metricsDock, m_runDock);
+    m_metricsDock->raise();
+    tabifyDockWidget(m_partitionDock, m_overlayDock);
+    m_partitionDock->raise();
+    // Sizes take once the window has its size; a layout restored from the last session wins.
+    if (!QSettings().contains(QStringLiteral("mainWindow/state")))
+        QTimer::singleShot(0, this, [this] {
+            resizeDocks({ m_metricsDock }, { 430 }, Qt::Horizontal);
+            resizeDocks({ m_memoryDock }, { 250 }, Qt::Vertical);
+        });
+    auto* menu = new QMenu(tr("&Run"), this);
+    menuBar()->insertMenu(m_viewMenu->menuAction(), menu);
+    menu->addActions({ m_runs->runAction(), m_runs->cancelAction() });
+    menu->addSeparator();
+    menu->addAction(m_runs->calibrateAction());
+    m_toolBar->addSeparator();
+    m_toolBar->addActions({ m_runs->runAction(), m_runs->cancelAction() });
+}
+
+void MainWindow::showMessage(MessageBanner::Kind kind, const QString& text)
+{
+    m_banner->showMessage(kind, text);
+}
+
+void MainWindow::raiseRunPanel()
+{
+    m_runDock->raise();
+}
+
+void MainWindow::raiseOverlayPanel()
+{
+    m_overlayDock->show();
+    m_overlayDock->raise();
+}
+
+void MainWindow::showOverlay(const MeasuredOverlay& overlay)
+{
+    m_timeline->setMeasuredBlocks(overlay.blocks);
+    m_memory->setMeasuredMemory(overlay.blocks ? overlay.memory : decltype(overlay.memory) {});
+    m_metrics->setOverlay(overlay);
+}
+
+void MainWindow::markBlock(int rank, int position)
+{
+    m_timeline->markBlock({ rank, position });
+}
+
+void MainWindow::setLastRun(const std::optional<ValidatedRun>& run)
+{
+    m_files->setLastRun(run);
 }
 
 void MainWindow::createActions()
@@ -279,6 +354,7 @@ void MainWindow::setupToolBar()
 {
     auto& a = m_actions;
     QToolBar* bar = addToolBar(tr("Main"));
+    m_toolBar = bar;
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setIconSize(QSize(20, 20));
     bar->addActions({ a.newFile, a.open, a.save });

@@ -1,9 +1,11 @@
 #pragma once
 // The designer's main window. It wires the document, the simulation service, the file controller and the
-// views; it owns no data itself. Panels live in dock widgets so a later panel (the Run panel of issue 7)
-// is one addPanel() call, and the timeline can draw a measured set of blocks over the predicted one.
-#include "simulationservice.h"
-#include "theme.h"
+// views; it owns no data itself. Panels live in dock widgets, so a new panel (like the Run panel and the run
+// overlay) is one addPanel() call, and the timeline can draw a measured set of blocks over the predicted one.
+// It is the RunHost of the RunWorkspace: the run reaches the window only through that interface.
+#include "document/simulationservice.h"
+#include "widgets/runhost.h"
+#include "widgets/theme.h"
 
 #include <QMainWindow>
 
@@ -14,6 +16,7 @@ class QLabel;
 class QMenu;
 class QStackedWidget;
 class QTableView;
+class QToolBar;
 
 namespace dps::ui {
 
@@ -21,7 +24,6 @@ class CompareView;
 class DiagnosticsModel;
 class FileController;
 class MemoryChart;
-class MessageBanner;
 class MetricsPanel;
 class PartitionEditor;
 class ProjectDocument;
@@ -29,13 +31,13 @@ class ProjectPanel;
 class RunWorkspace;
 class TimelineView;
 
-class MainWindow : public QMainWindow {
+class MainWindow : public QMainWindow, public RunHost {
     Q_OBJECT
 public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    ProjectDocument* document() const { return m_document; }
+    ProjectDocument* document() const override { return m_document; }
     FileController* files() const { return m_files; }
     TimelineView* timeline() const { return m_timeline; }
     MemoryChart* memoryChart() const { return m_memory; }
@@ -45,8 +47,8 @@ public:
     CompareView* compareView() const { return m_compare; }
     DiagnosticsModel* diagnostics() const { return m_diagnostics; }
     MessageBanner* banner() const { return m_banner; }
-    SimulationService* simulation() { return &m_simulation; }
-    /// The Run panel, the run overlay and their actions (issue 7).
+    SimulationService* simulation() override { return &m_simulation; }
+    /// The Run panel, the run overlay and their actions.
     RunWorkspace* runs() const { return m_runs; }
     /// The newest snapshot of the active variant.
     SnapshotPtr snapshot() const { return m_simulation.current(); }
@@ -62,12 +64,28 @@ public:
     /// Applies a palette; `remember` stores it for the next session.
     void setThemeMode(ThemeMode mode, bool remember = false);
 
+    // RunHost
+    /// Shows `text` in the banner above the chart.
+    void showMessage(MessageBanner::Kind kind, const QString& text) override;
+    /// Raises the Run panel's dock.
+    void raiseRunPanel() override;
+    /// Shows and raises the run overlay's dock.
+    void raiseOverlayPanel() override;
+    /// Draws the overlay on the timeline and the memory chart and gives it to the metrics panel.
+    void showOverlay(const MeasuredOverlay& overlay) override;
+    /// Selects the block on the timeline.
+    void markBlock(int rank, int position) override;
+    /// Gives the run to the file controller (the validated config export).
+    void setLastRun(const std::optional<ValidatedRun>& run) override;
+
 protected:
     void closeEvent(QCloseEvent* event) override;
 
 private:
     QWidget* setupDesignPage();
     void setupDocks();
+    /// Creates the RunWorkspace, docks its two panels and puts its actions in a Run menu and the tool bar.
+    void setupRunWorkspace();
     void setupActions();
     void createActions();
     void assignShortcuts();
@@ -107,6 +125,12 @@ private:
     MemoryChart* m_memory = nullptr;
     CompareView* m_compare = nullptr;
     RunWorkspace* m_runs = nullptr;
+    QDockWidget* m_partitionDock = nullptr;
+    QDockWidget* m_metricsDock = nullptr;
+    QDockWidget* m_memoryDock = nullptr;
+    QDockWidget* m_runDock = nullptr;
+    QDockWidget* m_overlayDock = nullptr;
+    QToolBar* m_toolBar = nullptr;
     QMenu* m_viewMenu = nullptr;
     QMenu* m_recentMenu = nullptr;
     QActionGroup* m_themeGroup = nullptr;

@@ -1,7 +1,7 @@
-#include "memorychart.h"
+#include "widgets/memorychart.h"
 
-#include "formatting.h"
-#include "timelineview.h"
+#include "document/formatting.h"
+#include "widgets/timelineview.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>

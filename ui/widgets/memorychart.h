@@ -2,9 +2,9 @@
 // Memory over time per rank: for one rank, stacked areas of parameters, gradients, optimizer state and
 // live activations; for all ranks, one line each. The peak is marked and the device limit drawn (or, when
 // it is far above the curves, named in a corner so the curves stay readable).
-#include "measuredoverlay.h"
-#include "snapshot.h"
-#include "theme.h"
+#include "document/measuredoverlay.h"
+#include "document/snapshot.h"
+#include "widgets/theme.h"
 
 #include <QWidget>
 

@@ -1,7 +1,7 @@
-#include "metricspanel.h"
+#include "widgets/metricspanel.h"
 
-#include "formatting.h"
-#include "rankmetricsmodel.h"
+#include "document/formatting.h"
+#include "document/rankmetricsmodel.h"
 
 #include <QAction>
 #include <QFormLayout>

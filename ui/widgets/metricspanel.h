@@ -2,8 +2,8 @@
 // The numbers of the active variant: makespan, bubble rate (with its definition), the simulated largest
 // per-rank idle beside the schedule's closed form (with its validity range, or why it does not apply),
 // peak memory and in-flight, parameters per device, p2p bytes; and a per-rank table.
-#include "measuredoverlay.h"
-#include "snapshot.h"
+#include "document/measuredoverlay.h"
+#include "document/snapshot.h"
 
 #include <QWidget>
 

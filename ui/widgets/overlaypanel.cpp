@@ -1,6 +1,6 @@
-#include "overlaypanel.h"
+#include "widgets/overlaypanel.h"
 
-#include "formatting.h"
+#include "document/formatting.h"
 #include "run/runhistory.h"
 
 #include <QComboBox>

@@ -3,8 +3,8 @@
 // measured.json), which of its steps (the median by default), the run compared with another run and
 // with the prediction, Calibrate, and the largest per-action start slips (click one to select its
 // block on the chart). Holds the loaded trace and rebuilds the overlay whenever the prediction changes.
-#include "measuredoverlay.h"
-#include "snapshot.h"
+#include "document/measuredoverlay.h"
+#include "document/snapshot.h"
 
 #include <QWidget>
 

@@ -1,9 +1,9 @@
-#include "partitioneditor.h"
+#include "widgets/partitioneditor.h"
 
-#include "partitionmodel.h"
+#include "document/partitionmodel.h"
+#include "document/projectdocument.h"
 #include "project/partitioning.h"
-#include "projectdocument.h"
-#include "theme.h"
+#include "widgets/theme.h"
 
 #include <QHBoxLayout>
 #include <QHeaderView>

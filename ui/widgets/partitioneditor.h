@@ -1,7 +1,7 @@
 #pragma once
 // The layer partition editor: a bar with one segment per stage whose boundaries can be dragged, a table
 // where counts can be typed, and "Even" and "Balance by cost" buttons. Every change is one undoable edit.
-#include "snapshot.h"
+#include "document/snapshot.h"
 
 #include <QWidget>
 

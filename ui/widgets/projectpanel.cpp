@@ -1,7 +1,7 @@
-#include "projectpanel.h"
+#include "widgets/projectpanel.h"
 
-#include "stagecostmodel.h"
-#include "variantlistmodel.h"
+#include "document/stagecostmodel.h"
+#include "document/variantlistmodel.h"
 
 #include "schedule/generator.h"
 

@@ -3,7 +3,7 @@
 // kind, ranks, microbatches and stages per rank, the model, the cluster, and the cost settings with the
 // per-stage overrides table. Every change goes through the ProjectDocument (so it can be undone); the
 // panel refreshes itself from the document whenever it changes.
-#include "projectdocument.h"
+#include "document/projectdocument.h"
 
 #include <QWidget>
 

@@ -1,61 +1,41 @@
-#include "runworkspace.h"
+#include "widgets/runworkspace.h"
 
-#include "filecontroller.h"
-#include "mainwindow.h"
-#include "memorychart.h"
-#include "messagebanner.h"
-#include "metricspanel.h"
-#include "overlaypanel.h"
-#include "projectdocument.h"
+#include "document/projectdocument.h"
+#include "document/simulationservice.h"
 #include "run/runhistory.h"
-#include "run/runpanel.h"
-#include "timelineview.h"
+#include "widgets/runhost.h"
 
 #include "sim/calibrate.h"
 #include "trace/measured.h"
 
 #include <QAction>
-#include <QApplication>
 #include <QCoreApplication>
 #include <QDir>
-#include <QDockWidget>
 #include <QFileInfo>
-#include <QMenuBar>
 #include <QSaveFile>
-#include <QScrollArea>
-#include <QSettings>
-#include <QTimer>
-#include <QToolBar>
 
 namespace dps::ui {
 
-namespace {
-
-/// `panel` in a scroll area, so its minimum size never forces the window wider than the screen.
-QWidget* scrollable(QWidget* panel)
-{
-    auto* scroll = new QScrollArea;
-    scroll->setWidget(panel);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    return scroll;
-}
-
-} // namespace
-
-RunWorkspace::RunWorkspace(MainWindow* window)
-    : QObject(window)
-    , m_window(window)
+RunWorkspace::RunWorkspace(RunHost& host, QObject* parent)
+    : QObject(parent)
+    , m_host(host)
     , m_runPanel(new RunPanel)
     , m_overlay(new OverlayPanel)
 {
     m_runPanel->setProgram(defaultProgram());
     m_overlay->setHistory(m_runPanel->history());
-    setupDocks();
     setupActions();
     setupConnections();
     updateProject();
-    m_overlay->setSnapshot(m_window->snapshot());
+    m_overlay->setSnapshot(m_host.simulation()->current());
+}
+
+RunWorkspace::~RunWorkspace()
+{
+    if (m_runPanel && !m_runPanel->parent())
+        delete m_runPanel;
+    if (m_overlay && !m_overlay->parent())
+        delete m_overlay;
 }
 
 QString RunWorkspace::defaultProgram()
@@ -67,36 +47,12 @@ QString RunWorkspace::defaultProgram()
     return QFileInfo(beside).isExecutable() ? beside : QStringLiteral("dpstudio");
 }
 
-void RunWorkspace::setupDocks()
+void RunWorkspace::setRunPanelVisible(bool visible)
 {
-    auto* metrics = m_window->findChild<QDockWidget*>(QStringLiteral("metricsDock"));
-    auto* run
-        = m_window->addPanel(QStringLiteral("runDock"), tr("Run"), scrollable(m_runPanel), Qt::RightDockWidgetArea);
-    auto* overlay = m_window->addPanel(
-        QStringLiteral("overlayDock"), tr("Run overlay"), scrollable(m_overlay), Qt::LeftDockWidgetArea);
-    // Ask `dpstudio devices` the first time the panel is seen, not for every window (tests, screenshots).
-    connect(run, &QDockWidget::visibilityChanged, this, [this](bool visible) {
-        if (visible && !m_probed) {
-            m_probed = true;
-            m_runPanel->refreshDevices();
-        }
-    });
-    if (metrics) {
-        m_window->tabifyDockWidget(metrics, run);
-        metrics->raise();
+    if (visible && !m_probed) {
+        m_probed = true;
+        m_runPanel->refreshDevices();
     }
-    if (auto* partition = m_window->findChild<QDockWidget*>(QStringLiteral("partitionDock"))) {
-        m_window->tabifyDockWidget(partition, overlay);
-        partition->raise();
-    }
-    // Sizes take once the window has its size; a layout restored from the last session wins.
-    if (!QSettings().contains(QStringLiteral("mainWindow/state")))
-        QTimer::singleShot(0, this, [this, metrics] {
-            if (metrics)
-                m_window->resizeDocks({ metrics }, { 430 }, Qt::Horizontal);
-            if (auto* memory = m_window->findChild<QDockWidget*>(QStringLiteral("memoryDock")))
-                m_window->resizeDocks({ memory }, { 250 }, Qt::Vertical);
-        });
 }
 
 void RunWorkspace::setupActions()
@@ -108,23 +64,14 @@ void RunWorkspace::setupActions()
     m_cancel->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F5));
     m_calibrate = new QAction(tr("Ca&librate from Run"), this);
     m_calibrate->setToolTip(tr("Fit the cost model to the overlaid run and predict again"));
-    QMenu* menu = new QMenu(tr("&Run"), m_window);
-    m_window->menuBar()->insertMenu(m_window->menuBar()->actions().value(2), menu);
-    menu->addActions({ m_run, m_cancel });
-    menu->addSeparator();
-    menu->addAction(m_calibrate);
-    if (auto* bar = m_window->findChild<QToolBar*>(QStringLiteral("mainToolBar"))) {
-        bar->addSeparator();
-        bar->addActions({ m_run, m_cancel });
-    }
     updateActions();
 }
 
 void RunWorkspace::setupConnections()
 {
-    ProjectDocument* doc = m_window->document();
+    ProjectDocument* doc = m_host.document();
     connect(m_run, &QAction::triggered, m_runPanel, [this] {
-        m_window->findChild<QDockWidget*>(QStringLiteral("runDock"))->raise();
+        m_host.raiseRunPanel();
         m_runPanel->startRun();
     });
     connect(m_cancel, &QAction::triggered, m_runPanel, &RunPanel::cancelRun);
@@ -132,7 +79,7 @@ void RunWorkspace::setupConnections()
     connect(m_overlay, &OverlayPanel::calibrateRequested, this, [this] { calibrate(); });
     connect(doc, &ProjectDocument::changed, this, &RunWorkspace::updateProject);
     connect(doc, &ProjectDocument::titleChanged, this, &RunWorkspace::updateProject);
-    connect(m_window->simulation(), &SimulationService::snapshotChanged, this, [this](const SnapshotPtr& s) {
+    connect(m_host.simulation(), &SimulationService::snapshotChanged, this, [this](const SnapshotPtr& s) {
         m_overlay->setSnapshot(s);
         updateProject();
     });
@@ -143,18 +90,17 @@ void RunWorkspace::setupConnections()
     connect(m_runPanel, &RunPanel::runCancelled, this, &RunWorkspace::updateActions);
     connect(m_runPanel, &RunPanel::runActivated, this, [this](const QString& path) { loadMeasured(path); });
     connect(m_overlay, &OverlayPanel::overlayChanged, this, &RunWorkspace::applyOverlay);
-    connect(m_overlay, &OverlayPanel::loadFailed, m_window->banner(),
-        [this](const QString& text) { m_window->banner()->showMessage(MessageBanner::Kind::Error, text); });
-    connect(m_overlay, &OverlayPanel::slipActivated, this, [this](int rank, int position) {
-        m_window->timeline()->markBlock({ rank, position });
-    });
+    connect(m_overlay, &OverlayPanel::loadFailed, this,
+        [this](const QString& text) { m_host.showMessage(MessageBanner::Kind::Error, text); });
+    connect(m_overlay, &OverlayPanel::slipActivated, this,
+        [this](int rank, int position) { m_host.markBlock(rank, position); });
 }
 
 QString RunWorkspace::runFilePath() const
 {
     const QString dir
         = QDir(QDir::tempPath()).filePath(QStringLiteral("dualpipe-studio-%1").arg(QCoreApplication::applicationPid()));
-    const QString path = m_window->document()->filePath();
+    const QString path = m_host.document()->filePath();
     QString name = path.isEmpty() ? QStringLiteral("untitled.dpstudio.json") : QFileInfo(path).fileName();
     if (!name.endsWith(QStringLiteral(".dpstudio.json")))
         name += QStringLiteral(".dpstudio.json");
@@ -163,14 +109,14 @@ QString RunWorkspace::runFilePath() const
 
 RunProjectInfo RunWorkspace::projectInfo() const
 {
-    const ProjectDocument* doc = m_window->document();
+    const ProjectDocument* doc = m_host.document();
     RunProjectInfo info;
     info.path = doc->filePath().isEmpty() ? runFilePath() : doc->filePath();
     if (doc->filePath().isEmpty() || doc->isModified())
         info.runPath = runFilePath();
     info.variant = doc->activeName();
     info.ranks = doc->activeVariant().ranks;
-    const SnapshotPtr s = m_window->snapshot();
+    const SnapshotPtr s = m_host.simulation()->current();
     if (s && !s->built())
         info.validationErrors << QString::fromStdString(s->error);
     else if (s)
@@ -193,10 +139,10 @@ void RunWorkspace::writeRunFile()
         return;
     QDir().mkpath(QFileInfo(info.runPath).absolutePath());
     QSaveFile file(info.runPath);
-    const std::string text = serializeProject(m_window->document()->project());
+    const std::string text = serializeProject(m_host.document()->project());
     if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), static_cast<qint64>(text.size())) < 0
         || !file.commit())
-        m_window->banner()->showMessage(
+        m_host.showMessage(
             MessageBanner::Kind::Error, tr("Cannot write the project for the run to %1").arg(info.runPath));
     m_runPanel->setProject(info);
 }
@@ -205,11 +151,8 @@ bool RunWorkspace::loadMeasured(const QString& path, QString* error)
 {
     if (!m_overlay->loadMeasured(path, error))
         return false;
-    m_window->files()->setLastRun(validatedRunOf(*m_overlay->trace(), path.toStdString()));
-    if (auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("overlayDock"))) {
-        dock->show();
-        dock->raise();
-    }
+    m_host.setLastRun(validatedRunOf(*m_overlay->trace(), path.toStdString()));
+    m_host.raiseOverlayPanel();
     updateActions();
     emit overlayLoaded(path);
     return true;
@@ -218,7 +161,7 @@ bool RunWorkspace::loadMeasured(const QString& path, QString* error)
 void RunWorkspace::onRunFinished(const QString& measuredPath)
 {
     if (loadMeasured(measuredPath))
-        m_window->banner()->showMessage(MessageBanner::Kind::Info,
+        m_host.showMessage(MessageBanner::Kind::Info,
             tr("Run finished: the measurement is overlaid on the prediction (lower half of each row)."));
     updateActions();
 }
@@ -230,15 +173,13 @@ void RunWorkspace::onRunFailed(const QString& message)
     const QString written = m_runPanel->controller()->lastOutcome().measuredPath;
     if (!written.isEmpty() && QFileInfo::exists(written))
         loadMeasured(written);
-    m_window->banner()->showMessage(MessageBanner::Kind::Error, message);
+    m_host.showMessage(MessageBanner::Kind::Error, message);
     updateActions();
 }
 
 void RunWorkspace::applyOverlay(const MeasuredOverlay& overlay)
 {
-    m_window->timeline()->setMeasuredBlocks(overlay.blocks);
-    m_window->memoryChart()->setMeasuredMemory(overlay.blocks ? overlay.memory : decltype(overlay.memory) {});
-    m_window->metrics()->setOverlay(overlay);
+    m_host.showOverlay(overlay);
     updateActions();
 }
 
@@ -250,11 +191,11 @@ bool RunWorkspace::calibrate(QString* error)
         why = tr("Nothing to calibrate from: overlay a run first");
     } else {
         try {
-            const Project& project = m_window->document()->project();
+            const Project& project = m_host.document()->project();
             const Calibration fit = dps::calibrate(measuredSlots(*trace), measuredStageCount(*trace, &project));
-            m_window->document()->edit(tr("Calibrate from %1").arg(QFileInfo(m_overlay->measuredPath()).fileName()),
+            m_host.document()->edit(tr("Calibrate from %1").arg(QFileInfo(m_overlay->measuredPath()).fileName()),
                 [costs = fit.costs](Project& p) { applyCostsFile(p.costs, costs); });
-            m_window->banner()->showMessage(MessageBanner::Kind::Info,
+            m_host.showMessage(MessageBanner::Kind::Info,
                 tr("Calibrated the costs from the run; the prediction and its error are updated (Ctrl+Z undoes)."));
             return true;
         } catch (const std::exception& e) {
@@ -263,7 +204,7 @@ bool RunWorkspace::calibrate(QString* error)
     }
     if (error)
         *error = why;
-    m_window->banner()->showMessage(MessageBanner::Kind::Error, why);
+    m_host.showMessage(MessageBanner::Kind::Error, why);
     return false;
 }
 

@@ -1,26 +1,32 @@
 #pragma once
-// Running from the designer (issue 7): docks the Run panel and the run overlay into the main window,
-// adds Run (F5), Cancel and Calibrate, gives the run what the window shows (a saved copy of unsaved
-// edits), overlays each finished run (or one re-opened from the history, or --measured) on the
-// prediction, fits the cost model to it on request, and hands the last run to the validated config.
-#include "measuredoverlay.h"
+// Running from the designer: the Run panel and the run overlay panel with Run (F5), Cancel and Calibrate.
+// It gives the run what the window shows (a saved copy of unsaved edits), overlays each finished run (or
+// one re-opened from the history, or --measured) on the prediction, fits the cost model to it on request,
+// and hands the last run to the validated config. It works through a RunHost (the main window), which docks
+// runPanel() and overlayPanel() and offers the actions in its menu and tool bar.
+#include "document/measuredoverlay.h"
 #include "run/preflight.h"
+#include "run/runpanel.h"
+#include "widgets/overlaypanel.h"
 
 #include <QObject>
+#include <QPointer>
 #include <QString>
 
 class QAction;
 
 namespace dps::ui {
 
-class MainWindow;
-class OverlayPanel;
-class RunPanel;
+class RunHost;
 
 class RunWorkspace : public QObject {
     Q_OBJECT
 public:
-    explicit RunWorkspace(MainWindow* window);
+    /// Creates the two panels (without a parent: the host docks them) and the actions, and follows the
+    /// host's document and simulation. `host` must outlive the workspace.
+    explicit RunWorkspace(RunHost& host, QObject* parent = nullptr);
+    /// Deletes the panels the host never docked.
+    ~RunWorkspace() override;
 
     RunPanel* runPanel() const { return m_runPanel; }
     OverlayPanel* overlayPanel() const { return m_overlay; }
@@ -40,13 +46,15 @@ public:
     /// Fits the cost model to the overlaid run and applies the costs to the project as one undoable edit.
     /// False, with `error` set, when nothing is overlaid or the fit failed.
     bool calibrate(QString* error = nullptr);
+    /// Tells the workspace whether the Run panel is on screen: the first time it is, the devices are
+    /// probed (`dpstudio devices`), not for every window that is never looked at (tests, screenshots).
+    void setRunPanelVisible(bool visible);
 
 signals:
     /// A run's measurement was overlaid (after a run, from the history or a file).
     void overlayLoaded(const QString& measuredPath);
 
 private:
-    void setupDocks();
     void setupActions();
     void setupConnections();
     void updateProject();
@@ -56,9 +64,9 @@ private:
     void applyOverlay(const MeasuredOverlay& overlay);
     void updateActions();
 
-    MainWindow* m_window;
-    RunPanel* m_runPanel = nullptr;
-    OverlayPanel* m_overlay = nullptr;
+    RunHost& m_host;
+    QPointer<RunPanel> m_runPanel;
+    QPointer<OverlayPanel> m_overlay;
     QAction* m_run = nullptr;
     QAction* m_cancel = nullptr;
     QAction* m_calibrate = nullptr;

@@ -1,10 +1,10 @@
-#include "studio.h"
+#include "widgets/studio.h"
 
-#include "compareview.h"
-#include "filecontroller.h"
-#include "mainwindow.h"
-#include "runworkspace.h"
-#include "theme.h"
+#include "widgets/compareview.h"
+#include "widgets/filecontroller.h"
+#include "widgets/mainwindow.h"
+#include "widgets/runworkspace.h"
+#include "widgets/theme.h"
 
 #include <QApplication>
 #include <QCommandLineParser>

@@ -1,4 +1,4 @@
-#include "timelineplottable.h"
+#include "widgets/timelineplottable.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,9 +4,9 @@
 // labelled with the microbatch), the marks of invalid blocks, the hovered block, a block being dragged,
 // and, optionally, a second set of measured blocks drawn as outlines over the predicted ones.
 // Drawing and hit-testing both go through TimeMapping/RowMapping.
-#include "blockindex.h"
-#include "theme.h"
-#include "timemapping.h"
+#include "document/blockindex.h"
+#include "document/timemapping.h"
+#include "widgets/theme.h"
 
 #include <qcustomplot.h>
 

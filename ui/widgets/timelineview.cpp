@@ -1,6 +1,6 @@
-#include "timelineview.h"
+#include "widgets/timelineview.h"
 
-#include "formatting.h"
+#include "document/formatting.h"
 
 #include <QHelpEvent>
 #include <QPainter>

@@ -4,9 +4,9 @@
 // pan by dragging empty space or with the arrow keys, Home (or 0) fits. In an editable view a block can be
 // dragged along its row: blockMoveRequested says where it was dropped. Hovering shows the action, its
 // start and end and what it waited for.
-#include "snapshot.h"
-#include "theme.h"
-#include "timelineplottable.h"
+#include "document/snapshot.h"
+#include "widgets/theme.h"
+#include "widgets/timelineplottable.h"
 
 #include <qcustomplot.h>
 

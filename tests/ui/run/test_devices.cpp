@@ -228,4 +228,4 @@ private slots:
 };
 
 DPS_OFFSCREEN_TEST_MAIN(TestDevices)
-#include "tst_devices.moc"
+#include "test_devices.moc"

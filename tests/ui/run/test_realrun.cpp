@@ -200,4 +200,4 @@ private slots:
 };
 
 DPS_OFFSCREEN_TEST_MAIN(TestRealRun)
-#include "tst_realrun.moc"
+#include "test_realrun.moc"

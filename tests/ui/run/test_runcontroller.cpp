@@ -403,4 +403,4 @@ private slots:
 };
 
 DPS_OFFSCREEN_TEST_MAIN(TestRunController)
-#include "tst_runcontroller.moc"
+#include "test_runcontroller.moc"

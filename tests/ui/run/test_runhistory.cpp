@@ -205,4 +205,4 @@ private slots:
 };
 
 DPS_OFFSCREEN_TEST_MAIN(TestRunHistory)
-#include "tst_runhistory.moc"
+#include "test_runhistory.moc"

@@ -228,4 +228,4 @@ private slots:
 };
 
 DPS_OFFSCREEN_TEST_MAIN(TestRunPanel)
-#include "tst_runpanel.moc"
+#include "test_runpanel.moc"
