@@ -250,11 +250,13 @@ TEST(CsvPlacement, EmptyTextAndInteriorEmptyRows)
     EXPECT_EQ(gap.placement.rankOfStage(), (std::vector<int> { 0, 2 }));
 }
 
-// Found by fuzzing: " ," read as one empty rank, written as an empty line, read back as no rank. Trailing
-// lines without a cell are dropped like blank ones, so writing and reading agree.
-TEST(CsvPlacement, TrailingLinesWithoutACellAreNoRanks)
+// Found by fuzzing: " ," and "\n\"\"" read as empty ranks, written as empty lines, read back as no rank.
+// Trailing rows without an action are dropped like blank lines, so writing and reading agree.
+TEST(CsvPlacement, TrailingRowsWithoutAnActionAreNoRanks)
 {
     EXPECT_EQ(readCsv(" ,").schedule.ranks, 0);
+    EXPECT_EQ(readCsv("\n\"\"\n").schedule.ranks, 0);
+    EXPECT_EQ(readCsv("0F0,0B0\n\"\", \n").schedule.ranks, 1);
     const Schedule s = readCsv("0F0,0B0\n , \n,,\n").schedule;
     EXPECT_EQ(s.ranks, 1);
     EXPECT_EQ(readCsv(writeCsv(s)).schedule.order, s.order);
