@@ -1,15 +1,22 @@
 # CUDA backend detection, included from the top level (the CUDA language must be enabled where every
 # target that links the backend can see it).
 #
+# The backend is one shared library, the CUDA module libdpstudio-cuda.so (engine/runtime/cuda), the only
+# target that links cudart, cuBLAS and NCCL; programs load it at run time (engine/base/gpus_module.h), so
+# they start where CUDA is missing.
+#
 # Result variables:
-#   DPS_HAVE_CUDA       ON when the CUDA backend (cuBLAS + our kernels) is built
-#   DPS_HAVE_NCCL       ON when NCCL communication is built as well (target NCCL::nccl)
-#   DPS_CUDA_WHY_NOT    why the backend is not built (empty when it is)
+#   DPS_HAVE_CUDA          ON when the CUDA module (cuBLAS + our kernels) is built
+#   DPS_HAVE_NCCL          ON when the module has NCCL communication as well (target NCCL::nccl)
+#   DPS_CUDA_WHY_NOT       why the module is not built (empty when it is)
+#   DPS_CUDA_MODULE_SUBDIR where the module lives, relative to the install prefix and to the build folder:
+#                          <libdir>/dpstudio (programs in bin/ and libexec/ look in ../<subdir>)
 # With DPS_REQUIRE_CUDA (CI: the environment variable DPS_REQUIRE_CUDA=1) configuration fails instead of
-# building without the backend.
+# building without the module.
 set(DPS_HAVE_CUDA OFF)
 set(DPS_HAVE_NCCL OFF)
 set(DPS_CUDA_WHY_NOT "")
+file(RELATIVE_PATH DPS_CUDA_MODULE_SUBDIR ${CMAKE_INSTALL_PREFIX} ${CMAKE_INSTALL_FULL_LIBDIR}/dpstudio)
 
 function(dps_find_nccl)
   set(hints ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT} ${CUDAToolkit_TARGET_DIR})
@@ -89,8 +96,8 @@ if(DPS_HAVE_CUDA)
   if(DPS_HAVE_NCCL)
     set(nccl_text "NCCL ${DPS_NCCL_VERSION}")
   endif()
-  message(STATUS "CUDA backend: built (CUDA ${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}, "
-    "${nccl_text})")
+  message(STATUS "CUDA backend: built as the module ${DPS_CUDA_MODULE_SUBDIR}/libdpstudio-cuda.so "
+    "(CUDA ${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}, ${nccl_text})")
 elseif(DPS_REQUIRE_CUDA)
   message(FATAL_ERROR "DPS_REQUIRE_CUDA is set, but the CUDA backend cannot be built: ${DPS_CUDA_WHY_NOT}")
 else()

@@ -121,8 +121,10 @@ build() {
       return 1
     }
   fi
-  log "building dpstudio, dpstudio-worker, dpstudio-gpucheck in $build_dir"
-  cmake --build "$build_dir" --target dpstudio dpstudio-worker dpstudio-gpucheck -j "$jobs" >"$work/build.log" 2>&1 || {
+  # dpstudio-cuda: the CUDA module (libdpstudio-cuda.so) the worker loads at run time for --backend cuda.
+  log "building dpstudio, dpstudio-worker, the CUDA module, dpstudio-gpucheck in $build_dir"
+  cmake --build "$build_dir" --target dpstudio dpstudio-worker dpstudio-cuda dpstudio-gpucheck -j "$jobs" \
+    >"$work/build.log" 2>&1 || {
     tail -40 "$work/build.log" >&2
     return 1
   }

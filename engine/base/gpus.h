@@ -1,7 +1,7 @@
 #pragma once
 // The GPUs this process can see: the one listing, used by `dpstudio devices`, the worker's backend
-// selection, measured traces and the GPU check. Two implementations, chosen at configure time:
-// gpus_cuda.cpp (DPS_HAVE_CUDA, linked with the CUDA runtime) and gpus_none.cpp ("cuda: not built").
+// selection, measured traces and the GPU check. It asks the CUDA module (gpus_module.h), loaded at run time,
+// so nothing here links the CUDA runtime: without the module the list is empty and says why.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -23,20 +23,23 @@ struct GpuInfo {
 
 /// What `dpstudio devices` reports about CUDA.
 struct GpuStatus {
-    bool cudaBuilt = false; ///< the CUDA backend is compiled in
+    bool cudaBuilt = false; ///< the CUDA backend can be used: this build has its module and it loaded
     std::string runtimeVersion; ///< CUDA runtime version, e.g. "13.0"; empty without CUDA
     std::vector<GpuInfo> gpus;
-    /// "cuda: not built", "no GPU (…the driver's reason…)", or "" when GPUs were found.
+    /// "cuda: not built", "cuda: CUDA backend not available: <why>" (the module or the CUDA libraries are
+    /// missing), "no GPU (…the driver's reason…)", or "" when GPUs were found.
     std::string message;
 };
 
 /// The visible GPUs, in device order. Empty when there are none; then `whyNone` (when not null) gets one
-/// line a user can act on: "cuda: not built", "no GPU (cudaGetDeviceCount: CUDA driver version is
-/// insufficient…)", "no GPU (0 devices)". `freeMemory` also reads each device's free memory, which creates
-/// a CUDA context on every device (hundreds of MiB each): for tools, not for ranks. Never throws.
+/// line a user can act on: "cuda: not built", "CUDA backend not available: <why>", "no GPU
+/// (cudaGetDeviceCount: CUDA driver version is insufficient…)", "no GPU (0 devices)". `freeMemory` also
+/// reads each device's free memory, which creates a CUDA context on every device (hundreds of MiB each): for
+/// tools, not for ranks. Never throws.
 std::vector<GpuInfo> listGpus(std::string* whyNone = nullptr, bool freeMemory = false);
 
-/// listGpus() with the runtime version and whether CUDA is built, for `dpstudio devices`. Never throws.
+/// listGpus() with the runtime version and whether the CUDA backend can be used, for `dpstudio devices`.
+/// Never throws.
 GpuStatus gpuStatus();
 
 /// One line for humans: "0: NVIDIA H200, 139.8 GiB, sm_90, 0000:1b:00.0".

@@ -1,7 +1,8 @@
 // dpstudio-worker: one MPI rank of a run. Picks OpenBLAS's kernels for this CPU, parses the command line,
 // starts MPI and hands over to dps::runtime::runWorker (engine/runtime/worker.h) with the platform that
-// knows the cuda backend and NCCL (engine/runtime/cuda/workerplatform.h), so --backend auto|cpu|cuda is
-// decided here. Exit status: 0 success, 1 correctness failed or bad project, 3 anything else.
+// knows the cuda backend and NCCL (engine/runtime/cuda/workerplatform.h, which loads the CUDA module at run
+// time), so --backend auto|cpu|cuda is decided here. Exit status: 0 success, 1 correctness failed or bad
+// project, 3 anything else (among them --backend cuda without the CUDA module: "CUDA backend not available").
 #include "runtime/cpubackend.h"
 #include "runtime/cuda/workerplatform.h"
 #include "runtime/mpicomm.h"

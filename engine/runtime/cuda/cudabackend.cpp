@@ -1,8 +1,8 @@
 #include "cudabackend.h"
 
 #include "cudacheck.h"
+#include "cudaruntime.h"
 #include "devicememory.h"
-#include "gpuinfo.h"
 #include "kernels.h"
 
 #include <cublas_v2.h>
@@ -253,8 +253,8 @@ struct CudaBackend::Impl {
         DPS_CUDA_CHECK(cudaGetDeviceProperties(&prop, options.device));
         return std::string(prop.name) + " (device " + std::to_string(options.device) + ", sm_"
             + std::to_string(prop.major) + std::to_string(prop.minor) + ", " + gib(prop.totalGlobalMem) + "), "
-            + (options.bf16 ? "bf16 with fp32 accumulation" : "fp32, TF32 off") + ", " + cudaVersionText() + ", "
-            + cublasVersionText();
+            + (options.bf16 ? "bf16 with fp32 accumulation" : "fp32, TF32 off") + ", " + cudamodule::cudaVersionText()
+            + ", " + cudamodule::cublasVersionText();
     }
 };
 

@@ -12,7 +12,9 @@
 // - Memory: a caching allocator (devicememory.h) that counts live bytes exactly in memory(); cuBLAS
 //   workspaces and loss scratch are fixed overhead outside the count (deviceMemory() reports them).
 // - Timing: CUDA events around every action (actionclock.h) on the step's clock.
-// The header needs no CUDA headers; it exists only in builds with DPS_HAVE_CUDA.
+// Part of the CUDA module (libdpstudio-cuda.so, builds with DPS_HAVE_CUDA): programs create it through the
+// module's table (cudamodule.h); dpstudio-gpucheck and the GPU tests link the module and use the class
+// directly. The header needs no CUDA headers.
 #include "actionclock.h"
 #include "runtime/backend.h"
 
@@ -83,7 +85,7 @@ public:
     void actionFinished() override;
 
     /// Right after the step's barrier: the origin of this step's event times.
-    void stepStarted();
+    void stepStarted() override;
     /// The last finished action's device times in µs since stepStarted(); call after synchronize().
     std::optional<ActionSpan> lastActionSpan();
 

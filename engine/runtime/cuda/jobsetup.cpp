@@ -1,18 +1,13 @@
 #include "jobsetup.h"
 
 #include "check.h"
+#include "cudamodule.h"
 #include "gpuinfo.h"
 #include "runtime/cpubackend.h"
 #include "transferorder.h"
 
 #include <cstdlib>
-
-#ifdef DPS_HAVE_CUDA
-#include "cudabackend.h"
-#endif
-#ifdef DPS_HAVE_NCCL
-#include "ncclcomm.h"
-#endif
+#include <set>
 
 namespace dps::runtime {
 
@@ -64,6 +59,15 @@ private:
     std::string m_name;
 };
 
+/// The CUDA module's runtime table; throws RuntimeError(cudaWhyNot()) without it.
+const CudaRuntimeApi& requireCudaRuntime()
+{
+    const CudaRuntimeApi* api = cudaRuntime();
+    if (!api)
+        throw RuntimeError(cudaWhyNot());
+    return *api;
+}
+
 } // namespace
 
 std::unique_ptr<Backend> makeBackend(const Selection& selection, int rank, bool bf16, int cpuThreads)
@@ -72,16 +76,11 @@ std::unique_ptr<Backend> makeBackend(const Selection& selection, int rank, bool 
         return std::make_unique<CpuBackend>(cpuThreads);
     if (selection.backend != "cuda")
         throw RuntimeError("backend '" + selection.backend + "' is unknown");
-#ifdef DPS_HAVE_CUDA
+    const CudaRuntimeApi& api = requireCudaRuntime();
     CudaBackendOptions options;
     options.device = selection.deviceOfRank.at(static_cast<std::size_t>(rank));
     options.bf16 = bf16;
-    return std::make_unique<CudaBackend>(options);
-#else
-    (void)rank;
-    (void)bf16;
-    throw RuntimeError("cuda: not built into this dpstudio-worker");
-#endif
+    return api.createBackend(options);
 }
 
 std::unique_ptr<Comm> makeComm(const Selection& selection, Comm& mpi, Backend& backend)
@@ -92,29 +91,34 @@ std::unique_ptr<Comm> makeComm(const Selection& selection, Comm& mpi, Backend& b
         return std::make_unique<RenamedComm>(mpi, "mpi-host");
     if (selection.comm != "nccl")
         throw RuntimeError("comm '" + selection.comm + "' is unknown");
-#ifdef DPS_HAVE_NCCL
-    auto* cuda = dynamic_cast<CudaBackend*>(&backend);
-    if (!cuda)
-        throw RuntimeError("nccl needs the cuda backend, not " + backend.name());
-    return std::make_unique<NcclComm>(mpi, *cuda);
-#else
-    (void)backend;
-    throw RuntimeError("nccl: not built into this dpstudio-worker");
-#endif
+    const CudaRuntimeApi& api = requireCudaRuntime();
+    if (!api.ncclBuilt)
+        throw RuntimeError("nccl: not built into the CUDA module");
+    return api.createNcclComm(mpi, backend);
+}
+
+NcclTransfers ncclTransfersOf(
+    const Schedule& schedule, int rank, const std::function<int(const Transfer&)>& tagOf, std::size_t messageBytes)
+{
+    const TransferPlan plan = deriveTransferPlan(schedule);
+    std::set<int> peers;
+    for (int p : plan.peersOf(rank))
+        peers.insert(p);
+    for (int p : replicaPeers(schedule, rank))
+        peers.insert(p);
+    peers.erase(rank);
+    return NcclTransfers { plannedTransfersOf(plan, rank, tagOf, messageBytes), { peers.begin(), peers.end() } };
 }
 
 void prepareTransfers(
     Comm& comm, const Schedule& schedule, const std::function<int(const Transfer&)>& tagOf, std::size_t messageBytes)
 {
-#ifdef DPS_HAVE_NCCL
-    if (auto* nccl = dynamic_cast<NcclComm*>(&comm))
-        nccl->setTransferPlan(deriveTransferPlan(schedule), tagOf, messageBytes, replicaPeers(schedule, comm.rank()));
-#else
-    (void)comm;
-    (void)schedule;
-    (void)tagOf;
-    (void)messageBytes;
-#endif
+    const CudaRuntimeApi* api = cudaRuntime();
+    if (!api || comm.name() != "nccl")
+        return;
+    const NcclTransfers mine = ncclTransfersOf(schedule, comm.rank(), tagOf, messageBytes);
+    if (!api->setNcclTransfers(comm, mine.transfers, mine.peers))
+        throw RuntimeError("comm '" + comm.name() + "' is not the CUDA module's NcclComm");
 }
 
 std::string Job::describe() const
@@ -122,12 +126,23 @@ std::string Job::describe() const
     return "backend " + selection.backend + ", comm " + selection.comm + ": " + selection.reason;
 }
 
+SelectionRequest cudaRequest(BackendChoice backend)
+{
+    return SelectionRequest { backend, CommChoice::Auto, cudaBuilt(), ncclBuilt(), cudaWhyNot() };
+}
+
+void nameCheckRank(int rank)
+{
+    setCheckRank(rank);
+    if (const CudaRuntimeApi* api = cudaRuntime())
+        api->setCheckRank(rank);
+}
+
 Job setUpJob(Comm& mpi, BackendChoice backend, bool bf16, int cpuThreads)
 {
-    setCheckRank(mpi.rank());
+    nameCheckRank(mpi.rank());
     Job job;
-    const SelectionRequest request { backend, CommChoice::Auto, cudaBuilt(), ncclBuilt() };
-    job.selection = selectForJob(mpi, request, localRankDevices());
+    job.selection = selectForJob(mpi, cudaRequest(backend), localRankDevices());
     job.backend = makeBackend(job.selection, mpi.rank(), bf16, cpuThreads);
     job.ownComm = makeComm(job.selection, mpi, *job.backend);
     job.comm = job.ownComm ? job.ownComm.get() : &mpi;
@@ -136,23 +151,13 @@ Job setUpJob(Comm& mpi, BackendChoice backend, bool bf16, int cpuThreads)
 
 void markStepStarted(Backend& backend)
 {
-#ifdef DPS_HAVE_CUDA
-    if (auto* cuda = dynamic_cast<CudaBackend*>(&backend))
-        cuda->stepStarted();
-#else
-    (void)backend;
-#endif
+    backend.stepStarted(); // virtual: the cuda backend records the step's origin event, others do nothing
 }
 
 std::optional<ActionSpan> lastDeviceSpan(Backend& backend)
 {
-#ifdef DPS_HAVE_CUDA
-    if (auto* cuda = dynamic_cast<CudaBackend*>(&backend))
-        return cuda->lastActionSpan();
-#else
-    (void)backend;
-#endif
-    return std::nullopt;
+    const CudaRuntimeApi* api = cudaRuntime();
+    return api && backend.name() == "cuda" ? api->lastActionSpan(backend) : std::nullopt;
 }
 
 } // namespace dps::runtime

@@ -1,11 +1,13 @@
 #pragma once
-// Turning a Selection (selection.h) into this rank's backend and communication. Always built (target
-// dps::cuda): without the CUDA backend, asking for it throws RuntimeError("cuda: not built …").
+// Turning a Selection (selection.h) into this rank's backend and communication. Host code (target
+// dps::cuda): the cuda backend and NCCL come from the CUDA module's table (cudamodule.h, loaded at run time);
+// without the module, asking for them throws RuntimeError("CUDA backend not available: …").
 #include "actionclock.h"
 #include "runtime/backend.h"
 #include "runtime/comm.h"
 #include "schedule/schedule.h"
 #include "selection.h"
+#include "transfersequencer.h"
 
 #include <cstddef>
 #include <functional>
@@ -18,7 +20,7 @@ struct Transfer;
 
 /// The compute backend of `rank`: CpuBackend(cpuThreads) for "cpu", CudaBackend on deviceOfRank[rank] for
 /// "cuda" (bf16 tensors with fp32 accumulation when `bf16`, else fp32). Throws RuntimeError when the
-/// selection needs CUDA and this build lacks it, or the device cannot be used.
+/// selection needs CUDA and the module is not available (cudaWhyNot()), or the device cannot be used.
 std::unique_ptr<Backend> makeBackend(const Selection& selection, int rank, bool bf16, int cpuThreads);
 
 /// The communication the selection chose, on top of `mpi` (which must outlive it):
@@ -38,19 +40,37 @@ struct Job {
     std::string describe() const;
 };
 
-/// Collective over `mpi`: names this rank in check failures (setCheckRank), agrees on the selection
-/// (selectForJob with this build's abilities and localRankDevices()), then builds the backend and the comm.
+/// Collective over `mpi`: names this rank in check failures (nameCheckRank), agrees on the selection
+/// (selectForJob with cudaRequest() and localRankDevices()), then builds the backend and the comm.
 /// Throws RuntimeError (the same text on every rank for a selection that cannot be met).
 Job setUpJob(Comm& mpi, BackendChoice backend, bool bf16, int cpuThreads);
+
+/// The selection request for `backend` with this process's abilities: cudaBuilt(), ncclBuilt() and
+/// cudaWhyNot() of gpuinfo.h (loading the CUDA module when this build has one).
+SelectionRequest cudaRequest(BackendChoice backend);
+
+/// setCheckRank(rank) in this program and in the CUDA module, when it is loaded (it has its own copy).
+void nameCheckRank(int rank);
 
 /// Device timing (no-ops unless `backend` is the cuda backend): marks the step's origin right after its
 /// barrier, and gives the last action's device times in µs since that origin (after synchronize()).
 void markStepStarted(Backend& backend);
 std::optional<ActionSpan> lastDeviceSpan(Backend& backend);
 
-/// Gives an NcclComm the schedule's transfer order (collective; opens its connections, including to the
-/// ranks that share a stage with this one); a no-op for any other comm. `tagOf` is the executor's tag of a
-/// transfer: RankExecutor::messageTag(consumer stage, consumer microbatch, gradient ? 1 : 0).
+/// What NcclComm::setTransfers needs on `rank`: its transfers in the order of the schedule's transfer plan
+/// (deriveTransferPlan), each with the executor's tag (`tagOf`) and `messageBytes`, and the ranks to connect
+/// to: its peers in the plan and the ranks holding a replica of one of its stages (replicaPeers), ascending,
+/// without `rank`. Throws RuntimeError when the plan cannot be derived.
+struct NcclTransfers {
+    std::vector<PlannedTransfer> transfers;
+    std::vector<int> peers;
+};
+NcclTransfers ncclTransfersOf(
+    const Schedule& schedule, int rank, const std::function<int(const Transfer&)>& tagOf, std::size_t messageBytes);
+
+/// Gives an NcclComm the schedule's transfer order (ncclTransfersOf; collective: opens its connections); a
+/// no-op for any other comm. `tagOf` is the executor's tag of a transfer: RankExecutor::messageTag(consumer
+/// stage, consumer microbatch, gradient ? 1 : 0).
 void prepareTransfers(
     Comm& comm, const Schedule& schedule, const std::function<int(const Transfer&)>& tagOf, std::size_t messageBytes);
 

@@ -2,8 +2,7 @@
 
 #include "cudabackend.h"
 #include "cudacheck.h"
-#include "gpuinfo.h"
-#include "transfersequencer.h"
+#include "cudaruntime.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -15,6 +14,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
 
 namespace dps::runtime {
 
@@ -177,16 +177,13 @@ NcclComm::~NcclComm()
         cudaStreamDestroy(d.stream);
 }
 
-void NcclComm::setTransferPlan(const TransferPlan& plan, const std::function<int(const Transfer&)>& tagOf,
-    std::size_t messageBytes, const std::vector<int>& extraPeers)
+void NcclComm::setTransfers(std::vector<PlannedTransfer> transfers, const std::vector<int>& peers)
 {
     Impl& d = *m_impl;
-    d.sequencer.setPlan(plannedTransfersOf(plan, rank(), tagOf, messageBytes));
-    std::set<int> peers(extraPeers.begin(), extraPeers.end());
-    for (int p : plan.peersOf(rank()))
-        peers.insert(p);
-    peers.erase(rank());
-    d.connect({ peers.begin(), peers.end() });
+    d.sequencer.setPlan(std::move(transfers));
+    std::set<int> others(peers.begin(), peers.end());
+    others.erase(rank());
+    d.connect({ others.begin(), others.end() });
 }
 
 void NcclComm::setWaitTimeout(double seconds)
@@ -206,7 +203,7 @@ int NcclComm::size() const
 
 std::string NcclComm::version() const
 {
-    return ncclVersionText() + " (bootstrap " + m_impl->bootstrap.version() + ")";
+    return cudamodule::ncclVersionText() + " (bootstrap " + m_impl->bootstrap.version() + ")";
 }
 
 int NcclComm::maxTag() const

@@ -9,9 +9,10 @@
 // them go to staging buffers (counted as Communication memory). Collectives (barrier, gather, broadcast,
 // reduceSum) and abort go through the bootstrap comm.
 //
-// Exists only in builds with DPS_HAVE_NCCL; needs no NCCL header.
+// Part of the CUDA module (libdpstudio-cuda.so) in builds with DPS_HAVE_NCCL; programs create it through the
+// module's table (cudamodule.h). Needs no NCCL header.
 #include "runtime/comm.h"
-#include "transferorder.h"
+#include "transfersequencer.h"
 
 #include <functional>
 #include <memory>
@@ -31,13 +32,12 @@ public:
     NcclComm(const NcclComm&) = delete;
     NcclComm& operator=(const NcclComm&) = delete;
 
-    /// Collective: the order in which this rank issues the step's transfers, every step. `tagOf` gives the
-    /// executor's tag of a transfer (RankExecutor::messageTag of its consumer), `messageBytes` the size of
-    /// every transfer (for staging). Opens the NCCL connections to every peer of the plan and to
-    /// `extraPeers` (e.g. ranks holding a replica of one of this rank's stages), so no connection is set up
-    /// in the middle of a step.
-    void setTransferPlan(const TransferPlan& plan, const std::function<int(const Transfer&)>& tagOf,
-        std::size_t messageBytes, const std::vector<int>& extraPeers = {});
+    /// Collective: the order in which this rank issues the step's transfers, every step, with each one's
+    /// executor tag and size in bytes (ncclTransfersOf() of jobsetup.h derives them from the schedule's
+    /// transfer plan). Opens the NCCL connections to every rank in `peers` (the plan's peers and e.g. the ranks
+    /// holding a replica of one of this rank's stages; this rank itself is ignored), so no connection is set
+    /// up in the middle of a step.
+    void setTransfers(std::vector<PlannedTransfer> transfers, const std::vector<int>& peers);
     /// A wait longer than this aborts the communicator and throws (0 = wait forever, the default: the
     /// launcher's --timeout ends a hung run).
     void setWaitTimeout(double seconds);

@@ -116,9 +116,10 @@ Selection selectBackend(const SelectionRequest& request, const std::vector<RankD
     if (request.backend == BackendChoice::Cpu)
         return cpuSelection(ranks.size(), std::move(local), "cpu (--backend cpu)");
     const int without = firstRankWithoutGpu(ranks);
+    const std::string whyNotCuda = request.cudaWhyNot.empty() ? "cuda: not built" : request.cudaWhyNot;
     if (request.backend == BackendChoice::Cuda) {
         if (!request.cudaBuilt)
-            throw RuntimeError("--backend cuda: cuda: not built into this dpstudio");
+            throw RuntimeError("--backend cuda: " + whyNotCuda);
         if (without >= 0) {
             const auto& r = ranks[static_cast<std::size_t>(without)];
             throw RuntimeError("--backend cuda: " + rankLabel(without, r) + " has no GPU (" + r.whyNoGpu + ")");
@@ -126,7 +127,7 @@ Selection selectBackend(const SelectionRequest& request, const std::vector<RankD
         return cudaSelection(request, ranks, std::move(local));
     }
     if (!request.cudaBuilt)
-        return cpuSelection(ranks.size(), std::move(local), "cpu (auto: cuda: not built)");
+        return cpuSelection(ranks.size(), std::move(local), "cpu (auto: " + whyNotCuda + ")");
     if (without >= 0) {
         const auto& r = ranks[static_cast<std::size_t>(without)];
         return cpuSelection(

@@ -2,8 +2,8 @@
 // Backend and communication selection for a job (pure logic: no CUDA, no MPI; unit-tested as a table).
 //
 //   --backend cpu   → cpu + mpi
-//   --backend cuda  → cuda (an error when not built or a rank has no GPU)
-//   --backend auto  → cuda when it is built and every rank sees a GPU, cpu otherwise
+//   --backend cuda  → cuda (an error when the CUDA backend is not built or not available, or a rank has no GPU)
+//   --backend auto  → cuda when it is available and every rank sees a GPU, cpu otherwise (saying why)
 // With cuda, rank r uses GPU (local rank mod visible GPUs) and communicates through
 //   nccl       when NCCL is built and every rank has its own GPU (distinct device UUIDs), or
 //   mpi-host   MPI through host buffers, when ranks share a GPU (NCCL refuses two ranks of one
@@ -48,13 +48,17 @@ struct Selection {
 struct SelectionRequest {
     BackendChoice backend = BackendChoice::Auto;
     CommChoice comm = CommChoice::Auto;
-    bool cudaBuilt = false;
+    bool cudaBuilt = false; ///< the CUDA backend can be used (gpuinfo.h's cudaBuilt())
     bool ncclBuilt = false;
+    /// Why it cannot (gpuinfo.h's cudaWhyNot()); "" means "cuda: not built".
+    std::string cudaWhyNot = {};
 };
 
 /// Decides backend, communication and devices (table above). Throws RuntimeError naming the cause when the
-/// request cannot be met: "--backend cuda: cuda: not built", "--backend cuda: rank 2 on node7 has no GPU
-/// (…)", "--comm nccl: ranks 0 and 1 share GPU GPU-… on node7 (NCCL needs one GPU per rank)".
+/// request cannot be met: "--backend cuda: CUDA backend not available: <why>", "--backend cuda: cuda: not
+/// built", "--backend cuda: rank 2 on node7 has no GPU (…)", "--comm nccl: ranks 0 and 1 share GPU GPU-… on
+/// node7 (NCCL needs one GPU per rank)". With auto, why cuda cannot be used ends up in Selection::reason:
+/// "cpu (auto: CUDA backend not available: <why>)".
 Selection selectBackend(const SelectionRequest& request, const std::vector<RankDevices>& ranks);
 
 /// This process's report: host name, $OMPI_COMM_WORLD_LOCAL_RANK (or $MPI_LOCALRANKID, $SLURM_LOCALID),

@@ -1,7 +1,5 @@
 #include "workerplatform.h"
 
-#include "check.h"
-#include "gpuinfo.h"
 #include "jobsetup.h"
 #include "transferorder.h"
 
@@ -12,10 +10,9 @@ JobChoice CudaWorkerPlatform::choose(Comm& mpi, const std::string& backend)
     const std::optional<BackendChoice> requested = parseBackendChoice(backend);
     if (!requested)
         throw UsageError("--backend: expected cpu, cuda or auto, got '" + backend + "'");
-    setCheckRank(mpi.rank());
+    nameCheckRank(mpi.rank());
     m_rank = mpi.rank();
-    const SelectionRequest request { *requested, CommChoice::Auto, cudaBuilt(), ncclBuilt() };
-    m_selection = selectForJob(mpi, request, localRankDevices());
+    m_selection = selectForJob(mpi, cudaRequest(*requested), localRankDevices());
     // The cpu backend talks through the job's comm as it is ("mpi"; "thread" in tests).
     const std::string comm = m_selection.backend == "cpu" ? mpi.name() : m_selection.comm;
     return JobChoice { m_selection.backend, comm,

@@ -2,8 +2,10 @@
 // The worker's platform with everything GPU-related (runtime/worker.h's WorkerPlatform): backend and
 // communication selection (selection.h), the cuda backend, NCCL or MPI through host buffers, and NCCL's
 // transfer order (jobsetup.h). engine/worker/main.cpp passes it to runWorker; dps::runtime cannot name it
-// itself because dps::cuda depends on dps::runtime. Always built: without the CUDA toolkit, auto picks cpu
-// and cuda is refused ("cuda: not built").
+// itself because dps::cuda depends on dps::runtime. Always built, links no CUDA library: the cuda backend
+// and NCCL come from the CUDA module, loaded at run time. Without it (a build without the CUDA toolkit, or
+// the module or the CUDA libraries missing here) auto picks cpu and says why, and cuda is refused ("--backend
+// cuda: cuda: not built", "--backend cuda: CUDA backend not available: <why>").
 #include "runtime/worker.h"
 #include "selection.h"
 
@@ -11,8 +13,8 @@ namespace dps::runtime {
 
 class CudaWorkerPlatform final : public WorkerPlatform {
 public:
-    /// Names this rank in check failures (setCheckRank), then agrees on the selection over `mpi`
-    /// (selectForJob with this build's abilities and localRankDevices()). Throws UsageError for an unknown
+    /// Names this rank in check failures (nameCheckRank), then agrees on the selection over `mpi`
+    /// (selectForJob with cudaRequest() and localRankDevices()). Throws UsageError for an unknown
     /// name and the same RuntimeError on every rank for a selection that cannot be met, e.g. "--backend
     /// cuda: rank 0 on node7 has no GPU (no GPU (cudaGetDeviceCount: …))".
     JobChoice choose(Comm& mpi, const std::string& backend) override;

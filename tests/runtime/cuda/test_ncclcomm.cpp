@@ -4,8 +4,8 @@
 #include "runtime/backend.h"
 #include "runtime/cuda/cudabackend.h"
 #include "runtime/cuda/gpuinfo.h"
+#include "runtime/cuda/jobsetup.h"
 #include "runtime/cuda/ncclcomm.h"
-#include "runtime/cuda/transferorder.h"
 #include "runtime/threadcomm.h"
 #include "schedule/generator.h"
 
@@ -97,7 +97,6 @@ protected:
 TEST_P(NcclCommTest, ScheduleMessagesArriveInPlanOrderThenAnUnplannedExchange)
 {
     const Schedule s = generate({ GetParam(), 2, 8, 0 });
-    const TransferPlan plan = deriveTransferPlan(s);
     ThreadWorld world(2);
     world.run([&](Comm& bootstrap) {
         CudaBackendOptions options;
@@ -106,12 +105,13 @@ TEST_P(NcclCommTest, ScheduleMessagesArriveInPlanOrderThenAnUnplannedExchange)
         NcclComm nccl(bootstrap, gpu);
         EXPECT_EQ(nccl.name(), "nccl");
         EXPECT_TRUE(nccl.acceptsDevicePointers());
-        nccl.setTransferPlan(
-            plan,
+        const NcclTransfers mine = ncclTransfersOf(
+            s, bootstrap.rank(),
             [&](const Transfer& t) {
                 return messageTag(s, t.consumer.stage, t.consumer.microbatch, t.gradient() ? 1 : 0);
             },
-            kElements * sizeof(float), replicaPeers(s, bootstrap.rank()));
+            kElements * sizeof(float));
+        nccl.setTransfers(mine.transfers, mine.peers);
         for (int step = 0; step < 2; ++step)
             runRank(s, nccl, gpu);
         EXPECT_EQ(nccl.stagingBuffers(), 0u);

@@ -5,7 +5,9 @@
 #include "runtime/cuda/gpuinfo.h"
 #include "runtime/cuda/jobsetup.h"
 #include "runtime/cuda/selection.h"
+#include "runtime/cuda/transferorder.h"
 #include "runtime/threadcomm.h"
+#include "schedule/generator.h"
 
 #include <gtest/gtest.h>
 
@@ -36,7 +38,7 @@ std::vector<std::string> gpus(int n, const std::string& host = "node0")
 
 SelectionRequest request(BackendChoice backend, bool cuda = true, bool nccl = true, CommChoice comm = CommChoice::Auto)
 {
-    return SelectionRequest { backend, comm, cuda, nccl };
+    return SelectionRequest { backend, comm, cuda, nccl, "" };
 }
 
 struct Row {
@@ -131,7 +133,11 @@ TEST(Selection, ImpossibleRequestsNameTheCause)
             EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
         }
     };
-    expectError(request(BackendChoice::Cuda, false, false), oneHost(2, gpus(2)), "cuda: not built");
+    expectError(request(BackendChoice::Cuda, false, false), oneHost(2, gpus(2)), "--backend cuda: cuda: not built");
+    SelectionRequest unavailable = request(BackendChoice::Cuda, false, false);
+    unavailable.cudaWhyNot = "CUDA backend not available: libcudart.so.13: cannot open shared object file";
+    expectError(unavailable, oneHost(2, gpus(2)),
+        "--backend cuda: CUDA backend not available: libcudart.so.13: cannot open shared object file");
     auto ranks = oneHost(2, gpus(2));
     ranks[1].gpuUuids.clear();
     ranks[1].whyNoGpu = "no GPU (cudaGetDeviceCount: CUDA driver version is insufficient)";
@@ -140,6 +146,16 @@ TEST(Selection, ImpossibleRequestsNameTheCause)
         "--comm nccl: ranks 0 and 1 share GPU");
     expectError(request(BackendChoice::Cuda, true, false, CommChoice::Nccl), oneHost(2, gpus(2)), "NCCL is not built");
     expectError(request(BackendChoice::Auto), {}, "no ranks");
+}
+
+TEST(Selection, AutoWithoutTheCudaBackendSaysWhy)
+{
+    SelectionRequest r = request(BackendChoice::Auto, false, false);
+    EXPECT_EQ(selectBackend(r, oneHost(2, gpus(2))).reason, "cpu (auto: cuda: not built)");
+    r.cudaWhyNot = "CUDA backend not available: libdpstudio-cuda.so not found in /opt/x/bin";
+    const Selection s = selectBackend(r, oneHost(2, gpus(2)));
+    EXPECT_EQ(s.backend, "cpu");
+    EXPECT_EQ(s.reason, "cpu (auto: CUDA backend not available: libdpstudio-cuda.so not found in /opt/x/bin)");
 }
 
 TEST(Selection, AutoWithoutAGpuOnOneRankNamesIt)
@@ -219,7 +235,7 @@ TEST(GpuInfo, WithoutADeviceSaysWhy)
     if (cudaBuilt())
         EXPECT_EQ(why.rfind("no GPU", 0), 0u) << why;
     else
-        EXPECT_EQ(why, "cuda: not built");
+        EXPECT_EQ(why, cudaWhyNot());
     EXPECT_FALSE(cudaVersionText().empty());
     EXPECT_EQ(ncclVersionText().rfind("NCCL", 0), 0u);
 }
@@ -267,9 +283,32 @@ TEST(JobSetup, CudaWithoutTheBuildOrADeviceThrows)
         FAIL() << "expected RuntimeError";
     } catch (const RuntimeError& e) {
         const std::string what = e.what();
-        EXPECT_TRUE(
-            what.find("cuda: not built") != std::string::npos || what.find("cudaGetDeviceCount") != std::string::npos)
-            << what;
+        // Without the module: its reason; with it (the error crosses from the module): the device's.
+        if (cudaBuilt())
+            EXPECT_NE(what.find("cudaGetDeviceCount(&count) failed"), std::string::npos) << what;
+        else
+            EXPECT_EQ(what, cudaWhyNot());
+    }
+}
+
+TEST(JobSetup, NcclTransfersFollowThePlanWithTheExecutorsTagsAndReplicaPeers)
+{
+    // DualPipe on 4 ranks: rank 0 holds stages 0 and 7, so it talks to rank 1 (both pipelines' neighbour)
+    // and shares its stages with rank 3 (the replica gradient exchange).
+    const dps::Schedule s = dps::generate({ dps::ScheduleKind::DualPipe, 4, 8, 0 });
+    const TransferPlan plan = deriveTransferPlan(s);
+    const auto tagOf = [](const Transfer& t) { return t.consumer.stage * 1000 + t.consumer.microbatch; };
+    const NcclTransfers mine = ncclTransfersOf(s, 0, tagOf, 4096);
+    EXPECT_EQ(mine.peers, (std::vector<int> { 1, 3 }));
+    const auto& entries = plan.ranks[0].entries;
+    ASSERT_EQ(mine.transfers.size(), entries.size());
+    ASSERT_FALSE(entries.empty());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const Transfer& t = plan.transfers[static_cast<std::size_t>(entries[i].transfer)];
+        EXPECT_EQ(mine.transfers[i].send, entries[i].send) << i;
+        EXPECT_EQ(mine.transfers[i].peer, 1) << i;
+        EXPECT_EQ(mine.transfers[i].tag, t.consumer.stage * 1000 + t.consumer.microbatch) << i;
+        EXPECT_EQ(mine.transfers[i].bytes, 4096u) << i;
     }
 }
 
@@ -304,7 +343,11 @@ TEST(JobSetup, AutoWithoutAGpuRunsEveryRankOnTheCpuOverPlainMpi)
         described[static_cast<std::size_t>(comm.rank())] = job.describe();
     });
     EXPECT_EQ(described[0], described[1]);
-    EXPECT_EQ(described[0].rfind("backend cpu, comm mpi: cpu (auto: rank 0 on ", 0), 0u) << described[0];
+    // With the CUDA module: the device is missing; without it: why the module is.
+    if (cudaBuilt())
+        EXPECT_EQ(described[0].rfind("backend cpu, comm mpi: cpu (auto: rank 0 on ", 0), 0u) << described[0];
+    else
+        EXPECT_EQ(described[0], "backend cpu, comm mpi: cpu (auto: " + cudaWhyNot() + ")");
 }
 
 TEST(JobSetup, CudaWithoutAGpuFailsOnEveryRankAlike)

@@ -121,11 +121,12 @@ TEST_F(WorkerPlatformTest, CudaWithoutAGpuEndsEveryRankWithOneErrorNamingWhy)
     EXPECT_EQ(run.events[0][1]["event"], "error");
     const std::string message = run.events[0][1]["message"].get<std::string>();
     EXPECT_EQ(message.rfind("--backend cuda: ", 0), 0u) << message;
-    // Not built: "cuda: not built …"; built without a device: "rank 0 on HOST has no GPU (<the driver's reason>)".
+    // No module: "cuda: not built" or "CUDA backend not available: …" (test_unavailable.cpp); the module
+    // without a device: "rank 0 on HOST has no GPU (<the driver's reason>)".
     if (cudaBuilt())
         EXPECT_NE(message.find("has no GPU (" + m_why + ")"), std::string::npos) << message;
     else
-        EXPECT_NE(message.find("cuda: not built"), std::string::npos) << message;
+        EXPECT_EQ(message, "--backend cuda: " + cudaWhyNot());
     EXPECT_TRUE(run.events[1].empty());
     EXPECT_FALSE(fs::exists(m_dir / "measured.json"));
 }

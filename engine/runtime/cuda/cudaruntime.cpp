@@ -1,10 +1,17 @@
-// The GPU listing of a build with the CUDA backend (DPS_HAVE_CUDA): asks the CUDA runtime.
-#include "gpus.h"
+// Inside the CUDA module: the GPU listing and the version texts, from the CUDA runtime, cuBLAS and NCCL.
+#include "cudaruntime.h"
 
 #include <cstdio>
+#include <cublas_api.h>
 #include <cuda_runtime_api.h>
+#ifdef DPS_HAVE_NCCL
+#include <nccl.h>
+#endif
 
-namespace dps {
+#define DPS_STRINGIFY2(x) #x
+#define DPS_STRINGIFY(x) DPS_STRINGIFY2(x)
+
+namespace dps::cudamodule {
 
 namespace {
 
@@ -58,6 +65,7 @@ std::size_t freeBytesOf(int index)
     cudaGetLastError();
     return freeBytes;
 }
+
 } // namespace
 
 std::vector<GpuInfo> listGpus(std::string* whyNone, bool freeMemory)
@@ -90,15 +98,73 @@ std::vector<GpuInfo> listGpus(std::string* whyNone, bool freeMemory)
     return gpus;
 }
 
-GpuStatus gpuStatus()
+std::string runtimeVersion()
 {
-    GpuStatus status;
-    status.cudaBuilt = true;
     int runtime = 0;
-    if (cudaRuntimeGetVersion(&runtime) == cudaSuccess)
-        status.runtimeVersion = versionText(runtime);
-    status.gpus = listGpus(&status.message);
-    return status;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) {
+        cudaGetLastError();
+        return {};
+    }
+    return versionText(runtime);
 }
 
-} // namespace dps
+std::string cudaVersionText()
+{
+    int runtime = 0;
+    int driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess)
+        runtime = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess)
+        driver = 0;
+    cudaGetLastError();
+    return "CUDA runtime " + versionText(runtime) + ", driver " + (driver > 0 ? versionText(driver) : "none");
+}
+
+std::string cublasVersionText()
+{
+    int major = 0;
+    int minor = 0;
+    int patch = 0;
+    cublasGetProperty(MAJOR_VERSION, &major);
+    cublasGetProperty(MINOR_VERSION, &minor);
+    cublasGetProperty(PATCH_LEVEL, &patch);
+    return "cuBLAS " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+std::string ncclVersionText()
+{
+#ifdef DPS_HAVE_NCCL
+    int version = 0;
+    if (ncclGetVersion(&version) != ncclSuccess)
+        return "NCCL (version unknown)";
+    // NCCL ≥ 2.9 encodes major·10000 + minor·100 + patch.
+    return "NCCL " + std::to_string(version / 10000) + "." + std::to_string(version % 10000 / 100) + "."
+        + std::to_string(version % 100);
+#else
+    return "NCCL not built";
+#endif
+}
+
+bool ncclBuilt()
+{
+#ifdef DPS_HAVE_NCCL
+    return true;
+#else
+    return false;
+#endif
+}
+
+const char* builtWith()
+{
+    // CUDART_VERSION is major·1000 + minor·10.
+    static const std::string text = "CUDA " + versionText(CUDART_VERSION)
+#ifdef DPS_HAVE_NCCL
+        + ", NCCL " DPS_STRINGIFY(NCCL_MAJOR) "." DPS_STRINGIFY(NCCL_MINOR) "." DPS_STRINGIFY(NCCL_PATCH)
+#else
+        + ", no NCCL"
+#endif
+        ;
+    return text.c_str();
+}
+
+} // namespace dps::cudamodule
