@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <string_view>
 
 namespace dps {
 
@@ -99,7 +100,13 @@ std::string opText(int stage, OpKind kind, int microbatch)
 class Sink {
 public:
     /// Whether a finding of `rule` should be built (false once the rule is over its cap; counted).
-    bool wants(const std::string& rule) { return ++m_counts[rule] <= kMaxPerRule; }
+    bool wants(std::string_view rule)
+    {
+        auto it = m_counts.find(rule); // no allocation per finding: a schedule can have millions
+        if (it == m_counts.end())
+            it = m_counts.emplace(std::string(rule), 0).first;
+        return ++it->second <= kMaxPerRule;
+    }
 
     void add(Diagnostic d) { m_report.diagnostics.push_back(std::move(d)); }
 
@@ -123,7 +130,7 @@ public:
 
 private:
     ValidationReport m_report;
-    std::map<std::string, int> m_counts;
+    std::map<std::string, int, std::less<>> m_counts;
 };
 
 /// Where the ops of each (stage, microbatch) sit, as global slot indices (slots numbered rank by rank).
