@@ -3,7 +3,6 @@
 #include "base/errors.h"
 
 #include <algorithm>
-#include <set>
 
 namespace dps {
 
@@ -18,19 +17,23 @@ PredictOptions PredictOptions::peaksOnly(CostAdjuster adjust)
 
 std::vector<StaticMemory> staticMemoryPerRank(const Schedule& schedule, const CostModel& costs)
 {
-    std::vector<std::set<int>> held(static_cast<std::size_t>(std::max(0, schedule.ranks)));
-    for (int s = 0; s < schedule.stages; ++s)
+    const std::size_t ranks = static_cast<std::size_t>(std::max(0, schedule.ranks));
+    const std::size_t stages = std::min(static_cast<std::size_t>(std::max(0, schedule.stages)), costs.stages.size());
+    // held[r * stages + s]: rank r runs some microbatch of stage s. A flat mark per (rank, stage), not a set
+    // per rank: this runs for every (stage, microbatch) pair of every prediction.
+    std::vector<char> held(ranks * stages, 0);
+    for (std::size_t s = 0; s < stages; ++s)
         for (int m = 0; m < schedule.microbatches; ++m) {
-            const int r = schedule.placement.rankOf(s, m);
-            if (r >= 0 && r < schedule.ranks)
-                held[static_cast<std::size_t>(r)].insert(s);
+            const int r = schedule.placement.rankOf(static_cast<int>(s), m);
+            if (r >= 0 && static_cast<std::size_t>(r) < ranks)
+                held[static_cast<std::size_t>(r) * stages + s] = 1;
         }
-    std::vector<StaticMemory> result(held.size());
-    for (std::size_t r = 0; r < held.size(); ++r)
-        for (int s : held[r]) {
-            if (s >= static_cast<int>(costs.stages.size()))
+    std::vector<StaticMemory> result(ranks);
+    for (std::size_t r = 0; r < ranks; ++r)
+        for (std::size_t s = 0; s < stages; ++s) {
+            if (!held[r * stages + s])
                 continue;
-            const StageCost& c = costs.stages[static_cast<std::size_t>(s)];
+            const StageCost& c = costs.stages[s];
             result[r].parameters += c.parameterBytes;
             result[r].gradients += c.gradientBytes;
             result[r].optimizer += c.parameterCount * costs.optimizerBytesPerParameter;
