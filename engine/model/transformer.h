@@ -1,0 +1,147 @@
+#pragma once
+// The transformer and MoE model library: shapes, parameter counts, FLOPs, activation bytes and expert
+// all-to-all volumes of one layer, the embedding and the LM head. Pure arithmetic on the model's
+// description; times (which need a device) are made from these in engine/project/transformercost.*.
+// Every formula and its source is in docs/model-library.md (Narayanan et al. 2021 and the zero-bubble paper
+// for F/I/W FLOPs, Korthikanti et al. 2022 for activations, DeepSeek-V2/V3 reports for MLA and MoE).
+#include <string>
+#include <string_view>
+
+namespace dps::model {
+
+enum class Attention { MHA, GQA, MLA };
+std::string_view attentionName(Attention a); ///< "mha", "gqa", "mla"
+
+/// What the backward recomputes instead of keeping (Korthikanti et al. 2022).
+enum class Recompute {
+    None, ///< keep every activation the backward needs
+    Selective, ///< recompute the attention core (the sequence-squared softmax/score activations)
+    Full, ///< keep only each layer's input; the backward reruns the layer's forward
+};
+std::string_view recomputeName(Recompute r); ///< "none", "selective", "full"
+
+/// Multi-head latent attention (DeepSeek-V2 §2.1): low-rank query and key-value projections with
+/// decoupled rotary dimensions. Shapes with heads n_h: q: h → q_lora_rank → n_h·(nope + rope);
+/// kv: h → kv_lora_rank + rope (the shared rotary key), kv_lora_rank → n_h·(nope + v); out: n_h·v → h.
+struct Mla {
+    int qLoraRank = 0; ///< 0 = the query is projected directly (h → n_h·(nope + rope))
+    int kvLoraRank = 512;
+    int qkNopeHeadDim = 128;
+    int qkRopeHeadDim = 64;
+    int vHeadDim = 128;
+};
+
+/// Mixture of experts (DeepSeek-V3 report §2.1.2; Mixtral). A layer with index < denseLayers is a dense
+/// SwiGLU MLP of size denseFfn; the others route each token to topK of `experts` routed experts of size
+/// expertFfn, plus `sharedExperts` always-active experts of the same size, through a linear router.
+struct Moe {
+    int experts = 0; ///< routed experts per MoE layer; 0 = a dense model
+    int topK = 0; ///< routed experts per token
+    int expertFfn = 0; ///< intermediate size of one expert (SwiGLU)
+    int sharedExperts = 0;
+    int denseLayers = 0; ///< the first k layers are dense
+    int denseFfn = 0; ///< intermediate size of those dense layers; 0 = the model's ffn
+    int ep = 1; ///< expert-parallel group size; 1 = no all-to-all
+    int dispatchBytes = 2; ///< bytes per element of the dispatch (DeepSeek-V3: FP8 = 1)
+    int combineBytes = 2; ///< bytes per element of the combine (DeepSeek-V3: BF16 = 2)
+    int maxNodesPerToken = 0; ///< node-limited routing: a token reaches at most this many nodes; 0 = no limit
+};
+
+/// A decoder-only transformer: embedding, `layers` × (RMSNorm, attention, RMSNorm, SwiGLU MLP or MoE), final
+/// RMSNorm, LM head (tied to the embedding or not). Tokens per microbatch T = microbatchSize × seqLen.
+struct Transformer {
+    int layers = 0;
+    int hidden = 0;
+    int heads = 0;
+    int kvHeads = 0; ///< GQA groups; = heads for MHA
+    int headDim = 0; ///< per-head size of q, k, v (MHA/GQA); usually hidden / heads
+    int ffn = 0; ///< SwiGLU intermediate size of a dense layer
+    int vocab = 0;
+    bool tiedEmbeddings = false;
+    Attention attention = Attention::GQA;
+    Mla mla;
+    Moe moe;
+    int seqLen = 0;
+    int microbatchSize = 1;
+    int dtypeBytes = 2; ///< bytes per parameter and activation element (bf16 = 2)
+
+    bool isMoe() const { return moe.experts > 0; }
+    /// Whether global layer `layer` (0-based) is an MoE layer.
+    bool isMoeLayer(int layer) const { return isMoe() && layer >= moe.denseLayers; }
+    double tokens() const { return static_cast<double>(microbatchSize) * seqLen; }
+};
+
+/// FLOPs split the way the zero-bubble paper splits a backward: I (gradients of the inputs) and W
+/// (gradients of the weights). F of a GEMM is 2·m·n·k, I and W each 2·m·n·k too; the attention core
+/// (scores and values) has no weights, so its backward is all I (2 × its forward), causal masking counted at
+/// half the full square.
+struct Flops {
+    double f = 0.0;
+    double i = 0.0;
+    double w = 0.0;
+};
+
+/// One layer for one microbatch on one device of its expert-parallel group (balanced routing: each device
+/// computes T·top_k tokens' worth of routed experts, whatever ep is).
+struct LayerCost {
+    bool moe = false;
+    double parameters = 0.0; ///< elements this device holds (routed experts: experts / ep of them)
+    double parametersTotal = 0.0; ///< elements of the whole layer (every expert)
+    double parametersActive = 0.0; ///< elements one token uses (top_k routed experts, shared, attention, router)
+    double expertParameters = 0.0; ///< of `parameters`, the routed experts' (ZeRO-1 shards them over dp / ep)
+    Flops attention; ///< RMSNorm, projections, rotary, attention core (with its sequence term)
+    Flops mlp; ///< RMSNorm, dense SwiGLU or router + shared + routed experts
+    double recomputeFlops = 0.0; ///< forward FLOPs the backward reruns (selective: attention core; full: all F)
+    double activationBytes = 0.0; ///< kept from F until I (or B), after the recompute policy
+    double weightGradKeptBytes = 0.0; ///< kept from I until W (the inputs of every weight GEMM and the
+                                      ///< gradients of its outputs)
+    double dispatchBytes = 0.0; ///< all-to-all bytes leaving the device in one dispatch (0 without EP)
+    double combineBytes = 0.0; ///< in one combine; the backward sends the same two volumes back
+    double dispatchInterNodeBytes = 0.0; ///< of dispatchBytes, those crossing nodes (given the placement)
+    double combineInterNodeBytes = 0.0;
+};
+
+/// The embedding (on the first model stage) or the LM head with the final norm and the loss (last stage).
+struct EdgeCost {
+    double parameters = 0.0; ///< elements the stage holds (a tied head: the embedding's copy on the last
+                             ///< stage, as Megatron-LM keeps it; Totals count it once)
+    Flops flops;
+    double activationBytes = 0.0; ///< kept from F until I (the head: logits for the loss gradient)
+    double weightGradKeptBytes = 0.0;
+};
+
+/// Where a layer's expert-parallel peers sit: how many of the ep − 1 peers are on this device's node. With
+/// nodesSpanned 1 (the default) the whole group is on one node and nothing crosses nodes (peersInNode is then
+/// not read); with nodesSpanned > 1, peersInNode must lie in [0, ep − 1].
+struct EpPlacement {
+    int peersInNode = 0; ///< of ep − 1
+    int nodesSpanned = 1; ///< nodes the EP group spans
+};
+
+/// Cost of global layer `layer` (0-based) of a model check() accepts. Throws std::out_of_range for a layer
+/// out of range, std::invalid_argument for a placement outside the rule of EpPlacement (read only
+/// for an MoE layer with ep > 1).
+LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const EpPlacement& placement = {});
+/// The embedding: vocab × h parameters, no FLOPs (a lookup; its weight gradient is a scatter-add of the
+/// output gradient, not a GEMM), nothing kept F→I, the output gradient T·h kept I→W.
+EdgeCost embeddingCost(const Transformer& m);
+/// The final RMSNorm, the LM head (its own vocab × h, or the embedding's copy when tied) and the loss. The
+/// head is not recomputed under any policy (as Megatron-LM), so `recompute` does not change the result.
+EdgeCost headCost(const Transformer& m, Recompute recompute);
+
+/// Whole-model figures.
+struct Totals {
+    double parametersTotal = 0.0; ///< every parameter (embedding and head once each, or once when tied)
+    double parametersActive = 0.0; ///< those one token uses
+    double flopsPerTokenTraining = 0.0; ///< 3 × forward FLOPs per token incl. attention and LM head, excl.
+                                        ///< the embedding lookup
+};
+Totals totals(const Transformer& m);
+
+/// Checks the description; throws FormatError (base/errors.h) whose message names the field and the values
+/// ("model.heads: 7 does not divide model.hidden 4096 (give model.head_dim)"; "model.moe.top_k: 9 exceeds
+/// model.moe.experts 8"; "model.moe.experts: must not be negative, got -1"). Sizes only: the bounds on
+/// products of sizes (2^53) are engine/project's.
+void check(const Transformer& m);
+
+} // namespace dps::model
