@@ -13,6 +13,7 @@
 // F ≠ I the largest idle moves off the form in either direction. Outside a range: simulated value only.
 #include "simulator.h"
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
 
@@ -139,9 +140,20 @@ std::string commonObstacle(const Schedule& schedule, const CostModel& costs)
     for (const StageCost& st : costs.stages)
         if (!sameCost(st, costs.stages.front()))
             return "the form assumes uniform stages; these differ";
-    bool freeLinks = costs.latencyUs == 0.0;
     for (const StageCost& st : costs.stages)
-        freeLinks = freeLinks && costs.transferTime(st.messageBytes) == 0.0;
+        if (hasCommunication(st.forwardChain) || hasCommunication(st.backwardChain))
+            return "expert all-to-all in the slots";
+    // A rank on another node than rank 0: its messages take the inter-node link, which must be free too.
+    int otherNode = -1;
+    const std::size_t ranks
+        = std::min(costs.rankNode.size(), static_cast<std::size_t>(std::max(0, rankCount(schedule))));
+    for (std::size_t r = 1; r < ranks && otherNode < 0; ++r)
+        if (costs.rankNode[r] != costs.rankNode[0])
+            otherNode = static_cast<int>(r);
+    bool freeLinks = costs.latencyUs == 0.0 && (otherNode < 0 || costs.interNodeLatencyUs == 0.0);
+    for (const StageCost& st : costs.stages)
+        freeLinks = freeLinks && costs.transferTime(st.messageBytes) == 0.0
+            && (otherNode < 0 || costs.transferTime(st.messageBytes, 0, otherNode) == 0.0);
     if (!freeLinks)
         return "the form assumes free communication; latency or bandwidth adds transfer time";
     return {};

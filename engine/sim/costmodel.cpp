@@ -1,14 +1,149 @@
 #include "costmodel.h"
 
+#include <algorithm>
+
 namespace dps {
+
+namespace {
+
+/// Lane index of a chunk: 0 compute, 1 communication.
+int laneIndex(const Chunk& c)
+{
+    return c.lane == Chunk::Comm ? 1 : 0;
+}
+
+/// Whether the slot of forward half `f` and backward half `b` is laid out on two lanes (not flat).
+bool laidOnLanes(const StageCost& f, const StageCost& b)
+{
+    return !f.overlapUs && (hasCommunication(f.forwardChain) || hasCommunication(b.backwardChain));
+}
+
+/// The flat slot time: a typed overlapUs, else overlapFactor × (F + B) (µs).
+double flatTime(const CostModel& costs, const StageCost& f, const StageCost& b)
+{
+    if (f.overlapUs)
+        return *f.overlapUs;
+    return costs.overlapFactor * (f.forwardUs + b.backward());
+}
+
+/// List-schedules the forward chain (half 0) and the backward chain (half 1) on the compute lane and the
+/// communication lane: the next chunk placed is, of the two halves' next chunks, the one that can start
+/// first (when its lane is free and its chain's previous chunk has ended), the forward half on a tie.
+/// Compute chunks last us / (1 − share). Calls onSegment(startUs, endUs, chunk, backwardHalf) for each
+/// chunk in placement order (each lane's chunks in time order) and returns the slot's duration (µs).
+template <class OnSegment>
+double listSchedule(const Chunk* const chain[2], const std::size_t count[2], double share, OnSegment&& onSegment)
+{
+    std::size_t next[2] = { 0, 0 };
+    double chainReady[2] = { 0.0, 0.0 };
+    double laneFree[2] = { 0.0, 0.0 };
+    double endUs = 0.0;
+    while (next[0] < count[0] || next[1] < count[1]) {
+        int pick = -1;
+        double pickStart = 0.0;
+        for (int h = 0; h < 2; ++h) {
+            if (next[h] >= count[h])
+                continue;
+            const double start = std::max(laneFree[laneIndex(chain[h][next[h]])], chainReady[h]);
+            if (pick < 0 || start < pickStart) {
+                pick = h;
+                pickStart = start;
+            }
+        }
+        const Chunk& c = chain[pick][next[pick]++];
+        const double duration = c.lane == Chunk::Comm ? c.us : c.us / (1.0 - share);
+        const double end = pickStart + duration;
+        laneFree[laneIndex(c)] = end;
+        chainReady[pick] = end;
+        endUs = std::max(endUs, end);
+        onSegment(pickStart, end, c, pick == 1);
+    }
+    return endUs;
+}
+
+/// The two chains of a slot laid on lanes; a half without a chain is one compute chunk of its time.
+struct SlotChains {
+    Chunk single[2];
+    const Chunk* chain[2];
+    std::size_t count[2];
+
+    SlotChains(const StageCost& f, const StageCost& b)
+    {
+        single[0] = Chunk { Chunk::Compute, f.forwardUs, -1 };
+        single[1] = Chunk { Chunk::Compute, b.backward(), -1 };
+        const std::vector<Chunk>* chains[2] = { &f.forwardChain, &b.backwardChain };
+        for (int h = 0; h < 2; ++h) {
+            const bool own = !chains[h]->empty();
+            chain[h] = own ? chains[h]->data() : &single[h];
+            count[h] = own ? chains[h]->size() : 1;
+        }
+    }
+};
+
+/// Communication time of `layout` during which the compute lane was busy too (µs): the intersection of the
+/// two lanes' segments, each lane's segments being in time order and disjoint.
+double hiddenCommunication(const std::vector<LaneSegment>& segments)
+{
+    std::vector<const LaneSegment*> lanes[2];
+    for (const LaneSegment& s : segments)
+        lanes[s.lane == Chunk::Comm ? 1 : 0].push_back(&s);
+    double hidden = 0.0;
+    std::size_t i = 0;
+    std::size_t j = 0;
+    while (i < lanes[0].size() && j < lanes[1].size()) {
+        const LaneSegment& compute = *lanes[0][i];
+        const LaneSegment& comm = *lanes[1][j];
+        hidden += std::max(0.0, std::min(compute.endUs, comm.endUs) - std::max(compute.startUs, comm.startUs));
+        if (compute.endUs < comm.endUs)
+            ++i;
+        else
+            ++j;
+    }
+    return hidden;
+}
+
+} // namespace
+
+bool hasCommunication(const std::vector<Chunk>& chain)
+{
+    return std::any_of(chain.begin(), chain.end(), [](const Chunk& c) { return c.lane == Chunk::Comm; });
+}
 
 double CostModel::overlapTime(int fStage, int bStage) const
 {
-    const StageCost& f = stages.at(static_cast<std::size_t>(fStage));
-    if (f.overlapUs)
-        return *f.overlapUs;
-    const StageCost& b = stages.at(static_cast<std::size_t>(bStage));
-    return overlapFactor * (f.forwardUs + b.backward());
+    return overlapTime(stages.at(static_cast<std::size_t>(fStage)), stages.at(static_cast<std::size_t>(bStage)));
+}
+
+double CostModel::overlapTime(const StageCost& f, const StageCost& b) const
+{
+    if (!laidOnLanes(f, b))
+        return flatTime(*this, f, b);
+    const SlotChains slot(f, b);
+    return listSchedule(slot.chain, slot.count, commComputeShare, [](double, double, const Chunk&, bool) {});
+}
+
+OverlapLayout CostModel::overlapLayout(int fStage, int bStage) const
+{
+    return overlapLayout(stages.at(static_cast<std::size_t>(fStage)), stages.at(static_cast<std::size_t>(bStage)));
+}
+
+OverlapLayout CostModel::overlapLayout(const StageCost& f, const StageCost& b) const
+{
+    OverlapLayout layout;
+    if (!laidOnLanes(f, b)) {
+        layout.durationUs = flatTime(*this, f, b);
+        return layout;
+    }
+    const SlotChains slot(f, b);
+    layout.segments.reserve(slot.count[0] + slot.count[1]);
+    layout.durationUs = listSchedule(
+        slot.chain, slot.count, commComputeShare, [&layout](double start, double end, const Chunk& c, bool backward) {
+            layout.segments.push_back(LaneSegment { start, end, c.lane, backward, c.layer });
+            if (c.lane == Chunk::Comm)
+                layout.commUs += end - start;
+        });
+    layout.hiddenCommUs = hiddenCommunication(layout.segments);
+    return layout;
 }
 
 double CostModel::transferTime(double bytes) const
@@ -17,8 +152,28 @@ double CostModel::transferTime(double bytes) const
     return latencyUs + wire;
 }
 
+bool CostModel::crossesNodes(int from, int to) const
+{
+    const auto listed = [this](int r) { return r >= 0 && static_cast<std::size_t>(r) < rankNode.size(); };
+    return listed(from) && listed(to)
+        && rankNode[static_cast<std::size_t>(from)] != rankNode[static_cast<std::size_t>(to)];
+}
+
+double CostModel::transferTime(double bytes, int from, int to) const
+{
+    if (!crossesNodes(from, to))
+        return transferTime(bytes);
+    const double wire = interNodeBandwidthBytesPerUs > 0.0 ? bytes / interNodeBandwidthBytesPerUs : 0.0;
+    return interNodeLatencyUs + wire;
+}
+
 void applyOverride(StageCost& stage, const StageCostOverride& o)
 {
+    // A typed time replaces the chain's sum, so the chain it came from no longer describes the slot.
+    if (o.forwardUs)
+        stage.forwardChain.clear();
+    if (o.inputGradUs || o.weightGradUs || o.backwardUs)
+        stage.backwardChain.clear();
     stage.forwardUs = o.forwardUs.value_or(stage.forwardUs);
     stage.inputGradUs = o.inputGradUs.value_or(stage.inputGradUs);
     stage.weightGradUs = o.weightGradUs.value_or(stage.weightGradUs);

@@ -11,8 +11,10 @@
 #include "simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
 
 namespace dps {
 
@@ -45,8 +47,11 @@ struct StageTable {
     double liveBytesDelta[4] = { 0.0, 0.0, 0.0, 0.0 }; ///< by OpKind: the memory ledger's change
     bool overlapTyped = false; ///< an F&B time is typed for slots whose forward is this stage
     double overlapUs = 0.0; ///< that time
+    bool forwardComm = false; ///< the forward chain holds communication (its F&B slots are laid on lanes)
+    bool backwardComm = false; ///< the backward chain holds communication
     double messageBytes = 0.0; ///< across the boundary s ↔ s+1, each direction
-    double transferUs = 0.0; ///< latency + messageBytes / bandwidth
+    double transferUs = 0.0; ///< latency + messageBytes / bandwidth, ranks on one node
+    double interNodeTransferUs = 0.0; ///< the same over the inter-node link
     double staticBytes = 0.0; ///< parameters + gradients + optimizer state
     double parameterBytes = 0.0;
 };
@@ -155,9 +160,10 @@ private:
     /// Flattens the cost model; stages beyond it get StageCost's defaults (unit costs).
     void prepareStages()
     {
+        prepareNodes();
         m_table.resize(static_cast<std::size_t>(std::max(m_stages, 0)));
         for (std::size_t s = 0; s < m_table.size(); ++s) {
-            const StageCost c = s < m_costs.stages.size() ? m_costs.stages[s] : StageCost {};
+            const StageCost& c = stageCost(s);
             StageTable& t = m_table[s];
             t.durationUs[static_cast<int>(OpKind::F)] = c.forwardUs;
             t.durationUs[static_cast<int>(OpKind::I)] = c.inputGradUs;
@@ -165,6 +171,8 @@ private:
             t.durationUs[static_cast<int>(OpKind::B)] = c.backward();
             t.overlapTyped = c.overlapUs.has_value();
             t.overlapUs = c.overlapUs.value_or(0.0);
+            t.forwardComm = hasCommunication(c.forwardChain);
+            t.backwardComm = hasCommunication(c.backwardChain);
             // F makes the activation live; I frees it and keeps what W needs; W frees that; B frees all.
             t.liveBytesDelta[static_cast<int>(OpKind::F)] = c.activationBytes;
             t.liveBytesDelta[static_cast<int>(OpKind::I)] = c.weightGradKeptBytes - c.activationBytes;
@@ -172,13 +180,49 @@ private:
             t.liveBytesDelta[static_cast<int>(OpKind::B)] = -c.activationBytes;
             t.messageBytes = c.messageBytes;
             t.transferUs = m_costs.transferTime(c.messageBytes);
+            if (m_otherNodeRank > 0)
+                t.interNodeTransferUs = m_costs.transferTime(c.messageBytes, 0, m_otherNodeRank);
             t.parameterBytes = c.parameterBytes;
-            t.staticBytes = c.parameterBytes + c.gradientBytes + c.parameterCount * m_costs.optimizerBytesPerParameter;
+            t.staticBytes = c.parameterBytes + c.gradientBytes
+                + c.optimizerBytes.value_or(c.parameterCount * m_costs.optimizerBytesPerParameter);
         }
         const std::size_t keys = m_table.size() * static_cast<std::size_t>(std::max(m_microbatches, 0));
         m_forward.assign(keys, Production {});
         m_gradient.assign(keys, Production {});
         m_inputGrad.assign(keys, kInputGradNotYet);
+    }
+
+    /// The cost model's stage s, or StageCost's defaults for a stage it does not list.
+    const StageCost& stageCost(std::size_t s) const
+    {
+        static const StageCost defaults {};
+        return s < m_costs.stages.size() ? m_costs.stages[s] : defaults;
+    }
+
+    /// Node of each rank rankNode lists (a rank it does not list shares every rank's node), kept only when
+    /// some two ranks sit on different nodes.
+    void prepareNodes()
+    {
+        const std::size_t ranks = m_schedule.order.size();
+        const std::size_t listed = std::min(ranks, m_costs.rankNode.size());
+        for (std::size_t r = 1; r < listed && m_otherNodeRank < 0; ++r)
+            if (m_costs.rankNode[r] != m_costs.rankNode[0])
+                m_otherNodeRank = static_cast<int>(r);
+        if (m_otherNodeRank < 0)
+            return;
+        m_rankNode.assign(m_costs.rankNode.begin(), m_costs.rankNode.begin() + static_cast<std::ptrdiff_t>(listed));
+    }
+
+    /// Transfer time (µs) across the boundary of `boundary` from rank `from` to rank `to` (different ranks):
+    /// the inter-node link when their nodes differ (CostModel::transferTime(bytes, from, to)), O(1).
+    double transferUs(const StageTable& boundary, int from, int to) const
+    {
+        if (m_rankNode.empty())
+            return boundary.transferUs;
+        const std::size_t a = static_cast<std::size_t>(from);
+        const std::size_t b = static_cast<std::size_t>(to);
+        const bool crosses = a < m_rankNode.size() && b < m_rankNode.size() && m_rankNode[a] != m_rankNode[b];
+        return crosses ? boundary.interNodeTransferUs : boundary.transferUs;
     }
 
     /// Rank states, static memory of the stages each rank holds, result vectors (reserved exactly: the
@@ -317,14 +361,41 @@ private:
     }
 
     /// CostModel::overlapTime from the flattened table (stages the cost model does not list: defaults).
-    double overlapUs(int fStage, int bStage) const
+    /// A slot whose chains hold communication takes CostModel::overlapLayout's duration, computed once per
+    /// (fStage, bStage) pair.
+    double overlapUs(int fStage, int bStage)
     {
         const StageTable& f = m_table[static_cast<std::size_t>(fStage)];
         if (f.overlapTyped)
             return f.overlapUs;
+        const StageTable& b = m_table[static_cast<std::size_t>(bStage)];
+        if (f.forwardComm || b.backwardComm)
+            return laidOverlapUs(fStage, bStage);
         return m_costs.overlapFactor
-            * (f.durationUs[static_cast<int>(OpKind::F)]
-                + m_table[static_cast<std::size_t>(bStage)].durationUs[static_cast<int>(OpKind::B)]);
+            * (f.durationUs[static_cast<int>(OpKind::F)] + b.durationUs[static_cast<int>(OpKind::B)]);
+    }
+
+    /// The duration of an overlapped slot laid on two lanes (µs), cached per (fStage, bStage): in a flat
+    /// vector of stages² entries (NaN = not yet) up to kPairTableLimit entries, else in a hash map.
+    double laidOverlapUs(int fStage, int bStage)
+    {
+        static constexpr std::size_t kPairTableLimit = std::size_t { 1 } << 16;
+        const std::size_t stages = m_table.size();
+        const std::size_t pair = static_cast<std::size_t>(fStage) * stages + static_cast<std::size_t>(bStage);
+        if (stages * stages <= kPairTableLimit) {
+            if (m_pairTable.empty())
+                m_pairTable.assign(stages * stages, std::numeric_limits<double>::quiet_NaN());
+            double& cached = m_pairTable[pair];
+            if (std::isnan(cached))
+                cached = m_costs.overlapTime(
+                    stageCost(static_cast<std::size_t>(fStage)), stageCost(static_cast<std::size_t>(bStage)));
+            return cached;
+        }
+        const auto [it, inserted] = m_pairMap.try_emplace(pair, 0.0);
+        if (inserted)
+            it->second = m_costs.overlapTime(
+                stageCost(static_cast<std::size_t>(fStage)), stageCost(static_cast<std::size_t>(bStage)));
+        return it->second;
     }
 
     /// Adds op's inputs to `arrival`; false (rank parked) when one has not been produced yet.
@@ -351,7 +422,7 @@ private:
         if (!produced(prev.endUs))
             return park(r, op, WaitKind::PrevForward, &prev);
         const StageTable& boundary = m_table[static_cast<std::size_t>(op.stage - 1)];
-        arrival.add(prev.endUs, prev.rank, r, boundary.transferUs, boundary.messageBytes);
+        arrival.add(prev.endUs, prev.rank, r, transferUs(boundary, prev.rank, r), boundary.messageBytes);
         return true;
     }
 
@@ -368,7 +439,7 @@ private:
             if (!produced(next.endUs))
                 return park(r, op, WaitKind::NextGradient, &next);
             const StageTable& boundary = m_table[static_cast<std::size_t>(op.stage)];
-            arrival.add(next.endUs, next.rank, r, boundary.transferUs, boundary.messageBytes);
+            arrival.add(next.endUs, next.rank, r, transferUs(boundary, next.rank, r), boundary.messageBytes);
         }
         arrival.add(own.endUs, r, r, 0.0, 0.0);
         return true;
@@ -527,6 +598,10 @@ private:
     int m_stages = 0;
     int m_microbatches = 0;
     std::vector<StageTable> m_table;
+    std::vector<int> m_rankNode; ///< node of each listed rank; empty when every rank shares one node
+    int m_otherNodeRank = -1; ///< a rank on another node than rank 0 (when m_rankNode is kept)
+    std::vector<double> m_pairTable; ///< laidOverlapUs by fStage × stages + bStage, NaN = not yet
+    std::unordered_map<std::size_t, double> m_pairMap; ///< the same beyond the table's size
     // Per (stage, microbatch), index stage × microbatches + microbatch:
     std::vector<Production> m_forward; ///< F(s, m)
     std::vector<Production> m_gradient; ///< I or B(s, m): the gradient for stage s−1 (a W waits here for its I)

@@ -9,6 +9,10 @@
 namespace dps {
 
 /// Timing of one slot (an overlapped pair is one slot). All times in µs from the start of the step.
+/// The two lanes of an overlapped slot are not stored here: CostModel::overlapLayout(fStage, bStage) of the
+/// slot's forward and backward stages gives its lane segments in µs from the slot's start (add startUs), and
+/// its durationUs is exactly endUs − startUs (the simulator times the slot with the same layout). A timeline
+/// calls it once per distinct (fStage, bStage) pair, as timelineFromSimulation does.
 struct SlotTiming {
     double startUs = 0.0;
     double endUs = 0.0;
@@ -64,9 +68,13 @@ struct SimResult {
 /// Simulates one step. Each rank runs its list in order; a slot starts when the rank is free and all its
 /// inputs have arrived: F of stage s needs F of stage s−1 (same microbatch), I/B of stage s need F of s
 /// on this rank and (unless s is the last stage) the gradient from the I/B of stage s+1; W needs I of the
-/// same (stage, microbatch). An input from another rank arrives at producer end + latency + bytes ÷
-/// bandwidth; sends never block the sender. Ties break by rank, then list position. A deadlock is
-/// reported in the result (never simulated forever). Does not throw for bad schedules; behaviour on a
+/// same (stage, microbatch). An input from another rank arrives at producer end +
+/// CostModel::transferTime(bytes, producer rank, consumer rank) (latency + bytes ÷ bandwidth of the link
+/// inside a node, or of the inter-node link when rankNode puts the two ranks on different nodes); sends never
+/// block the sender. A slot lasts its op's time; an overlapped F&B slot lasts CostModel::overlapTime (flat,
+/// or laid on two lanes when the stages' chains hold communication; computed once per stage pair). A rank's
+/// static memory counts each stage's StageCost::optimizerBytes when set. Ties break by rank, then list position. A
+/// deadlock is reported in the result (never simulated forever). Does not throw for bad schedules; behaviour on a
 /// schedule the validator rejects for structural reasons (duplicates, out-of-range) is a deadlock report.
 /// Stages and microbatches are the schedule's (inferred from its ops when 0); stages the cost model does
 /// not list get StageCost's defaults. Whether a message crosses ranks is decided by the rank that ran its
@@ -87,7 +95,8 @@ struct ClosedForm {
 };
 
 /// The closed form of the schedule's largest per-rank idle time, from the costs of stage 0 (the forms
-/// assume uniform stages and free communication; otherwise applicable is false): 1F1B and interleaved
+/// assume uniform stages and free communication, inside and across nodes, and no expert all-to-all in the
+/// slots; otherwise applicable is false): 1F1B and interleaved
 /// (p−1)(F+B) (interleaved: /v of a 1F1B stage = (p−1)(F+B) of its own stages, for microbatches ≥ ranks),
 /// GPipe (p−1)(F+B), ZB-H1 (p−1)(F+B−2W) (for W ≤ F, W ≤ I), DualPipe/DualPipeV (PP/2−1)(F&B+B−3W), PP =
 /// model stages, valid for B ≤ F&B ≤ F+B (DeepSeek's DualPipe README table) and exact only for F = I,

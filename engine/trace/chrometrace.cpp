@@ -5,6 +5,7 @@
 #include "base/errors.h"
 
 #include <algorithm>
+#include <map>
 
 #ifndef DPS_VERSION
 #define DPS_VERSION "unknown"
@@ -30,7 +31,47 @@ TimelineSlice opSlice(const Op& op, double startUs, double endUs)
     return slice;
 }
 
-TimelineSlice slotSlice(const Action& action, const SlotTiming& timing)
+/// The layouts of overlapped slots, one per (forward stage, backward stage) pair met.
+class LayoutCache {
+public:
+    explicit LayoutCache(const CostModel& costs)
+        : m_costs(costs)
+    {
+    }
+    const OverlapLayout& at(int fStage, int bStage)
+    {
+        const auto [it, inserted] = m_layouts.try_emplace({ fStage, bStage });
+        if (inserted)
+            it->second = m_costs.overlapLayout(stage(fStage), stage(bStage));
+        return it->second;
+    }
+
+private:
+    /// Stage s of the cost model, StageCost's defaults beyond it (as the simulator).
+    const StageCost& stage(int s) const
+    {
+        static const StageCost defaults {};
+        return s >= 0 && static_cast<std::size_t>(s) < m_costs.stages.size()
+            ? m_costs.stages[static_cast<std::size_t>(s)]
+            : defaults;
+    }
+    const CostModel& m_costs;
+    std::map<std::pair<int, int>, OverlapLayout> m_layouts;
+};
+
+/// A lane segment of an overlapped slot starting at slotStartUs, named "L<layer> F compute" (layer −1: the
+/// embedding, the head or the whole half: "F compute"), "L<layer> B all-to-all", ...
+TimelineSlice laneSlice(const Op& op, const LaneSegment& segment, double slotStartUs)
+{
+    TimelineSlice slice = opSlice(op, slotStartUs + segment.startUs, slotStartUs + segment.endUs);
+    slice.kind = segment.lane == Chunk::Comm ? "all-to-all" : "compute";
+    const std::string layer = segment.layer >= 0 ? "L" + std::to_string(segment.layer) + " " : std::string {};
+    slice.action = layer + (segment.backwardHalf ? "B " : "F ") + slice.kind;
+    slice.args = { { "lane", slice.kind }, { "layer", segment.layer }, { "op", toString(op) } };
+    return slice;
+}
+
+TimelineSlice slotSlice(const Action& action, const SlotTiming& timing, LayoutCache& layouts)
 {
     if (!action.overlapped)
         return opSlice(action.op, timing.startUs, timing.endUs);
@@ -40,6 +81,10 @@ TimelineSlice slotSlice(const Action& action, const SlotTiming& timing)
     slot.args = { { "forward", toString(action.op) }, { "backward", toString(action.backward) } };
     slot.halves
         = { opSlice(action.op, timing.startUs, timing.endUs), opSlice(action.backward, timing.startUs, timing.endUs) };
+    // Laid out as the simulator timed it: forward half action.op, backward half action.backward.
+    for (const LaneSegment& segment : layouts.at(action.op.stage, action.backward.stage).segments)
+        slot.halves[segment.backwardHalf ? 1 : 0].lanes.push_back(
+            laneSlice(segment.backwardHalf ? action.backward : action.op, segment, timing.startUs));
     return slot;
 }
 
@@ -124,7 +169,7 @@ void addFlow(FlowContext& c, const Op& op, int r, int i)
     flow.toSlice = toSlice;
     flow.bytes = boundaryBytes(c.costs, forward ? op.stage : op.stage - 1);
     flow.sendUs = rankTiming[static_cast<std::size_t>(i)].endUs;
-    flow.arriveUs = flow.sendUs + c.costs.transferTime(flow.bytes);
+    flow.arriveUs = flow.sendUs + c.costs.transferTime(flow.bytes, r, toRank);
     c.flows.push_back(std::move(flow));
 }
 
@@ -143,11 +188,12 @@ Timeline timelineFromSimulation(const Schedule& schedule, const CostModel& costs
 {
     Timeline timeline;
     timeline.ranks.resize(schedule.order.size());
+    LayoutCache layouts(costs);
     for (std::size_t r = 0; r < schedule.order.size(); ++r) {
         const auto& timing = r < result.timing.size() ? result.timing[r] : std::vector<SlotTiming> {};
         const std::size_t ran = std::min(timing.size(), schedule.order[r].size());
         for (std::size_t i = 0; i < ran; ++i)
-            timeline.ranks[r].slices.push_back(slotSlice(schedule.order[r][i], timing[i]));
+            timeline.ranks[r].slices.push_back(slotSlice(schedule.order[r][i], timing[i], layouts));
         if (r < result.ranks.size())
             timeline.ranks[r].memory = memorySamples(result.ranks[r]);
     }
@@ -187,22 +233,29 @@ void addRankMetadata(json& events, int rank)
     }
 }
 
-json sliceEvent(const TimelineSlice& slice, int rank, int tid)
+json sliceEvent(const TimelineSlice& slice, int rank, int tid, bool lane = false)
 {
     json args = { { "stage", slice.stage }, { "microbatch", slice.microbatch }, { "kind", slice.kind } };
     for (const auto& [key, value] : slice.args.items())
         args[key] = value;
-    return { { "ph", "X" }, { "name", "PP:" + slice.action }, { "cat", tid == kCompute ? "compute" : "overlap" },
+    const char* category = lane ? "lane" : tid == kCompute ? "compute" : "overlap";
+    return { { "ph", "X" }, { "name", lane ? slice.action : "PP:" + slice.action }, { "cat", category },
         { "pid", rank }, { "tid", tid }, { "ts", slice.startUs }, { "dur", std::max(0.0, slice.endUs - slice.startUs) },
         { "args", std::move(args) } };
 }
 
+/// Each slot on the compute track; an overlapped slot's halves on their tracks, each followed by its lane
+/// chunks (children nested in the half, which spans the slot; a half's chunks run one after another).
 void addSlices(json& events, const RankTimeline& rank, int r)
 {
     for (const auto& slice : rank.slices) {
         events.push_back(sliceEvent(slice, r, kCompute));
-        for (std::size_t h = 0; h < slice.halves.size() && h < 2; ++h)
-            events.push_back(sliceEvent(slice.halves[h], r, h == 0 ? kForwardHalf : kBackwardHalf));
+        for (std::size_t h = 0; h < slice.halves.size() && h < 2; ++h) {
+            const int tid = h == 0 ? kForwardHalf : kBackwardHalf;
+            events.push_back(sliceEvent(slice.halves[h], r, tid));
+            for (const TimelineSlice& chunk : slice.halves[h].lanes)
+                events.push_back(sliceEvent(chunk, r, tid, true));
+        }
     }
 }
 

@@ -5,10 +5,10 @@
 //
 // Combined file: pid = rank ("rank r"), tracks (tid) 0 "compute" (one ph:"X" slice per slot, named
 // "PP:<action>" in PyTorch text), 1 "overlap: forward half" and 2 "overlap: backward half" (the halves of
-// an OVERLAP_F_B slot), 3 "p2p: incoming" (each transfer from send to arrival); memory as counter events
-// (ph:"C") "memory (bytes)" and "in-flight microbatches"; transfers also as flow events (ph "s" in the
-// producer slot, ph "f" in the consumer slot). ts and dur in µs. otherData carries format_version, the
-// tool, and Timeline::info.
+// an OVERLAP_F_B slot; a slot laid on two lanes has each half's chunks as child slices on its half's track,
+// e.g. "L12 F compute", "L12 F all-to-all"), 3 "p2p: incoming" (each transfer from send to arrival); memory as counter
+// events (ph:"C") "memory (bytes)" and "in-flight microbatches"; transfers also as flow events (ph "s" in the producer
+// slot, ph "f" in the consumer slot). ts and dur in µs. otherData carries format_version, the tool, and Timeline::info.
 // Per-rank files: the same for one rank, without the flow arrows (their other end lives in another file),
 // plus top-level distributedInfo {rank, world_size, backend, pp_size} for Holistic Trace Analysis.
 #include "schedule/action.h"
@@ -37,6 +37,9 @@ struct TimelineSlice {
     double endUs = 0.0;
     std::vector<TimelineSlice> halves; ///< an overlapped slot: forward half, then backward half; else empty
     nlohmann::json args = nlohmann::json::object(); ///< extra args shown with the slice (e.g. wait_us, bytes)
+    /// A half of an overlapped slot laid on two lanes (CostModel::overlapLayout): its chunks in time order, kind
+    /// "compute" or "all-to-all"; else empty.
+    std::vector<TimelineSlice> lanes;
 };
 
 /// Memory of a rank from timeUs until the next sample.
@@ -75,9 +78,10 @@ struct Timeline {
 };
 
 /// The predicted timeline of a simulated schedule: one slice per slot (an overlapped slot's two halves
-/// both span the slot: the simulator runs them concurrently), memory from RankResult::memory, one flow
-/// per message between different ranks (send at the producer's end, arrival after latency + bytes ÷
-/// bandwidth of the boundary's message). A deadlocked result gives the slots that ran only when timing was
+/// both span the slot: the simulator runs them concurrently; a slot laid on two lanes gets each half's chunks
+/// in `lanes`), memory from RankResult::memory, one flow per message between different ranks (send at the
+/// producer's end, arrival after CostModel::transferTime(bytes, from rank, to rank) of the boundary's
+/// message: the inter-node link between nodes). A deadlocked result gives the slots that ran only when timing was
 /// recorded; info holds the schedule's kind and sizes, makespan_us and bubble_rate.
 Timeline timelineFromSimulation(const Schedule& schedule, const CostModel& costs, const SimResult& result);
 

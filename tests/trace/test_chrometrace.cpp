@@ -196,9 +196,9 @@ TEST(ChromeTrace, MeasuredTimelinesKeepTheirOwnHalvesAndArgs)
     measured.source = "measured";
     measured.backend = "mpi";
     measured.info = { { "host", "box" } };
-    TimelineSlice slot { "(0F1;0B0)OVERLAP_F_B", "OVERLAP_F_B", 0, 1, 10, 20, {}, { { "wait_us", 1.5 } } };
-    slot.halves
-        = { { "0F1", "F", 0, 1, 10, 14, {}, json::object() }, { "0B0", "B", 0, 0, 11, 20, {}, json::object() } };
+    TimelineSlice slot { "(0F1;0B0)OVERLAP_F_B", "OVERLAP_F_B", 0, 1, 10, 20, {}, { { "wait_us", 1.5 } }, {} };
+    slot.halves = { { "0F1", "F", 0, 1, 10, 14, {}, json::object(), {} },
+        { "0B0", "B", 0, 0, 11, 20, {}, json::object(), {} } };
     measured.ranks.push_back({ { slot }, { { 0, 100, 0, -1 }, { 20, 50, 10, -1 } } });
     const json trace = chromeTrace(measured);
     EXPECT_EQ(trace["otherData"]["timeline"], "measured");
