@@ -9,18 +9,6 @@ namespace dps {
 
 namespace {
 
-constexpr double kMaxExactBytes = static_cast<double>(kExactCount.limit);
-constexpr const char* kMaxCostText = "2^53 µs (≈ 285 years)";
-constexpr const char* kMaxBytesText = "2^53 bytes (the largest exact count)";
-
-/// Shortest text that reads back as `value`: "1e+300", "0.5", "inf".
-std::string shown(double value)
-{
-    char buffer[32];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-    return std::string(buffer, result.ptr);
-}
-
 std::string_view elementNote(int bytesPerElement)
 {
     return bytesPerElement == 2 ? "bytes per bf16 element"
@@ -35,13 +23,6 @@ std::string_view parameterNote(int bytesPerElement)
                                 : "bytes per parameter and its gradient";
 }
 
-/// µs for `flops` on one device at its sustained rate (peak × efficiency); infinite when the rate is 0.
-double flopsToUs(double flops, const ClusterDesc& cluster)
-{
-    const double rate = cluster.deviceFlops * cluster.efficiency;
-    return flops == 0.0 ? 0.0 : flops / rate * 1e6;
-}
-
 void checkTime(std::optional<double> us, const std::string& field)
 {
     if (us && !(*us <= kMaxCostUs))
@@ -49,6 +30,19 @@ void checkTime(std::optional<double> us, const std::string& field)
 }
 
 } // namespace
+
+std::string shown(double value)
+{
+    char buffer[32];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    return std::string(buffer, result.ptr);
+}
+
+double flopsToUs(double flops, const ClusterDesc& cluster)
+{
+    const double rate = cluster.deviceFlops * cluster.efficiency;
+    return flops == 0.0 ? 0.0 : flops / rate * 1e6;
+}
 
 int defaultFfn(int hidden)
 {

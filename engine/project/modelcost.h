@@ -30,6 +30,17 @@ namespace dps {
 
 /// Largest time a cost may take: 2^53 µs (≈ 285 years).
 inline constexpr double kMaxCostUs = 9007199254740992.0;
+/// Largest byte size or count a cost may hold: 2^53 (a double holds every integer up to it).
+inline constexpr double kMaxExactBytes = 9007199254740992.0;
+/// How messages name the two bounds.
+inline constexpr const char* kMaxCostText = "2^53 µs (≈ 285 years)";
+inline constexpr const char* kMaxBytesText = "2^53 bytes (the largest exact count)";
+
+/// Shortest text that reads back as `value` ("1e+300", "0.5", "inf"): how messages show a number.
+std::string shown(double value);
+/// µs for `flops` on one device of `cluster` at its sustained rate (device_flops × efficiency); 0 for 0 FLOPs,
+/// infinite when the rate is 0.
+double flopsToUs(double flops, const ClusterDesc& cluster);
 
 /// The FFN size of a model whose file gives none: 4 × hidden. Throws FormatError
 /// "model.hidden: <h> × 4 (model.ffn defaults to 4 × model.hidden) FFN units exceed 2^31 − 1 (the largest int)".

@@ -36,7 +36,7 @@ std::vector<StaticMemory> staticMemoryPerRank(const Schedule& schedule, const Co
             const StageCost& c = costs.stages[s];
             result[r].parameters += c.parameterBytes;
             result[r].gradients += c.gradientBytes;
-            result[r].optimizer += c.parameterCount * costs.optimizerBytesPerParameter;
+            result[r].optimizer += c.optimizerBytes.value_or(c.parameterCount * costs.optimizerBytesPerParameter);
             result[r].parameterCount += c.parameterCount;
         }
     return result;

@@ -4,6 +4,8 @@
 #include "jsonreader.h"
 #include "modelcost.h"
 #include "partitioning.h"
+#include "projectreaders.h"
+#include "transformercost.h"
 #include "base/checked.h"
 #include "base/errors.h"
 #include "schedule/generator.h"
@@ -35,6 +37,23 @@ std::string_view dtypeName(DType dtype)
 int dtypeBytes(DType dtype)
 {
     return dtype == DType::BF16 ? 2 : 4;
+}
+
+std::string_view modelKindName(ModelKind kind)
+{
+    return kind == ModelKind::Transformer ? "transformer" : "block";
+}
+
+model::Transformer transformerOf(const ModelDesc& model, int microbatchSize)
+{
+    model::Transformer t = model.transformer;
+    t.layers = model.layers;
+    t.hidden = model.hidden;
+    t.ffn = model.ffn;
+    t.seqLen = model.seqLen;
+    t.microbatchSize = microbatchSize > 0 ? microbatchSize : model.microbatchSize;
+    t.dtypeBytes = dtypeBytes(model.dtype);
+    return t;
 }
 
 const Variant* Project::find(const std::string& variantName) const
@@ -265,20 +284,44 @@ void applyCostSettings(CostModel& model, const CostSettings& settings)
     model.bandwidthBytesPerUs = settings.bandwidthBytesPerUs.value_or(model.bandwidthBytesPerUs);
 }
 
+std::string detail::variantField(const Project& project, const Variant& variant, const char* field)
+{
+    return fieldOf(variantPath(project, variant), field);
+}
+
 CostModel buildCostModel(const Project& project, const Variant& variant, int bytesPerElement)
 {
     const std::vector<int> partition = effectivePartition(project, variant);
     const std::string where = variantPath(project, variant);
+    // Where the devices sit (transformercost.h); with gpus_per_node 0 (every format-1 project) rankNode stays
+    // empty and every message takes the one link, as before.
+    const DevicePlacement placement = placementOf(project, variant);
+    const bool transformer = project.model.kind == ModelKind::Transformer;
     CostModel model;
+    int firstLayer = 0;
     for (std::size_t s = 0; s < partition.size(); ++s) {
         const std::string field = stageLayersField(where, variant, s);
-        model.stages.push_back(blockStageCost(
-            project.model, project.cluster, partition[s], s + 1 == partition.size(), bytesPerElement, field));
+        const bool last = s + 1 == partition.size();
+        if (transformer)
+            model.stages.push_back(
+                transformerStageCost(project, variant, placement, firstLayer, partition[s], s == 0, last, field));
+        else
+            model.stages.push_back(
+                blockStageCost(project.model, project.cluster, partition[s], last, bytesPerElement, field));
         checkStageSettings(model.stages.back(), project, field);
+        firstLayer += partition[s];
     }
     checkClusterAndCosts(project);
     model.latencyUs = project.cluster.latencyUs;
     model.bandwidthBytesPerUs = project.cluster.bandwidthBytesPerUs;
+    model.rankNode = placement.rankNode;
+    if (!model.rankNode.empty()) {
+        model.interNodeLatencyUs = project.cluster.interNodeLatencyUs;
+        model.interNodeBandwidthBytesPerUs = project.cluster.interNodeBandwidthBytesPerUs;
+    }
+    const bool communicates = std::any_of(
+        model.stages.begin(), model.stages.end(), [](const StageCost& c) { return !c.forwardChain.empty(); });
+    model.commComputeShare = communicates ? project.cluster.commComputeShare : 0.0;
     applyCostSettings(model, project.costs);
     return model;
 }
@@ -292,10 +335,140 @@ CostModel buildCostModel(const Project& project, const Variant& variant)
 
 namespace {
 
-ModelDesc readModel(const JsonReader& r, const std::string& source)
+/// A boolean member, `fallback` when absent.
+bool readBool(const JsonReader& r, const char* key, bool fallback)
 {
-    r.allowOnly({ "layers", "hidden", "ffn", "seq_len", "microbatch_size", "dtype" });
+    if (!r.has(key))
+        return fallback;
+    const json& v = r.get(key);
+    if (!v.is_boolean())
+        r.fail(key, "must be true or false, got " + JsonReader::shown(v));
+    return v.get<bool>();
+}
+
+/// A string member that must be one of `names`: its index there, `fallback` when absent. The message lists
+/// them: `must be "none", "selective" or "full", got "x"`.
+int readChoice(const JsonReader& r, const char* key, std::initializer_list<std::string_view> names, int fallback)
+{
+    if (!r.has(key))
+        return fallback;
+    const std::string value = r.string(key);
+    int index = 0;
+    std::string list;
+    for (const std::string_view name : names) {
+        if (value == name)
+            return index;
+        list += (index == 0 ? "" : index + 1 == static_cast<int>(names.size()) ? " or " : ", ");
+        list += "\"" + std::string(name) + "\"";
+        ++index;
+    }
+    r.fail(key, "must be " + list + ", got " + JsonReader::shown(r.get(key)));
+}
+
+/// An element type of parameters, activations, moments or gradients: "fp32" or "bf16".
+DType readDtype(const JsonReader& r, const char* key, DType fallback)
+{
+    return readChoice(r, key, { "fp32", "bf16" }, fallback == DType::BF16 ? 1 : 0) == 1 ? DType::BF16 : DType::FP32;
+}
+
+/// Bytes per element of an all-to-all: "fp8" (1), "bf16" (2) or "fp32" (4).
+int readWireBytes(const JsonReader& r, const char* key, int fallback)
+{
+    constexpr int kBytes[] = { 1, 2, 4 };
+    const int index = readChoice(r, key, { "fp8", "bf16", "fp32" }, -1);
+    return index < 0 ? fallback : kBytes[index];
+}
+
+model::Recompute readRecompute(const JsonReader& r, const char* key, model::Recompute fallback)
+{
+    return static_cast<model::Recompute>(
+        readChoice(r, key, { "none", "selective", "full" }, static_cast<int>(fallback)));
+}
+
+/// An integer member ≥ minimum, `fallback` when absent.
+int integerOr(const JsonReader& r, const char* key, int minimum, int fallback)
+{
+    return r.has(key) ? r.integer(key, minimum) : fallback;
+}
+
+/// The fields of model.kind "transformer" that model.kind "block" refuses.
+constexpr const char* kTransformerOnlyFields[]
+    = { "heads", "kv_heads", "head_dim", "vocab", "tied_embeddings", "attention", "mla", "moe" };
+
+/// model.mla (only with attention "mla"); every field optional, defaults model::Mla's.
+model::Mla readMla(const JsonReader& r)
+{
+    r.allowOnly({ "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim" });
+    model::Mla mla;
+    mla.qLoraRank = integerOr(r, "q_lora_rank", 0, mla.qLoraRank);
+    mla.kvLoraRank = integerOr(r, "kv_lora_rank", 1, mla.kvLoraRank);
+    mla.qkNopeHeadDim = integerOr(r, "qk_nope_head_dim", 1, mla.qkNopeHeadDim);
+    mla.qkRopeHeadDim = integerOr(r, "qk_rope_head_dim", 1, mla.qkRopeHeadDim);
+    mla.vHeadDim = integerOr(r, "v_head_dim", 1, mla.vHeadDim);
+    return mla;
+}
+
+/// model.moe; the relations between its fields (top_k ≤ experts, ep divides experts, ...) are model::check's.
+model::Moe readMoe(const JsonReader& r, DType dtype)
+{
+    r.allowOnly({ "experts", "top_k", "expert_ffn", "shared_experts", "dense_layers", "dense_ffn", "ep",
+        "dispatch_dtype", "combine_dtype", "max_nodes_per_token" });
+    model::Moe moe;
+    moe.experts = integerOr(r, "experts", 0, 0);
+    moe.topK = integerOr(r, "top_k", 0, 0);
+    moe.expertFfn = integerOr(r, "expert_ffn", 0, 0);
+    moe.sharedExperts = integerOr(r, "shared_experts", 0, 0);
+    moe.denseLayers = integerOr(r, "dense_layers", 0, 0);
+    moe.denseFfn = integerOr(r, "dense_ffn", 0, 0);
+    moe.ep = integerOr(r, "ep", 1, 1);
+    moe.dispatchBytes = readWireBytes(r, "dispatch_dtype", dtypeBytes(dtype));
+    moe.combineBytes = readWireBytes(r, "combine_dtype", dtypeBytes(dtype));
+    moe.maxNodesPerToken = integerOr(r, "max_nodes_per_token", 0, 0);
+    return moe;
+}
+
+/// The transformer-only fields of model.kind "transformer" (the shared ones are already in `m`).
+model::Transformer readTransformer(const JsonReader& r, const ModelDesc& m)
+{
+    model::Transformer t;
+    t.heads = r.integer("heads", 1);
+    t.kvHeads = integerOr(r, "kv_heads", 1, t.heads);
+    // Absent: hidden / heads; when heads does not divide hidden it stays 0 and model::check names the fields.
+    t.headDim = integerOr(r, "head_dim", 1, m.hidden % t.heads == 0 ? m.hidden / t.heads : 0);
+    t.vocab = r.integer("vocab", 1);
+    t.tiedEmbeddings = readBool(r, "tied_embeddings", false);
+    const model::Attention fallback = t.kvHeads == t.heads ? model::Attention::MHA : model::Attention::GQA;
+    t.attention = static_cast<model::Attention>(
+        readChoice(r, "attention", { "mha", "gqa", "mla" }, static_cast<int>(fallback)));
+    if (r.has("mla")) {
+        if (t.attention != model::Attention::MLA)
+            r.fail("mla", "only with model.attention \"mla\"");
+        t.mla = readMla(r.object("mla"));
+    }
+    t.moe.dispatchBytes = dtypeBytes(m.dtype);
+    t.moe.combineBytes = dtypeBytes(m.dtype);
+    if (r.has("moe"))
+        t.moe = readMoe(r.object("moe"), m.dtype);
+    return t;
+}
+
+} // namespace
+
+ModelDesc detail::readModel(const JsonReader& r, const std::string& source)
+{
     ModelDesc m;
+    m.kind = readChoice(r, "kind", { "block", "transformer" }, 0) == 1 ? ModelKind::Transformer : ModelKind::Block;
+    if (m.kind == ModelKind::Block) {
+        for (const char* key : kTransformerOnlyFields)
+            if (r.has(key))
+                r.fail(key, "only for model.kind \"transformer\"");
+        r.allowOnly(
+            { "kind", "preset", "layers", "hidden", "ffn", "seq_len", "microbatch_size", "dtype", "recompute" });
+    } else {
+        r.allowOnly({ "kind", "preset", "layers", "hidden", "ffn", "seq_len", "microbatch_size", "dtype", "recompute",
+            "heads", "kv_heads", "head_dim", "vocab", "tied_embeddings", "attention", "mla", "moe" });
+    }
+    m.preset = r.has("preset") ? r.string("preset") : "";
     m.layers = r.integer("layers", 1);
     m.hidden = r.integer("hidden", 1);
     if (r.has("ffn")) {
@@ -309,26 +482,64 @@ ModelDesc readModel(const JsonReader& r, const std::string& source)
     }
     m.seqLen = r.integer("seq_len", 1);
     m.microbatchSize = r.integer("microbatch_size", 1);
-    const std::string dtype = r.has("dtype") ? r.string("dtype") : "fp32";
-    if (dtype != "fp32" && dtype != "bf16")
-        r.fail("dtype", "must be \"fp32\" or \"bf16\", got " + JsonReader::shown(r.get("dtype")));
-    m.dtype = dtype == "bf16" ? DType::BF16 : DType::FP32;
+    m.dtype = readDtype(r, "dtype", DType::FP32);
+    m.recompute = readRecompute(r, "recompute", model::Recompute::None);
+    if (m.kind == ModelKind::Transformer) {
+        m.transformer = readTransformer(r, m);
+        try {
+            model::check(transformerOf(m));
+        } catch (const FormatError& e) {
+            throw FormatError(source + ": " + e.what());
+        }
+    }
     return m;
 }
 
-ClusterDesc readCluster(const JsonReader& r)
+ClusterDesc detail::readCluster(const JsonReader& r)
 {
-    r.allowOnly({ "device_flops", "efficiency", "memory_per_device_bytes", "latency_us", "bandwidth_bytes_per_us" });
+    r.allowOnly({ "device", "device_flops", "device_flops_fp8", "efficiency", "memory_per_device_bytes", "latency_us",
+        "bandwidth_bytes_per_us", "gpus_per_node", "nodes", "inter_node_latency_us",
+        "inter_node_bandwidth_bytes_per_us", "comm_compute_share" });
     ClusterDesc c;
+    c.device = r.has("device") ? r.string("device") : "";
     c.deviceFlops = r.numberOr("device_flops", JsonReader::kPositive, c.deviceFlops);
+    c.deviceFlopsFp8 = r.numberOr("device_flops_fp8", JsonReader::kPositive, c.deviceFlopsFp8);
     c.efficiency = r.numberOr("efficiency", JsonReader::kPositive, c.efficiency);
     if (c.efficiency > 1.0)
         r.fail("efficiency", "must be in (0, 1], got " + JsonReader::shown(r.get("efficiency")));
     c.memoryPerDeviceBytes = r.numberOr("memory_per_device_bytes", JsonReader::kNonNegative, c.memoryPerDeviceBytes);
     c.latencyUs = r.numberOr("latency_us", JsonReader::kNonNegative, c.latencyUs);
     c.bandwidthBytesPerUs = r.numberOr("bandwidth_bytes_per_us", JsonReader::kNonNegative, c.bandwidthBytesPerUs);
+    c.gpusPerNode = integerOr(r, "gpus_per_node", 1, c.gpusPerNode);
+    c.nodes = integerOr(r, "nodes", 1, c.nodes);
+    c.interNodeLatencyUs = r.numberOr("inter_node_latency_us", JsonReader::kNonNegative, c.interNodeLatencyUs);
+    c.interNodeBandwidthBytesPerUs
+        = r.numberOr("inter_node_bandwidth_bytes_per_us", JsonReader::kNonNegative, c.interNodeBandwidthBytesPerUs);
+    c.commComputeShare = r.numberOr("comm_compute_share", JsonReader::kNonNegative, c.commComputeShare);
+    if (c.commComputeShare >= 1.0)
+        r.fail("comm_compute_share", "must be in [0, 1), got " + JsonReader::shown(r.get("comm_compute_share")));
     return c;
 }
+
+TrainingDesc detail::readTraining(const JsonReader& r)
+{
+    r.allowOnly({ "master_weights", "moment_dtype", "gradient_dtype", "zero" });
+    TrainingDesc t;
+    t.present = true;
+    t.masterWeights = readBool(r, "master_weights", t.masterWeights);
+    t.momentBytes = dtypeBytes(readDtype(r, "moment_dtype", DType::FP32));
+    t.gradientDtype = readDtype(r, "gradient_dtype", t.gradientDtype);
+    t.zero = integerOr(r, "zero", 0, t.zero);
+    if (t.zero > 1)
+        r.fail("zero", "must be 0 or 1, got " + std::to_string(t.zero));
+    return t;
+}
+
+namespace {
+
+using detail::readCluster;
+using detail::readModel;
+using detail::readTraining;
 
 ScheduleKind readKind(const JsonReader& r)
 {
@@ -366,7 +577,8 @@ std::vector<std::vector<Action>> readOrder(const JsonReader& r)
 
 Variant readVariant(const JsonReader& r)
 {
-    r.allowOnly({ "name", "kind", "ranks", "microbatches", "stages_per_rank", "layer_partition", "order" });
+    r.allowOnly({ "name", "kind", "ranks", "microbatches", "dp", "microbatch_size", "recompute", "stages_per_rank",
+        "layer_partition", "order" });
     Variant v;
     v.name = r.string("name");
     if (v.name.empty())
@@ -374,6 +586,10 @@ Variant readVariant(const JsonReader& r)
     v.kind = readKind(r);
     v.ranks = r.integer("ranks", 1);
     v.microbatches = r.integer("microbatches", 1);
+    v.dp = integerOr(r, "dp", 1, 1);
+    v.microbatchSize = integerOr(r, "microbatch_size", 1, 0);
+    if (r.has("recompute"))
+        v.recompute = readRecompute(r, "recompute", model::Recompute::None);
     v.stagesPerRank = r.has("stages_per_rank") ? r.integer("stages_per_rank", 1) : 0;
     if (r.has("layer_partition"))
         v.layerPartition = readPartition(r);
@@ -461,10 +677,34 @@ CostSettings readCosts(const JsonReader& r)
     return c;
 }
 
+/// The model's own rules (model::check of a transformer) and the training state's, for a project built in code
+/// as for a file: training and costs.optimizer_bytes_per_parameter are two ways to say the optimizer state, so
+/// at most one of them is given.
+void checkModelAndTraining(const Project& project)
+{
+    if (project.model.kind == ModelKind::Transformer)
+        model::check(transformerOf(project.model));
+    const TrainingDesc& t = project.training;
+    if (!t.present)
+        return;
+    if (t.momentBytes != 2 && t.momentBytes != 4)
+        throw FormatError("training.moment_dtype: must be \"fp32\" or \"bf16\", got " + std::to_string(t.momentBytes)
+            + " bytes per element");
+    if (t.zero != 0 && t.zero != 1)
+        throw FormatError("training.zero: must be 0 or 1, got " + std::to_string(t.zero));
+    if (project.costs.optimizerBytesPerParameter > 0.0)
+        throw FormatError("training: given together with costs.optimizer_bytes_per_parameter "
+            + shown(project.costs.optimizerBytesPerParameter)
+            + "; the optimizer state is set by one or the other (remove one)");
+}
+
 /// Structural checks that need the whole project: stage counts fit an int, partitions and hand-edited orders
-/// fit their sizes.
+/// fit their sizes; dp and microbatch_size are positive, ep divides dp, and the ranks × replicas device count
+/// fits an int.
 void checkVariants(const Project& project)
 {
+    const bool transformer = project.model.kind == ModelKind::Transformer;
+    const int ep = transformer ? project.model.transformer.moe.ep : 1;
     for (std::size_t i = 0; i < project.variants.size(); ++i) {
         const Variant& v = project.variants[i];
         const std::string where = "variants[" + std::to_string(i) + "]";
@@ -472,6 +712,22 @@ void checkVariants(const Project& project)
         if (!v.layerPartition.empty())
             checkPartition(project, v, where);
         checkOrderSizes(v, where);
+        if (v.dp < 1)
+            throw FormatError(where + ".dp: must be a positive integer, got " + std::to_string(v.dp));
+        if (v.microbatchSize < 0)
+            throw FormatError(
+                where + ".microbatch_size: must be a positive integer, got " + std::to_string(v.microbatchSize));
+        // The block model's costs use model.microbatch_size: an override would be ignored silently.
+        if (v.microbatchSize > 0 && !transformer)
+            throw FormatError(where + ".microbatch_size: only for model.kind \"transformer\" (a block model uses "
+                + "model.microbatch_size " + std::to_string(project.model.microbatchSize) + ")");
+        if (ep > 1 && v.dp > 1 && v.dp % ep != 0)
+            throw FormatError(where + ".dp: " + std::to_string(v.dp) + " is not a multiple of model.moe.ep "
+                + std::to_string(ep) + " (an expert-parallel group is formed across the dp replicas of a stage)");
+        // Devices are numbered rank × max(dp, ep) + replica (transformercost.h), an int.
+        const bool dpWins = v.dp >= ep;
+        const std::string replicas = dpWins ? where + ".dp" : std::string("model.moe.ep");
+        checkedProduct({ { where + ".ranks", v.ranks }, { replicas, dpWins ? v.dp : ep } }, "devices", kIntRange);
     }
 }
 
@@ -505,13 +761,51 @@ void checkStageSizes(const Project& project)
     }
 }
 
+/// The sizes of a transformer model for every variant's microbatch size (docs/project-format.md, "Limits"):
+/// one T×h activation (a layer's input, the message between stages) and the T×vocab fp32 logits within 2^53
+/// bytes, T within an int. The stages' own sizes and times are checked when their costs are built
+/// (transformercost.h).
+void checkTransformerSizes(const Project& project)
+{
+    const ModelDesc& m = project.model;
+    const std::int64_t e = dtypeBytes(m.dtype);
+    const std::string_view note = e == 2 ? "bytes per bf16 element" : "bytes per fp32 element";
+    for (std::size_t i = 0; i < project.variants.size(); ++i) {
+        const Variant& v = project.variants[i];
+        const bool own = v.microbatchSize > 0;
+        const std::string mbField
+            = own ? "variants[" + std::to_string(i) + "].microbatch_size" : std::string("model.microbatch_size");
+        const std::int64_t mb = own ? v.microbatchSize : m.microbatchSize;
+        checkedProduct(
+            { { "model.hidden", m.hidden }, { "model.seq_len", m.seqLen }, { mbField, mb }, { "", e, note } },
+            "activation bytes (one T×h tensor: a layer's input, the message between stages)", kExactCount);
+        checkedProduct({ { "model.seq_len", m.seqLen }, { mbField, mb } }, "tokens per microbatch", kIntRange);
+        checkedProduct({ { "model.vocab", m.transformer.vocab }, { "model.seq_len", m.seqLen }, { mbField, mb },
+                           { "", 4, "bytes per fp32 logit" } },
+            "logit bytes (the LM head's output, kept for the loss)", kExactCount);
+    }
+}
+
+/// The inter-node link's latency, as checkClusterAndCosts checks the intra-node one.
+void checkNodeLink(const ClusterDesc& cluster)
+{
+    if (!(cluster.interNodeLatencyUs <= kMaxCostUs))
+        throw FormatError("cluster.inter_node_latency_us: must be at most 2^53 µs (≈ 285 years), got "
+            + shown(cluster.interNodeLatencyUs));
+}
+
 } // namespace
 
 void validateProject(const Project& project)
 {
+    checkModelAndTraining(project);
     checkVariants(project);
-    checkStageSizes(project);
+    if (project.model.kind == ModelKind::Transformer)
+        checkTransformerSizes(project);
+    else
+        checkStageSizes(project);
     checkClusterAndCosts(project);
+    checkNodeLink(project.cluster);
 }
 
 Project parseProject(const std::string& text, const std::string& source)
@@ -519,11 +813,14 @@ Project parseProject(const std::string& text, const std::string& source)
     const json j = JsonReader::parse(text, source);
     JsonReader::checkVersion(j, source, kProjectFormatVersion);
     const JsonReader root(j, "", source);
-    root.allowOnly({ "format_version", "name", "seed", "model", "cluster", "variants", "active_variant", "costs" });
+    root.allowOnly(
+        { "format_version", "name", "seed", "model", "training", "cluster", "variants", "active_variant", "costs" });
     Project p;
     p.name = root.has("name") ? root.string("name") : "";
     p.seed = root.has("seed") ? root.unsignedInteger("seed") : 233;
     p.model = readModel(root.object("model"), source);
+    if (root.has("training"))
+        p.training = readTraining(root.object("training"));
     if (root.has("cluster"))
         p.cluster = readCluster(root.object("cluster"));
     p.variants = readVariants(root);
@@ -577,23 +874,130 @@ ojson stageOverridesJson(const std::vector<StageCostOverride>& stages)
     return list;
 }
 
-ojson modelJson(const ModelDesc& m)
+/// Whether the project says something only format 2 can: a transformer model, a preset name, recompute,
+/// training state, node fields of the cluster, or dp / microbatch_size / recompute on a variant. A project
+/// without is written as format 1, byte for byte as before format 2 existed.
+bool needsFormat2(const Project& p)
 {
-    return { { "layers", m.layers }, { "hidden", m.hidden }, { "ffn", m.ffn }, { "seq_len", m.seqLen },
-        { "microbatch_size", m.microbatchSize }, { "dtype", std::string(dtypeName(m.dtype)) } };
+    const ModelDesc& m = p.model;
+    const ClusterDesc& c = p.cluster;
+    const ClusterDesc defaults;
+    if (m.kind != ModelKind::Block || !m.preset.empty() || m.recompute != model::Recompute::None || p.training.present)
+        return true;
+    if (!c.device.empty() || c.deviceFlopsFp8 != defaults.deviceFlopsFp8 || c.gpusPerNode != defaults.gpusPerNode
+        || c.nodes != defaults.nodes || c.interNodeLatencyUs != defaults.interNodeLatencyUs
+        || c.interNodeBandwidthBytesPerUs != defaults.interNodeBandwidthBytesPerUs
+        || c.commComputeShare != defaults.commComputeShare)
+        return true;
+    return std::any_of(p.variants.begin(), p.variants.end(),
+        [](const Variant& v) { return v.dp != 1 || v.microbatchSize != 0 || v.recompute.has_value(); });
 }
 
-ojson clusterJson(const ClusterDesc& c)
+std::string wireDtypeName(int bytes)
 {
-    return { { "device_flops", c.deviceFlops }, { "efficiency", c.efficiency },
-        { "memory_per_device_bytes", c.memoryPerDeviceBytes }, { "latency_us", c.latencyUs },
-        { "bandwidth_bytes_per_us", c.bandwidthBytesPerUs } };
+    return bytes == 1 ? "fp8" : bytes == 2 ? "bf16" : "fp32";
+}
+
+/// model.moe as format 2 writes it: every count, the wire dtypes only when they differ from the model's.
+ojson moeJson(const model::Moe& moe, DType dtype)
+{
+    ojson j { { "experts", moe.experts }, { "top_k", moe.topK }, { "expert_ffn", moe.expertFfn },
+        { "shared_experts", moe.sharedExperts }, { "dense_layers", moe.denseLayers }, { "dense_ffn", moe.denseFfn },
+        { "ep", moe.ep } };
+    if (moe.dispatchBytes != dtypeBytes(dtype))
+        j["dispatch_dtype"] = wireDtypeName(moe.dispatchBytes);
+    if (moe.combineBytes != dtypeBytes(dtype))
+        j["combine_dtype"] = wireDtypeName(moe.combineBytes);
+    j["max_nodes_per_token"] = moe.maxNodesPerToken;
+    return j;
+}
+
+/// Whether `moe` says anything beyond a dense model's defaults (so "moe" is written).
+bool hasMoe(const model::Moe& moe, DType dtype)
+{
+    const model::Moe dense;
+    return moe.experts != dense.experts || moe.topK != dense.topK || moe.expertFfn != dense.expertFfn
+        || moe.sharedExperts != dense.sharedExperts || moe.denseLayers != dense.denseLayers
+        || moe.denseFfn != dense.denseFfn || moe.ep != dense.ep || moe.maxNodesPerToken != dense.maxNodesPerToken
+        || moe.dispatchBytes != dtypeBytes(dtype) || moe.combineBytes != dtypeBytes(dtype);
+}
+
+ojson modelJson(const ModelDesc& m, bool format2)
+{
+    if (!format2)
+        return { { "layers", m.layers }, { "hidden", m.hidden }, { "ffn", m.ffn }, { "seq_len", m.seqLen },
+            { "microbatch_size", m.microbatchSize }, { "dtype", std::string(dtypeName(m.dtype)) } };
+    ojson j { { "kind", std::string(modelKindName(m.kind)) } };
+    if (!m.preset.empty())
+        j["preset"] = m.preset;
+    j["layers"] = m.layers;
+    j["hidden"] = m.hidden;
+    j["ffn"] = m.ffn;
+    j["seq_len"] = m.seqLen;
+    j["microbatch_size"] = m.microbatchSize;
+    j["dtype"] = std::string(dtypeName(m.dtype));
+    j["recompute"] = std::string(model::recomputeName(m.recompute));
+    if (m.kind != ModelKind::Transformer)
+        return j;
+    const model::Transformer& t = m.transformer;
+    j["heads"] = t.heads;
+    j["kv_heads"] = t.kvHeads;
+    if (t.headDim > 0)
+        j["head_dim"] = t.headDim;
+    j["vocab"] = t.vocab;
+    j["tied_embeddings"] = t.tiedEmbeddings;
+    j["attention"] = std::string(model::attentionName(t.attention));
+    if (t.attention == model::Attention::MLA)
+        j["mla"] = { { "q_lora_rank", t.mla.qLoraRank }, { "kv_lora_rank", t.mla.kvLoraRank },
+            { "qk_nope_head_dim", t.mla.qkNopeHeadDim }, { "qk_rope_head_dim", t.mla.qkRopeHeadDim },
+            { "v_head_dim", t.mla.vHeadDim } };
+    if (hasMoe(t.moe, m.dtype))
+        j["moe"] = moeJson(t.moe, m.dtype);
+    return j;
+}
+
+ojson trainingJson(const TrainingDesc& t)
+{
+    return { { "master_weights", t.masterWeights }, { "moment_dtype", t.momentBytes == 2 ? "bf16" : "fp32" },
+        { "gradient_dtype", std::string(dtypeName(t.gradientDtype)) }, { "zero", t.zero } };
+}
+
+ojson clusterJson(const ClusterDesc& c, bool format2)
+{
+    if (!format2)
+        return { { "device_flops", c.deviceFlops }, { "efficiency", c.efficiency },
+            { "memory_per_device_bytes", c.memoryPerDeviceBytes }, { "latency_us", c.latencyUs },
+            { "bandwidth_bytes_per_us", c.bandwidthBytesPerUs } };
+    ojson j;
+    if (!c.device.empty())
+        j["device"] = c.device;
+    j["device_flops"] = c.deviceFlops;
+    if (c.deviceFlopsFp8 > 0.0)
+        j["device_flops_fp8"] = c.deviceFlopsFp8;
+    j["efficiency"] = c.efficiency;
+    j["memory_per_device_bytes"] = c.memoryPerDeviceBytes;
+    j["latency_us"] = c.latencyUs;
+    j["bandwidth_bytes_per_us"] = c.bandwidthBytesPerUs;
+    if (c.gpusPerNode > 0)
+        j["gpus_per_node"] = c.gpusPerNode;
+    if (c.nodes > 0)
+        j["nodes"] = c.nodes;
+    j["inter_node_latency_us"] = c.interNodeLatencyUs;
+    j["inter_node_bandwidth_bytes_per_us"] = c.interNodeBandwidthBytesPerUs;
+    j["comm_compute_share"] = c.commComputeShare;
+    return j;
 }
 
 ojson variantJson(const Variant& v)
 {
     ojson j { { "name", v.name }, { "kind", std::string(kindName(v.kind)) }, { "ranks", v.ranks },
         { "microbatches", v.microbatches } };
+    if (v.dp != 1)
+        j["dp"] = v.dp;
+    if (v.microbatchSize > 0)
+        j["microbatch_size"] = v.microbatchSize;
+    if (v.recompute)
+        j["recompute"] = std::string(model::recomputeName(*v.recompute));
     if (v.stagesPerRank > 0)
         j["stages_per_rank"] = v.stagesPerRank;
     if (!v.layerPartition.empty())
@@ -627,12 +1031,15 @@ ojson costsJson(const CostSettings& c)
 
 ojson projectToJson(const Project& project)
 {
+    const bool format2 = needsFormat2(project);
     ojson j;
-    j["format_version"] = kProjectFormatVersion;
+    j["format_version"] = format2 ? 2 : 1;
     j["name"] = project.name;
     j["seed"] = project.seed;
-    j["model"] = modelJson(project.model);
-    j["cluster"] = clusterJson(project.cluster);
+    j["model"] = modelJson(project.model, format2);
+    if (project.training.present)
+        j["training"] = trainingJson(project.training);
+    j["cluster"] = clusterJson(project.cluster, format2);
     ojson variants = ojson::array();
     for (const auto& v : project.variants)
         variants.push_back(variantJson(v));

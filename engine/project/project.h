@@ -1,6 +1,7 @@
 #pragma once
 // The project: model, cluster, named schedule variants, cost overrides and seed. File format
 // `*.dpstudio.json`, documented in docs/project-format.md.
+#include "model/transformer.h"
 #include "schedule/schedule.h"
 #include "sim/costmodel.h"
 
@@ -14,31 +15,68 @@
 
 namespace dps {
 
-/// Newest project format this build reads and writes.
-inline constexpr int kProjectFormatVersion = 1;
+/// Newest project format this build reads and writes (it reads every version from 1; docs/project-format.md).
+inline constexpr int kProjectFormatVersion = 2;
 
 enum class DType { FP32, BF16 };
 std::string_view dtypeName(DType dtype); ///< "fp32", "bf16"
 int dtypeBytes(DType dtype); ///< 4, 2
 
-/// The built-in model: `layers` blocks Linear(hidden→ffn)–GELU(erf)–Linear(ffn→hidden), no biases, MSE
-/// loss on the last stage. Tokens per microbatch = microbatchSize × seqLen.
+enum class ModelKind { Block, Transformer };
+std::string_view modelKindName(ModelKind kind); ///< "block", "transformer"
+
+/// The model. `kind` Block (the default, what `run` executes on CPUs): `layers` blocks
+/// Linear(hidden→ffn)–GELU(erf)–Linear(ffn→hidden), no biases, MSE loss on the last stage. `kind`
+/// Transformer: the decoder of `transformer` (engine/model/transformer.h), whose layers, hidden, ffn,
+/// seq_len, microbatch_size and dtype are the fields below (the other fields are its own).
+/// Tokens per microbatch = microbatchSize × seqLen.
 struct ModelDesc {
+    ModelKind kind = ModelKind::Block;
     int layers = 16;
     int hidden = 512;
     int ffn = 2048;
     int seqLen = 128;
     int microbatchSize = 2;
     DType dtype = DType::FP32;
+    std::string preset; ///< the preset it was made from ("deepseek-v3"), informational; "" = typed by hand
+    model::Recompute recompute = model::Recompute::None; ///< `model.recompute`; a variant may override it
+    /// Transformer-only fields (heads, kv_heads, head_dim, vocab, tied embeddings, attention, mla, moe);
+    /// its layers/hidden/ffn/seqLen/microbatchSize/dtypeBytes are filled from the fields above by
+    /// transformerOf().
+    model::Transformer transformer;
 };
 
-/// The devices the prediction is for.
+/// The model's transformer description with the shared fields filled in, for `microbatchSize` sequences
+/// per microbatch (a variant's override, or the model's own when 0).
+model::Transformer transformerOf(const ModelDesc& model, int microbatchSize = 0);
+
+/// Training state kept besides parameters (Adam; ZeRO-1: Rajbhandari et al. 2020; DeepSeek-V3 report §3.3).
+struct TrainingDesc {
+    bool present = false; ///< the project has a `training` object (format 2); else costs.optimizer_bytes_per_parameter
+    bool masterWeights = true; ///< an fp32 master copy of every parameter (when the dtype is not fp32)
+    int momentBytes = 4; ///< bytes of each of Adam's two moments (fp32 = 4; DeepSeek-V3 keeps them in bf16 = 2)
+    DType gradientDtype = DType::FP32; ///< gradients (accumulated in fp32 by default)
+    int zero = 0; ///< 0: every replica holds all optimizer state; 1: sharded over the dp replicas (experts:
+                  ///< over dp / ep, the replicas of one expert)
+};
+
+/// The devices the prediction is for. Devices are numbered node by node (gpusPerNode each); the placement
+/// rule (docs/model-library.md) puts the dp replicas of one pipeline rank on consecutive devices.
 struct ClusterDesc {
-    double deviceFlops = 50e12; ///< peak FLOP/s of one device
+    std::string device; ///< the device preset it was made from ("h800"), informational; "" = typed by hand
+    double deviceFlops = 50e12; ///< peak FLOP/s of one device at the model's dtype
+    double deviceFlopsFp8 = 0.0; ///< dense FP8 peak FLOP/s of one device, informational (not used by the
+                                 ///< costs); 0 = not given (a device without FP8)
     double efficiency = 0.5; ///< fraction of peak the GEMMs reach
     double memoryPerDeviceBytes = 80e9;
-    double latencyUs = 5.0; ///< p2p latency, µs
-    double bandwidthBytesPerUs = 25e3; ///< p2p bandwidth, bytes/µs (25e3 = 25 GB/s)
+    double latencyUs = 5.0; ///< p2p latency inside a node, µs
+    double bandwidthBytesPerUs = 25e3; ///< p2p bandwidth inside a node, bytes/µs (25e3 = 25 GB/s)
+    int gpusPerNode = 0; ///< devices per node; 0 = one node holds every device (format 1)
+    int nodes = 0; ///< nodes available (informational for the planner); 0 = as many as a job needs
+    double interNodeLatencyUs = 5.0; ///< µs
+    double interNodeBandwidthBytesPerUs = 25e3; ///< per device (its NIC), bytes/µs
+    double commComputeShare = 20.0 / 132.0; ///< compute share the all-to-all takes in an overlapped slot
+                                            ///< (DeepSeek-V3 report §3.2.2: 20 of 132 SMs)
 };
 
 /// One schedule variant of a project.
@@ -50,6 +88,9 @@ struct Variant {
     int stagesPerRank = 0; ///< 0 = the kind's default
     std::vector<int> layerPartition; ///< layers per stage; empty = even split of the model's layers
     std::optional<std::vector<std::vector<Action>>> order; ///< hand-edited order; unset = generated
+    int dp = 1; ///< data-parallel replicas of the pipeline; the job uses ranks × dp devices
+    int microbatchSize = 0; ///< sequences per microbatch; 0 = the model's
+    std::optional<model::Recompute> recompute; ///< unset = the model's
 };
 
 struct CostSettings {
@@ -68,6 +109,7 @@ struct Project {
     std::vector<Variant> variants;
     std::string activeVariant; ///< name of the active variant
     CostSettings costs;
+    TrainingDesc training;
     std::uint64_t seed = 233;
 
     /// The active variant; throws FormatError when activeVariant names none.
@@ -92,7 +134,10 @@ Project loadProject(const std::filesystem::path& path);
 /// and product of sizes is within its limit (modelcost.h, docs/project-format.md "Limits"). Throws
 /// FormatError naming the field, without a file name.
 void validateProject(const Project& project);
-/// Serialises (stable key order, 2-space indent, lists of plain values on one line, final newline).
+/// Serialises (stable key order, 2-space indent, lists of plain values on one line, final newline). Writes
+/// format_version 2 only when the project uses something format 1 cannot say (a transformer model, a preset
+/// name, recompute, training, node fields of the cluster, dp / microbatch_size / recompute on a variant);
+/// otherwise format 1, byte for byte as a build before format 2 wrote it.
 std::string serializeProject(const Project& project);
 /// The JSON object serializeProject writes (keys in file order).
 nlohmann::ordered_json projectToJson(const Project& project);
@@ -113,11 +158,14 @@ std::vector<int> effectivePartition(const Project& project, const Variant& varia
 Schedule buildSchedule(const Project& project, const Variant& variant);
 
 /// The cost model of a variant: per-stage costs from the model description summed over the layer
-/// partition (see modelcost.h), then the project's overrides; latency/bandwidth from the cluster (or
-/// overrides). Bytes use the model's dtype. Throws FormatError as effectivePartition, and naming the fields
-/// when a size, a product of sizes or a time exceeds its limit (modelcost.h).
+/// partition (block: modelcost.h; transformer: transformercost.h, with the chains, the placement's rankNode and
+/// inter-node link, and commComputeShare when a stage exchanges tokens), then the project's overrides;
+/// latency/bandwidth from the cluster (or overrides). Bytes use the model's dtype. Throws FormatError as
+/// effectivePartition and placementOf, and naming the fields when a size, a product of sizes or a time exceeds
+/// its limit (modelcost.h, transformercost.h).
 CostModel buildCostModel(const Project& project, const Variant& variant);
-/// The same with `bytesPerElement` bytes per tensor element (4 for a CPU run of a bf16 project).
+/// The same with `bytesPerElement` bytes per tensor element (4 for a CPU run of a bf16 project) for a block
+/// model; a transformer (never run on CPUs) keeps its dtype.
 CostModel buildCostModel(const Project& project, const Variant& variant, int bytesPerElement);
 
 /// Applies the settings to a cost model: each set per-stage field replaces the stage's time (stages beyond

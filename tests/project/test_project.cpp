@@ -88,7 +88,11 @@ TEST(ProjectFile, RoundTripsEveryOptionalField)
     p.seed = 18446744073709551615ull;
     p.model.dtype = DType::BF16;
     p.model.ffn = 1000;
-    p.cluster = { 1e12, 0.25, 1.5e9, 0.5, 123.25 };
+    p.cluster.deviceFlops = 1e12;
+    p.cluster.efficiency = 0.25;
+    p.cluster.memoryPerDeviceBytes = 1.5e9;
+    p.cluster.latencyUs = 0.5;
+    p.cluster.bandwidthBytesPerUs = 123.25;
     p.variants[0].layerPartition = { 3, 1, 2, 2, 2, 2, 2, 2 };
     Variant hand;
     hand.name = "hand";
@@ -258,7 +262,7 @@ TEST(ProjectFile, RefusesANewerVersionNamingBoth)
     j["format_version"] = 7;
     j["a_field_from_the_future"] = true;
     EXPECT_EQ(errorOf(j, "future.dpstudio.json"),
-        "future.dpstudio.json: format_version 7 is newer than this build reads (1)");
+        "future.dpstudio.json: format_version 7 is newer than this build reads (2)");
 }
 
 TEST(ProjectFile, ReportsMalformedJsonWithItsPlace)

@@ -45,7 +45,7 @@ template <typename F> std::string errorOf(F&& f)
     return "";
 }
 
-ModelDesc model(int hidden, int ffn, int seqLen, int microbatchSize)
+ModelDesc blockModel(int hidden, int ffn, int seqLen, int microbatchSize)
 {
     ModelDesc m;
     m.layers = 1;
@@ -167,10 +167,11 @@ TEST(Sizes, TheDefaultProjectIsUnchanged)
 TEST(Sizes, ActivationBytesAtTwoToThe53)
 {
     // h × T × 4 = 2^21 × 2^30 × 4 = 2^53 on a stage of no layers (nothing else grows).
-    const StageCost c = blockStageCost(model(1 << 21, 1, 1 << 15, 1 << 15), ClusterDesc {}, 0, true, 4);
+    const StageCost c = blockStageCost(blockModel(1 << 21, 1, 1 << 15, 1 << 15), ClusterDesc {}, 0, true, 4);
     EXPECT_EQ(c.messageBytes, 9007199254740992.0);
     EXPECT_EQ(c.activationBytes, 9007199254740992.0);
-    EXPECT_EQ(errorOf([] { blockStageCost(model(1 << 21, 1, 1 << 15, (1 << 15) + 1), ClusterDesc {}, 0, true, 4); }),
+    EXPECT_EQ(
+        errorOf([] { blockStageCost(blockModel(1 << 21, 1, 1 << 15, (1 << 15) + 1), ClusterDesc {}, 0, true, 4); }),
         "model.hidden: 2097152 × model.seq_len 32768 × model.microbatch_size 32769 × 4 (bytes per fp32 element) "
         "activation bytes (one T×h tensor: a layer's input, the message between stages) exceed 2^53 (the largest "
         "exact count)");
@@ -178,9 +179,9 @@ TEST(Sizes, ActivationBytesAtTwoToThe53)
 
 TEST(Sizes, TokensAtTheLargestInt)
 {
-    const StageCost c = blockStageCost(model(1, 1, 2147483647, 1), ClusterDesc {}, 0, false, 4);
+    const StageCost c = blockStageCost(blockModel(1, 1, 2147483647, 1), ClusterDesc {}, 0, false, 4);
     EXPECT_EQ(c.messageBytes, 4.0 * 2147483647);
-    EXPECT_EQ(errorOf([] { blockStageCost(model(1, 1, 1 << 30, 2), ClusterDesc {}, 0, false, 4); }),
+    EXPECT_EQ(errorOf([] { blockStageCost(blockModel(1, 1, 1 << 30, 2), ClusterDesc {}, 0, false, 4); }),
         "model.seq_len: 1073741824 × model.microbatch_size 2 tokens per microbatch exceed 2^31 − 1 (the largest "
         "int)");
 }
@@ -188,10 +189,10 @@ TEST(Sizes, TokensAtTheLargestInt)
 TEST(Sizes, BytesKeptFromIUntilWAtTwoToThe53)
 {
     // 1 layer × 2 × T 2^20 × (h + f) 2^30 × 4 = 2^53.
-    const StageCost c = blockStageCost(model(1, (1 << 30) - 1, 1 << 10, 1 << 10), ClusterDesc {}, 1, true, 4);
+    const StageCost c = blockStageCost(blockModel(1, (1 << 30) - 1, 1 << 10, 1 << 10), ClusterDesc {}, 1, true, 4);
     EXPECT_EQ(c.weightGradKeptBytes, 9007199254740992.0);
     EXPECT_EQ(c.activationBytes, 4503599627370496.0 + 4194304.0); // half, plus the loss gradient T×h×4
-    EXPECT_EQ(errorOf([] { blockStageCost(model(1, 1 << 30, 1 << 10, 1 << 10), ClusterDesc {}, 1, true, 4); }),
+    EXPECT_EQ(errorOf([] { blockStageCost(blockModel(1, 1 << 30, 1 << 10, 1 << 10), ClusterDesc {}, 1, true, 4); }),
         "layers: 1 × 2 (X and dY, A and dH) × model.seq_len 1024 × model.microbatch_size 1024 × model.hidden + "
         "model.ffn 1073741825 × 4 (bytes per fp32 element) bytes kept from I until W exceed 2^53 (the largest exact "
         "count)");
@@ -200,11 +201,11 @@ TEST(Sizes, BytesKeptFromIUntilWAtTwoToThe53)
 TEST(Sizes, ParameterAndGradientBytesAtTwoToThe53)
 {
     // 1 layer × 2 × h 2^24 × f 2^25 × 8 (fp32 parameter and gradient) = 2^53.
-    const StageCost c = blockStageCost(model(1 << 24, 1 << 25, 1, 1), ClusterDesc {}, 1, false, 4);
+    const StageCost c = blockStageCost(blockModel(1 << 24, 1 << 25, 1, 1), ClusterDesc {}, 1, false, 4);
     EXPECT_EQ(c.parameterCount, 1125899906842624.0); // 2^50
     EXPECT_EQ(c.parameterBytes, 4503599627370496.0); // 2^52
     EXPECT_EQ(c.parameterBytes + c.gradientBytes, 9007199254740992.0);
-    EXPECT_EQ(errorOf([] { blockStageCost(model(1 << 24, (1 << 25) + 1, 1, 1), ClusterDesc {}, 1, false, 4); }),
+    EXPECT_EQ(errorOf([] { blockStageCost(blockModel(1 << 24, (1 << 25) + 1, 1, 1), ClusterDesc {}, 1, false, 4); }),
         "layers: 1 × 2 (matrices W1 and W2) × model.hidden 16777216 × model.ffn 33554433 × 8 (bytes per fp32 "
         "parameter and its gradient) parameter and gradient bytes exceed 2^53 (the largest exact count)");
 }
@@ -215,18 +216,18 @@ TEST(Sizes, OpTimeAtTwoToThe53Microseconds)
     slow.deviceFlops = 1e6;
     slow.efficiency = 1.0;
     // 4 × T 3125 × h 1424 × f 506022430 = 9007199254 × 10^6 FLOPs at 10^6 FLOP/s: 9007199254000000 µs ≤ 2^53.
-    const StageCost c = blockStageCost(model(1424, 506022430, 3125, 1), slow, 1, false, 4);
+    const StageCost c = blockStageCost(blockModel(1424, 506022430, 3125, 1), slow, 1, false, 4);
     EXPECT_EQ(c.forwardUs, 9007199254000000.0);
     EXPECT_EQ(c.backward(), 2 * 9007199254000000.0);
     // 4 × 1250 × 1000 × 1801439851 = 9007199255 × 10^6 FLOPs: just above.
-    EXPECT_EQ(errorOf([&] { blockStageCost(model(1000, 1801439851, 1250, 1), slow, 1, false, 4); }),
+    EXPECT_EQ(errorOf([&] { blockStageCost(blockModel(1000, 1801439851, 1250, 1), slow, 1, false, 4); }),
         "cluster.device_flops: 1e+06 FLOP/s × cluster.efficiency 1 is too slow: F, I and W of layers (1 layer) take "
         "9.007199255e+15 FLOPs each, 9.007199255e+15 µs, more than 2^53 µs (≈ 285 years)");
 }
 
 TEST(Sizes, MessageWireTimeAtTwoToThe53Microseconds)
 {
-    Project p = oneStage(model(1 << 25, 1, 1 << 25, 1));
+    Project p = oneStage(blockModel(1 << 25, 1, 1 << 25, 1));
     p.cluster.bandwidthBytesPerUs = 0.5;
     // T × h × 4 = 2^52 bytes at 0.5 bytes/µs: 2^53 µs.
     const StageCost below = blockStageCost(p.model, p.cluster, 0, true, 4);
@@ -250,7 +251,7 @@ TEST(Sizes, MessageWireTimeAtTwoToThe53Microseconds)
 TEST(Sizes, OptimizerStateAtTwoToThe53)
 {
     // 2^40 parameters (2 × 2^20 × 2^19), 2^43 bytes of fp32 parameters and gradients.
-    Project p = oneStage(model(1 << 20, 1 << 19, 1, 1));
+    Project p = oneStage(blockModel(1 << 20, 1 << 19, 1, 1));
     const StageCost c = blockStageCost(p.model, p.cluster, 1, true, 4);
     EXPECT_EQ(c.parameterCount, 1099511627776.0);
     p.costs.optimizerBytesPerParameter = 8184; // 2^43 + 2^40 × 8184 = 2^53
@@ -382,7 +383,7 @@ TEST(Sizes, ParsingChecksEveryStageOfATypedPartition)
 TEST(Sizes, ACpuRunOfABf16ProjectIsCheckedAtFourBytes)
 {
     // bf16: 1 × 2 × 2^20 tokens × (h + f) 2^31 × 2 = 2^53 is fine; the CPU computes in fp32: twice that.
-    Project p = oneStage(model(1, 2147483647, 1 << 10, 1 << 10));
+    Project p = oneStage(blockModel(1, 2147483647, 1 << 10, 1 << 10));
     p.model.dtype = DType::BF16;
     EXPECT_NO_THROW(validateProject(p));
     EXPECT_EQ(buildCostModel(p, p.variants[0]).stages[0].weightGradKeptBytes, 9007199254740992.0);

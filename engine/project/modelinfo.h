@@ -1,0 +1,39 @@
+#pragma once
+// What `dpstudio model-info` prints and the designer's model panel shows: whole-model figures and, for a
+// variant, each stage's layers, parameters, times and bytes, and each rank's parameters.
+#include "project.h"
+
+#include <string>
+#include <vector>
+
+namespace dps {
+
+struct StageInfo {
+    int stage = 0;
+    int layers = 0;
+    double parameters = 0.0; ///< elements held by one device
+    double fUs = 0.0, iUs = 0.0, wUs = 0.0, bUs = 0.0; ///< µs
+    double fbUs = 0.0; ///< an overlapped slot whose two halves are this stage, µs
+    double activationBytes = 0.0; ///< kept from F until I, one microbatch
+    double a2aBytes = 0.0; ///< all-to-all bytes leaving one device in one F
+};
+
+struct RankInfo {
+    int rank = 0;
+    double parameters = 0.0; ///< elements of the stages the rank holds
+    double parameterBytes = 0.0;
+};
+
+struct ModelInfo {
+    double parametersTotal = 0.0;
+    double parametersActive = 0.0;
+    double flopsPerTokenTraining = 0.0;
+    std::vector<StageInfo> stages;
+    std::vector<RankInfo> ranks;
+};
+
+/// The figures of `variant` (its schedule is built for the rank placement). Throws as buildCostModel and
+/// buildSchedule.
+ModelInfo modelInfo(const Project& project, const Variant& variant);
+
+} // namespace dps

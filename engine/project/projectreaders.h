@@ -1,0 +1,20 @@
+#pragma once
+// Internal to engine/project: the readers of a project's "model", "training" and "cluster" objects, shared by
+// parseProject and the preset files (presets.cpp), so a preset is exactly what a project file could say.
+// Every failure throws FormatError naming the file and the field path (docs/project-format.md).
+#include "jsonreader.h"
+#include "project.h"
+
+#include <string>
+
+namespace dps::detail {
+
+/// A project's "model" object (format 1 or 2): a block model, or a transformer checked with model::check.
+/// `source` names the file in messages.
+ModelDesc readModel(const JsonReader& r, const std::string& source);
+/// A project's "cluster" object.
+ClusterDesc readCluster(const JsonReader& r);
+/// A project's "training" object (format 2); the result has `present` set.
+TrainingDesc readTraining(const JsonReader& r);
+
+} // namespace dps::detail

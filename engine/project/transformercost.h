@@ -1,0 +1,47 @@
+#pragma once
+// Stage costs of a transformer model (ModelDesc::kind Transformer) on the project's cluster: times of F, I,
+// W and B from engine/model's FLOPs at the device's sustained rate, the expert all-to-all on the link the
+// placement rule picks, the chains an overlapped F&B slot is laid out from, and memory per device
+// (parameters, gradients, optimizer state with ZeRO-1, activations by recompute policy). Formulas and
+// sources: docs/model-library.md.
+#include "project.h"
+
+#include <string>
+#include <vector>
+
+namespace dps {
+
+/// Where a variant's devices sit. Devices are numbered node by node; device(r, d) = r × D + d for pipeline
+/// rank r and replica d, D = max(dp, ep) (the replicas of one rank, and so an EP group, on consecutive
+/// devices; with dp = 1 the EP group is still formed of ep replicas laid out that way).
+struct DevicePlacement {
+    int replicas = 1; ///< D
+    std::vector<int> rankNode; ///< node of replica 0 of each pipeline rank
+    model::EpPlacement ep; ///< where the EP peers of a device sit (the same for every rank)
+};
+/// Throws FormatError naming variants[i].dp / model.moe.ep when ep does not divide dp (dp > 1).
+DevicePlacement placementOf(const Project& project, const Variant& variant);
+
+/// The variant's effective recompute policy and microbatch size.
+model::Recompute recomputeOf(const Project& project, const Variant& variant);
+int microbatchSizeOf(const Project& project, const Variant& variant);
+
+/// Costs of a model stage holding global layers [firstLayer, firstLayer + layers), with the embedding when
+/// firstStage and the LM head and loss when lastStage. `layersField` names the layer count in messages.
+/// Fills every StageCost field including the chains (an MoE layer: attention → dispatch → experts →
+/// combine in F; the reverse in B, consecutive compute merged into one chunk that carries the layer of its
+/// last piece) and optimizerBytes (only when project.training.present). The chains stay empty when the stage
+/// exchanges nothing (dense, or ep = 1); otherwise forwardUs is exactly the sum of forwardChain and
+/// inputGradUs + weightGradUs exactly that of backwardChain (backwardUs stays unset; W is rounded to the last
+/// bit of B for that). Throws FormatError naming
+/// the fields when a size or a time exceeds its limit.
+StageCost transformerStageCost(const Project& project, const Variant& variant, const DevicePlacement& placement,
+    int firstLayer, int layers, bool firstStage, bool lastStage, std::string_view layersField);
+
+namespace detail {
+/// How messages name a field of `variant`: "variants[i].<field>" for a variant of the project (matched by
+/// address or name), else "variant \"name\", <field>" (a variant built in code).
+std::string variantField(const Project& project, const Variant& variant, const char* field);
+} // namespace detail
+
+} // namespace dps

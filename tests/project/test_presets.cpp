@@ -1,0 +1,207 @@
+// Model and device presets: every embedded file loads with the project's readers, transformer presets pass
+// model::check, device presets carry their datasheet numbers, and an unknown id names the presets.
+#include "base/errors.h"
+#include "project/presets.h"
+#include "project/project.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+
+using namespace dps;
+
+namespace {
+
+std::vector<std::string> ids(const std::vector<PresetInfo>& presets)
+{
+    std::vector<std::string> out;
+    for (const PresetInfo& p : presets)
+        out.push_back(p.id);
+    return out;
+}
+
+std::string errorOf(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const FormatError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+} // namespace
+
+TEST(ModelPresets, TheIssuesListSortedById)
+{
+    EXPECT_EQ(ids(modelPresets()),
+        (std::vector<std::string> {
+            "block", "deepseek-v3", "llama3-405b", "llama3-70b", "llama3-8b", "mixtral-8x7b" }));
+}
+
+TEST(ModelPresets, EveryPresetLoadsAndPassesTheModelCheck)
+{
+    for (const PresetInfo& info : modelPresets()) {
+        SCOPED_TRACE(info.id);
+        EXPECT_FALSE(info.title.empty());
+        EXPECT_FALSE(info.sources.empty());
+        const ModelPreset preset = modelPreset(info.id);
+        EXPECT_EQ(preset.model.preset, info.id);
+        if (preset.model.kind == ModelKind::Transformer) {
+            EXPECT_NO_THROW(model::check(transformerOf(preset.model)));
+            EXPECT_TRUE(preset.training.present);
+        }
+    }
+}
+
+TEST(ModelPresets, BlockIsTheDefaultProjectsModel)
+{
+    const ModelPreset block = modelPreset("block");
+    const ModelDesc def = defaultProject().model;
+    EXPECT_EQ(block.model.kind, ModelKind::Block);
+    EXPECT_EQ(block.model.layers, def.layers);
+    EXPECT_EQ(block.model.hidden, def.hidden);
+    EXPECT_EQ(block.model.ffn, def.ffn);
+    EXPECT_EQ(block.model.seqLen, def.seqLen);
+    EXPECT_EQ(block.model.microbatchSize, def.microbatchSize);
+    EXPECT_EQ(block.model.dtype, def.dtype);
+    EXPECT_FALSE(block.training.present);
+}
+
+TEST(ModelPresets, DeepSeekV3HasItsPublishedShape)
+{
+    // DeepSeek-V3's config.json (huggingface.co/deepseek-ai/DeepSeek-V3).
+    const ModelPreset p = modelPreset("deepseek-v3");
+    const model::Transformer t = transformerOf(p.model);
+    EXPECT_EQ(p.model.kind, ModelKind::Transformer);
+    EXPECT_EQ(t.layers, 61);
+    EXPECT_EQ(t.hidden, 7168);
+    EXPECT_EQ(t.heads, 128);
+    EXPECT_EQ(t.vocab, 129280);
+    EXPECT_EQ(t.attention, model::Attention::MLA);
+    EXPECT_EQ(t.mla.qLoraRank, 1536);
+    EXPECT_EQ(t.mla.kvLoraRank, 512);
+    EXPECT_EQ(t.moe.experts, 256);
+    EXPECT_EQ(t.moe.topK, 8);
+    EXPECT_EQ(t.moe.expertFfn, 2048);
+    EXPECT_EQ(t.moe.sharedExperts, 1);
+    EXPECT_EQ(t.moe.denseLayers, 3);
+    EXPECT_EQ(t.moe.dispatchBytes, 1); // FP8 dispatch (DeepSeek-V3 report §3.3)
+    EXPECT_EQ(t.moe.combineBytes, 2); // BF16 combine
+    EXPECT_FALSE(t.tiedEmbeddings);
+}
+
+TEST(ModelPresets, UnknownIdListsThePresets)
+{
+    EXPECT_EQ(errorOf([] { modelPreset("gpt5"); }),
+        "unknown model preset \"gpt5\" (presets: block, deepseek-v3, llama3-405b, llama3-70b, llama3-8b, "
+        "mixtral-8x7b)");
+}
+
+TEST(DevicePresets, TheIssuesListSortedById)
+{
+    EXPECT_EQ(ids(devicePresets()),
+        (std::vector<std::string> { "a100-80g", "b200", "cpu", "h100-sxm", "h200", "h800", "mi300x" }));
+}
+
+TEST(DevicePresets, EveryPresetHasSourcesAndAValidCluster)
+{
+    for (const PresetInfo& info : devicePresets()) {
+        SCOPED_TRACE(info.id);
+        EXPECT_FALSE(info.title.empty());
+        EXPECT_GE(info.sources.size(), 2u);
+        const ClusterDesc c = devicePreset(info.id);
+        EXPECT_EQ(c.device, info.id);
+        EXPECT_GT(c.deviceFlops, 0.0);
+        EXPECT_GT(c.efficiency, 0.0);
+        EXPECT_LE(c.efficiency, 1.0);
+        EXPECT_GE(c.commComputeShare, 0.0);
+        EXPECT_LT(c.commComputeShare, 1.0);
+    }
+}
+
+TEST(DevicePresets, H800IsDeepSeekV3sCluster)
+{
+    const ClusterDesc c = devicePreset("h800");
+    EXPECT_EQ(c.deviceFlops, 989.4e12); // dense BF16, the H100 SXM5 die
+    EXPECT_EQ(c.deviceFlopsFp8, 1978.9e12);
+    EXPECT_EQ(c.memoryPerDeviceBytes, 80e9);
+    EXPECT_EQ(c.bandwidthBytesPerUs, 200000.0); // NVLink 400 GB/s bidirectional
+    EXPECT_EQ(c.interNodeBandwidthBytesPerUs, 50000.0); // 400 Gb/s InfiniBand per GPU
+    EXPECT_EQ(c.gpusPerNode, 8);
+    EXPECT_EQ(c.nodes, 0);
+    EXPECT_EQ(c.latencyUs, 3.0);
+    EXPECT_EQ(c.interNodeLatencyUs, 5.0);
+    EXPECT_EQ(c.efficiency, 0.45);
+    EXPECT_EQ(c.commComputeShare, 20.0 / 132.0); // 20 of 132 SMs
+}
+
+TEST(DevicePresets, DatasheetNumbers)
+{
+    struct Expected {
+        const char* id;
+        double flops, fp8, memory, intra, inter;
+    };
+    const Expected table[] = {
+        { "a100-80g", 312e12, 0.0, 80e9, 300000, 25000 }, { "h100-sxm", 989.4e12, 1978.9e12, 80e9, 450000, 50000 },
+        { "h200", 989.4e12, 1978.9e12, 141e9, 450000, 50000 }, { "b200", 2250e12, 4500e12, 180e9, 900000, 50000 },
+        { "mi300x", 1307.4e12, 2614.9e12, 192e9, 448000, 50000 }, // 7 Infinity Fabric links × 64 GB/s
+    };
+    for (const Expected& e : table) {
+        SCOPED_TRACE(e.id);
+        const ClusterDesc c = devicePreset(e.id);
+        EXPECT_EQ(c.deviceFlops, e.flops);
+        EXPECT_EQ(c.deviceFlopsFp8, e.fp8);
+        EXPECT_EQ(c.memoryPerDeviceBytes, e.memory);
+        EXPECT_EQ(c.bandwidthBytesPerUs, e.intra);
+        EXPECT_EQ(c.interNodeBandwidthBytesPerUs, e.inter);
+        EXPECT_EQ(c.gpusPerNode, 8);
+        EXPECT_EQ(c.commComputeShare, 20.0 / 132.0);
+    }
+}
+
+TEST(DevicePresets, CpuIsTheDefaultProjectsCluster)
+{
+    const ClusterDesc c = devicePreset("cpu");
+    const ClusterDesc def = defaultProject().cluster;
+    EXPECT_EQ(c.deviceFlops, def.deviceFlops);
+    EXPECT_EQ(c.efficiency, def.efficiency);
+    EXPECT_EQ(c.memoryPerDeviceBytes, def.memoryPerDeviceBytes);
+    EXPECT_EQ(c.latencyUs, def.latencyUs);
+    EXPECT_EQ(c.bandwidthBytesPerUs, def.bandwidthBytesPerUs);
+    EXPECT_EQ(c.gpusPerNode, 0); // every rank on this one machine
+    EXPECT_EQ(c.commComputeShare, 0.0);
+}
+
+TEST(DevicePresets, UnknownIdListsThePresets)
+{
+    EXPECT_EQ(errorOf([] { devicePreset("tpu-v5"); }),
+        "unknown device preset \"tpu-v5\" (presets: a100-80g, b200, cpu, h100-sxm, h200, h800, mi300x)");
+}
+
+TEST(Presets, AProjectMadeOfPresetsRoundTrips)
+{
+    for (const PresetInfo& m : modelPresets())
+        for (const char* device : { "h800", "cpu" }) {
+            SCOPED_TRACE(m.id + " on " + device);
+            const ModelPreset preset = modelPreset(m.id);
+            Project p;
+            p.model = preset.model;
+            p.training = preset.training;
+            p.cluster = devicePreset(device);
+            Variant v;
+            v.name = "dualpipe";
+            v.kind = ScheduleKind::DualPipe;
+            v.ranks = 4;
+            v.microbatches = 8;
+            p.variants = { v };
+            p.activeVariant = v.name;
+            EXPECT_NO_THROW(validateProject(p));
+            const std::string text = serializeProject(p);
+            const Project back = parseProject(text, m.id + ".dpstudio.json");
+            EXPECT_EQ(serializeProject(back), text);
+            EXPECT_EQ(back.model.preset, m.id);
+            EXPECT_EQ(back.cluster.device, device);
+        }
+}
