@@ -7,6 +7,7 @@
 #include "project/compare.h"
 #include "project/modelcost.h"
 #include "project/predict.h"
+#include "project/presets.h"
 #include "project/project.h"
 #include "project/validatedconfig.h"
 #include "schedule/csvio.h"
@@ -47,18 +48,6 @@ ScheduleKind kindOrThrow(const std::string& name, const std::string& flag)
             flag + ": unknown schedule '" + name
                 + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
     return *kind;
-}
-
-/// The variant --variant names (empty: the active one); an unknown name is refused naming the file and the flag.
-const Variant& variantOf(const Project& project, const std::string& name, const std::string& file)
-{
-    if (name.empty())
-        return project.active();
-    try {
-        return findVariant(project, name);
-    } catch (const FormatError& e) {
-        throw FormatError(file + ": --variant: " + e.what());
-    }
 }
 
 CostsFile loadCosts(const std::string& path)
@@ -126,6 +115,7 @@ struct Simulated {
     std::string file; ///< the project file, when the source is one
     std::string costsSource;
     Prediction prediction;
+    std::string model; ///< modelSummary() of a transformer project's variant, else ""
 };
 
 PredictOptions simulateOptions(const SimulateArgs& args)
@@ -139,9 +129,12 @@ PredictOptions simulateOptions(const SimulateArgs& args)
 Simulated fromProject(const std::string& file, const std::string& text, const SimulateArgs& args)
 {
     const Project project = withCostsFile(parseProject(text, file), args.costs);
-    Prediction prediction = predict(project, variantOf(project, args.variant, file), simulateOptions(args));
+    const Variant& variant = variantOf(project, args.variant, file);
+    Prediction prediction = predict(project, variant, simulateOptions(args));
+    // The model line only for a prediction with figures (a variant that cannot be built is reported as such).
+    std::string model = prediction.valid() ? modelSummary(project, variant) : std::string();
     return { file + " [" + prediction.variantName + "]", file, costsNote("the project's model and costs", args.costs),
-        std::move(prediction) };
+        std::move(prediction), std::move(model) };
 }
 
 /// When an imported schedule is exactly what a generator makes, give it that kind (and closed form).
@@ -168,7 +161,7 @@ Simulated fromCsv(const std::string& file, const std::string& text, const Simula
     recogniseKind(imported.schedule);
     CostModel costs = unitCosts(imported.schedule.stages, args.costs);
     return { file, {}, costsNote("unit costs (F = I = W = 1, B = 2, F&B = 3, free links)", args.costs),
-        predictSchedule(std::move(imported.schedule), std::move(costs), simulateOptions(args)) };
+        predictSchedule(std::move(imported.schedule), std::move(costs), simulateOptions(args)), {} };
 }
 
 Simulated fromKind(const SimulateArgs& args)
@@ -179,7 +172,7 @@ Simulated fromKind(const SimulateArgs& args)
         + std::to_string(args.microbatches) + " microbatches";
     CostModel costs = unitCosts(schedule.stages, args.costs);
     return { label, {}, costsNote("unit costs (F = I = W = 1, B = 2, F&B = 3, free links)", args.costs),
-        predictSchedule(std::move(schedule), std::move(costs), simulateOptions(args)) };
+        predictSchedule(std::move(schedule), std::move(costs), simulateOptions(args)), {} };
 }
 
 /// "" when the source flags are consistent, else what is wrong.
@@ -267,7 +260,8 @@ json simulationJson(const Simulated& in)
         const RankResult& rr = p.sim.ranks[r];
         ranks.push_back({ { "rank", r }, { "busy_us", rr.busyUs }, { "idle_us", rr.idleUs },
             { "peak_memory_bytes", rr.peakMemoryBytes }, { "peak_activation_bytes", rr.peakActivationBytes },
-            { "peak_inflight_microbatches", rr.peakInflight }, { "p2p_bytes_sent", rr.p2pBytesSent } });
+            { "peak_inflight_microbatches", rr.peakInflight }, { "p2p_bytes_sent", rr.p2pBytesSent },
+            { "parameter_bytes", r < p.staticMemory.size() ? p.staticMemory[r].parameters : 0.0 } });
     }
     const Schedule& s = *p.schedule;
     return { { "source", in.label }, { "costs", in.costsSource },
@@ -285,8 +279,10 @@ void printSimulation(const Simulated& in)
     const Prediction& p = in.prediction;
     const Schedule& s = *p.schedule;
     std::cout << in.label << ": " << kindDisplayName(s.kind) << ", " << s.ranks << " ranks, " << s.stages << " stages, "
-              << s.microbatches << " microbatches\n"
-              << "costs:        " << in.costsSource << "\n"
+              << s.microbatches << " microbatches\n";
+    if (!in.model.empty())
+        std::cout << "model:        " << in.model << "\n";
+    std::cout << "costs:        " << in.costsSource << "\n"
               << "makespan:     " << formatTime(p.makespanUs) << "\n"
               << "bubble rate:  " << formatPercent(p.bubbleRate) << "  (" << kBubbleDefinition << ")\n"
               << "largest idle: " << formatTime(p.largestIdleUs) << " simulated; " << closedFormText(p.closedForm)
@@ -564,6 +560,24 @@ Variant variantFromFlags(const Project& base, const InitArgs& a)
     return v;
 }
 
+/// Splits each variant's layers evenly (writing the partition out), refusing more stages than layers
+/// (`layersFlag` names where the layer count came from), builds each schedule (sizes the generator rejects)
+/// and validates the project (sizes beyond their limits, modelcost.h), before anything is written.
+void finishInitProject(Project& p, const std::string& layersFlag)
+{
+    for (Variant& v : p.variants) {
+        v.layerPartition.clear();
+        const int stages = stageCount(v);
+        if (p.model.layers < stages)
+            throw ConstraintError("init.layers",
+                layersFlag + ": " + std::to_string(p.model.layers) + " layers cannot fill the " + std::to_string(stages)
+                    + " stages of " + v.name);
+        v.layerPartition = effectivePartition(p, v);
+        buildSchedule(p, v);
+    }
+    validateProject(p); // as reading the file back would
+}
+
 Project projectFromFlags(const InitArgs& a)
 {
     Project p = defaultProject();
@@ -574,17 +588,81 @@ Project projectFromFlags(const InitArgs& a)
         p.activeVariant = v.name;
         p.name = std::string(kindDisplayName(v.kind)) + " on " + std::to_string(v.ranks) + " ranks";
     }
-    for (Variant& v : p.variants) {
-        v.layerPartition.clear();
-        const int stages = stageCount(v);
-        if (p.model.layers < stages)
-            throw ConstraintError("init.layers",
-                "--layers: " + std::to_string(p.model.layers) + " layers cannot fill the " + std::to_string(stages)
-                    + " stages of " + v.name);
-        v.layerPartition = effectivePartition(p, v);
-        buildSchedule(p, v); // refuses sizes the generator rejects, before anything is written
+    finishInitProject(p, "--layers");
+    return p;
+}
+
+bool anyPresetFlag(const InitArgs& a)
+{
+    return a.model || a.device || a.nodes || a.gpusPerNode || a.dp || a.recompute;
+}
+
+/// "" when init's preset flags go together, else the usage error (exit 2): a preset flag without --model,
+/// --model without --device, or a block flag the preset fixes (--hidden, --ffn, --dtype).
+std::string presetFlagsProblem(const InitArgs& a)
+{
+    if (!a.model)
+        return anyPresetFlag(a) ? "--device, --nodes, --gpus-per-node, --dp and --recompute go with --model PRESET "
+                                  "(`dpstudio presets` lists the presets)"
+                                : "";
+    if (!a.device)
+        return "--model needs --device PRESET (`dpstudio presets` lists the presets)";
+    const std::pair<bool, const char*> fixed[]
+        = { { a.hidden.has_value(), "--hidden" }, { a.ffn.has_value(), "--ffn" }, { a.dtype.has_value(), "--dtype" } };
+    for (const auto& [given, flag] : fixed)
+        if (given)
+            return std::string(flag) + ": cannot be combined with --model: the preset fixes the model's shape "
+                + "(--layers, --seq-len and --microbatch-size may override it; edit the project file for more)";
+    return {};
+}
+
+/// Refuses an id that names no preset: FormatError "--model: unknown model preset "gpt5" (presets: a, b)".
+void checkPresetId(
+    const std::string& flag, const std::string& what, const std::string& id, const std::vector<PresetInfo>& presets)
+{
+    std::string ids;
+    for (const PresetInfo& p : presets) {
+        if (p.id == id)
+            return;
+        ids += (ids.empty() ? "" : ", ") + p.id;
     }
-    validateProject(p); // and sizes beyond their limits (modelcost.h), as reading the file back would
+    throw FormatError(flag + ": unknown " + what + " preset \"" + id + "\" (presets: " + ids + ")");
+}
+
+model::Recompute recomputeFromFlag(const std::string& name)
+{
+    return name == "full"     ? model::Recompute::Full
+        : name == "selective" ? model::Recompute::Selective
+                              : model::Recompute::None;
+}
+
+/// `init --model M --device D ...`: the model and training of preset M, the cluster of preset D, one variant.
+Project projectFromPreset(const InitArgs& a)
+{
+    checkPresetId("--model", "model", *a.model, modelPresets());
+    checkPresetId("--device", "device", *a.device, devicePresets());
+    Project p = defaultProject();
+    ModelPreset preset = modelPreset(*a.model);
+    p.model = std::move(preset.model);
+    p.model.preset = *a.model;
+    p.training = preset.training;
+    p.cluster = devicePreset(*a.device);
+    p.cluster.device = *a.device;
+    p.cluster.gpusPerNode = a.gpusPerNode.value_or(p.cluster.gpusPerNode);
+    p.cluster.nodes = a.nodes.value_or(p.cluster.nodes);
+    p.costs = CostSettings {}; // the preset's training state replaces the default project's cost settings
+    p.model.layers = a.layers.value_or(p.model.layers);
+    p.model.seqLen = a.seqLen.value_or(p.model.seqLen);
+    p.model.microbatchSize = a.microbatchSize.value_or(p.model.microbatchSize);
+    if (a.recompute)
+        p.model.recompute = recomputeFromFlag(*a.recompute);
+    Variant v = variantFromFlags(p, a);
+    v.dp = a.dp.value_or(1);
+    p.variants = { v };
+    p.activeVariant = v.name;
+    p.name = *a.model + " on " + *a.device + ": " + std::string(kindDisplayName(v.kind)) + " on "
+        + std::to_string(v.ranks) + " ranks" + (v.dp > 1 ? " × dp " + std::to_string(v.dp) : "");
+    finishInitProject(p, a.layers ? "--layers" : "--model " + *a.model + " (its model.layers)");
     return p;
 }
 
@@ -592,15 +670,20 @@ Project projectFromFlags(const InitArgs& a)
 
 int cmdInit(const InitArgs& args)
 {
+    if (const std::string problem = presetFlagsProblem(args); !problem.empty())
+        return usage(problem);
     std::error_code ec;
     if (std::filesystem::exists(args.output, ec) && !args.force)
         return usage(args.output + ": already exists (use --force to overwrite)");
-    const Project project = anyVariantFlag(args) || anyModelFlag(args) ? projectFromFlags(args) : defaultProject();
+    const Project project = args.model               ? projectFromPreset(args)
+        : anyVariantFlag(args) || anyModelFlag(args) ? projectFromFlags(args)
+                                                     : defaultProject();
     saveProject(project, args.output);
     std::cout << "wrote " << args.output << ":";
     for (const auto& v : project.variants)
-        std::cout << " " << v.name << " (" << v.ranks << " ranks, " << stageCount(v) << " stages, " << v.microbatches
-                  << " microbatches)" << (v.name == project.activeVariant ? " active" : "");
+        std::cout << " " << v.name << " (" << v.ranks << " ranks" << (v.dp > 1 ? " × dp " + std::to_string(v.dp) : "")
+                  << ", " << stageCount(v) << " stages, " << v.microbatches << " microbatches)"
+                  << (v.name == project.activeVariant ? " active" : "");
     std::cout << "\n";
     return kExitOk;
 }

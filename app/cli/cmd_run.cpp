@@ -1,6 +1,7 @@
 // dpstudio run, devices, calibrate: thin glue over engine/launch (and the calibration of engine/sim).
 #include "commands.h"
 
+#include "launch/cpuprobe.h"
 #include "launch/devices.h"
 #include "launch/launcher.h"
 #include "sim/calibrate.h"
@@ -21,6 +22,26 @@ int cmdRun(const launch::RunOptions& options)
 
 int cmdDevices(const DevicesArgs& args)
 {
+    if (args.probe) {
+        launch::CpuProbeOptions options;
+        options.shapes = launch::projectShapes(args.project.empty() ? defaultProject() : loadProject(args.project));
+        options.threads = args.threads;
+        options.budgetS = args.budget;
+        options.reprobe = args.reprobe;
+        const launch::CpuProbeResult result = launch::probeCpu(options, std::cerr);
+        const std::string json = launch::serializeCpuProfile(result.profile);
+        std::cout << (args.json ? json : launch::formatCpuProfile(result.profile));
+        for (const std::string& note : result.notes)
+            std::cerr << "dpstudio: note: " << note << "\n";
+        if (result.fromCache)
+            std::cerr << "dpstudio: reused " << result.cachePath.string() << " (probed " << result.profile.probedAt
+                      << "; --reprobe measures again)\n";
+        else if (!result.cachePath.empty())
+            std::cerr << "dpstudio: saved to " << result.cachePath.string() << "\n";
+        if (!args.output.empty())
+            writeOutput(args.output, json);
+        return kExitOk;
+    }
     const launch::DeviceReport report = launch::probeDevices();
     std::cout << (args.json ? launch::devicesJson(report) : launch::formatDevices(report));
     return kExitOk;

@@ -74,10 +74,31 @@ struct InitArgs {
     std::optional<int> ranks, microbatches, stagesPerRank, layers, hidden, ffn, seqLen, microbatchSize;
     std::optional<std::string> dtype;
     bool force = false;
+    // From a preset (issue 12): --model PRESET --device PRESET [--nodes N --gpus-per-node G] [--dp D]
+    // [--recompute none|selective|full]; the last five go with --model.
+    std::optional<std::string> model, device, recompute;
+    std::optional<int> nodes, gpusPerNode, dp;
+};
+
+struct PresetsArgs {
+    bool json = false;
+};
+
+struct ModelInfoArgs {
+    std::string project;
+    std::string variant; ///< empty = the active one
+    bool json = false;
 };
 
 struct DevicesArgs {
     bool json = false;
+    // --probe: measure the CPU device profile (launch/cpuprobe.h, docs/cpu-profile.md)
+    bool probe = false;
+    bool reprobe = false; ///< --reprobe: measure even when the cache has this machine's profile
+    std::string output; ///< -o FILE: also write the profile there
+    std::string project; ///< --project P: the shapes of its model (default: the embedded default project)
+    int threads = 1; ///< --threads N: BLAS threads
+    double budget = 10; ///< --budget S: seconds of measuring to aim for
 };
 
 struct CalibrateArgs {
@@ -95,8 +116,25 @@ int cmdInit(const InitArgs& args);
 /// `dpstudio run`: launch::runProject with `options` (interactive when stderr is a terminal and the
 /// progress stream is not asked for); returns its exit code (dps::kExit*).
 int cmdRun(const launch::RunOptions& options);
+/// `dpstudio devices`: what can run here; with --probe the CPU device profile, from the cache when it holds
+/// this machine's at the project's shapes (table or JSON on stdout, notes on stderr). Throws IoError (no
+/// worker, an unreadable project, -o not writable) and FormatError as launch::probeCpu.
 int cmdDevices(const DevicesArgs& args);
 int cmdCalibrate(const CalibrateArgs& args);
+/// `dpstudio presets`: the model and device presets (presets.h) as tables or JSON; exit 0.
+int cmdPresets(const PresetsArgs& args);
+/// `dpstudio model-info`: modelInfo() of a project's variant as text or JSON. Throws IoError for a file that
+/// cannot be read, FormatError (naming the file and field, or --variant for an unknown variant) or
+/// ConstraintError (a size rule of the variant) for bad content.
+int cmdModelInfo(const ModelInfoArgs& args);
+/// One line on a transformer model for simulate and model-info: the preset, the devices (dp × pp = N, the
+/// nodes the placement rule spans), where the expert all-to-all goes and how many pipeline hops cross nodes;
+/// "" for the block model. Throws FormatError as placementOf (transformercost.h).
+std::string modelSummary(const Project& project, const Variant& variant);
+
+/// The variant `name` names (empty: the active one); an unknown name is a FormatError naming the file and
+/// the flag ("FILE: --variant: no variant named 'x' (variants: a, b)").
+const Variant& variantOf(const Project& project, const std::string& name, const std::string& file);
 
 /// Writes text to `path` atomically (writeFileAtomic), or to stdout when path is empty or "-". Throws IoError.
 void writeOutput(const std::string& path, const std::string& text);

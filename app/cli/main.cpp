@@ -156,7 +156,8 @@ int main(int argc, char** argv)
     InitArgs ini;
     std::string iniSchedule, iniDtype;
     int iniRanks = 0, iniMbs = 0, iniV = 0, iniLayers = 0, iniHidden = 0, iniFfn = 0, iniSeq = 0, iniMbSize = 0;
-    auto* cIni = app.add_subcommand("init", "write a new project (no flags: the default project)");
+    auto* cIni = app.add_subcommand(
+        "init", "write a new project (no flags: the default project; --model/--device: from presets)");
     cIni->add_option("-o,--output", ini.output, "project file to create")->required();
     auto* oSched = cIni->add_option("--schedule", iniSchedule, "kind of the one variant: " + kinds);
     auto* oRanks = cIni->add_option("--ranks", iniRanks, "ranks")->check(CLI::PositiveNumber);
@@ -170,6 +171,20 @@ int main(int argc, char** argv)
         = cIni->add_option("--microbatch-size", iniMbSize, "sequences per microbatch")->check(CLI::PositiveNumber);
     auto* oDtype = cIni->add_option("--dtype", iniDtype, "fp32 or bf16")->check(CLI::IsMember({ "fp32", "bf16" }));
     cIni->add_flag("--force", ini.force, "overwrite an existing file");
+    std::string iniModel, iniDevice, iniRecompute;
+    int iniNodes = 0, iniGpn = 0, iniDp = 0;
+    auto* oModel = cIni->add_option("--model", iniModel,
+        "model preset (`dpstudio presets`): its model and training state; --layers, --seq-len and "
+        "--microbatch-size override it");
+    auto* oDevice = cIni->add_option("--device", iniDevice, "device preset, with --model: the cluster");
+    auto* oNodes = cIni->add_option("--nodes", iniNodes, "with --model: nodes (overrides the device preset)")
+                       ->check(CLI::PositiveNumber);
+    auto* oGpn = cIni->add_option("--gpus-per-node", iniGpn, "with --model: devices per node (overrides the preset)")
+                     ->check(CLI::PositiveNumber);
+    auto* oDp = cIni->add_option("--dp", iniDp, "with --model: data-parallel replicas of the pipeline (default 1)")
+                    ->check(CLI::PositiveNumber);
+    auto* oRecompute = cIni->add_option("--recompute", iniRecompute, "with --model: none, selective or full")
+                           ->check(CLI::IsMember({ "none", "selective", "full" }));
 
     launch::RunOptions run;
     auto* cRun = app.add_subcommand("run", "run a project's schedule for real over MPI and measure it");
@@ -188,9 +203,32 @@ int main(int argc, char** argv)
     cRun->add_option("--trace-dir", run.traceDir, "also write Chrome traces, one per rank and a combined one");
     cRun->add_option("--costs", run.costsFile, "cost file for the prediction printed at the end");
 
+    PresetsArgs pre;
+    auto* cPre = app.add_subcommand("presets", "list the model and device presets `init --model/--device` take");
+    cPre->add_flag("--json", pre.json, "print as JSON (with each figure's sources)");
+
+    ModelInfoArgs mi;
+    auto* cMi = app.add_subcommand(
+        "model-info", "a project's model: parameters, FLOPs per token, per-stage times and bytes, per-rank parameters");
+    cMi->add_option("project", mi.project, "project file (*.dpstudio.json)")->required();
+    cMi->add_option("--variant", mi.variant, "variant (default: the active one)");
+    cMi->add_flag("--json", mi.json, "print as JSON");
+
     DevicesArgs dev;
     auto* cDev = app.add_subcommand("devices", "what can run here: CPU cores, GPUs, mpirun");
     cDev->add_flag("--json", dev.json, "print as JSON");
+    auto* oProbe = cDev->add_flag("--probe", dev.probe,
+        "measure this CPU (GEMMs at the model's shapes, GELU/loss/accumulation, MPI p2p), cached per machine");
+    cDev->add_flag("--reprobe", dev.reprobe, "with --probe: measure again even when cached")->needs(oProbe);
+    cDev->add_option("-o,--output", dev.output, "with --probe: also write the profile (JSON) to FILE")->needs(oProbe);
+    cDev->add_option("--project", dev.project, "with --probe: the model's shapes (default: the default project)")
+        ->needs(oProbe);
+    cDev->add_option("--threads", dev.threads, "with --probe: BLAS threads (default 1)")
+        ->check(CLI::Range(1, 1024))
+        ->needs(oProbe);
+    cDev->add_option("--budget", dev.budget, "with --probe: seconds of measuring to aim for (default 10)")
+        ->check(CLI::Range(0.5, 600.0))
+        ->needs(oProbe);
 
     CalibrateArgs cal;
     auto* cCal = app.add_subcommand("calibrate", "fit per-stage F/I/W/B, overlap factor and p2p costs to a run");
@@ -231,12 +269,22 @@ int main(int argc, char** argv)
             setIf(oSeq, iniSeq, ini.seqLen);
             setIf(oMbSize, iniMbSize, ini.microbatchSize);
             setIf(oDtype, iniDtype, ini.dtype);
+            setIf(oModel, iniModel, ini.model);
+            setIf(oDevice, iniDevice, ini.device);
+            setIf(oNodes, iniNodes, ini.nodes);
+            setIf(oGpn, iniGpn, ini.gpusPerNode);
+            setIf(oDp, iniDp, ini.dp);
+            setIf(oRecompute, iniRecompute, ini.recompute);
             return cmdInit(ini);
         }
         if (*cRun) {
             run.argv.assign(argv, argv + argc);
             return cmdRun(run);
         }
+        if (*cPre)
+            return cmdPresets(pre);
+        if (*cMi)
+            return cmdModelInfo(mi);
         if (*cDev)
             return cmdDevices(dev);
         if (*cCal)

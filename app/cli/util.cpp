@@ -2,6 +2,7 @@
 
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "project/predict.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -29,6 +30,17 @@ Schedule projectSchedule(const std::string& file, const Project& project, const 
         return buildSchedule(project, variant);
     } catch (const ConstraintError& e) {
         throw ConstraintError(e.rule(), file + ": " + e.what());
+    }
+}
+
+const Variant& variantOf(const Project& project, const std::string& name, const std::string& file)
+{
+    if (name.empty())
+        return project.active();
+    try {
+        return findVariant(project, name);
+    } catch (const FormatError& e) {
+        throw FormatError(file + ": --variant: " + e.what());
     }
 }
 

@@ -78,6 +78,10 @@ contains "$WORK/err" "empty.csv: empty" "empty csv named"
 # --- init -------------------------------------------------------------------------------------------
 expect 0 "init default" -- "$DPS" init -o "$WORK/p.dpstudio.json"
 contains "$WORK/p.dpstudio.json" '"active_variant": "dualpipe"' "init default active variant"
+# Each rank's parameter bytes: a DualPipe rank of the default project holds 2 stages × 2 blocks × 2·512·2048
+# fp32 parameters = 33554432 bytes.
+expect 0 "simulate default project" -- "$DPS" simulate "$WORK/p.dpstudio.json" --json
+[ "$(grep -cE '"parameter_bytes": 33554432(\.0)?$' "$WORK/out")" -eq 8 ] || fail "parameter_bytes 33554432 on each of 8 ranks"
 expect 2 "init refuses to overwrite" -- "$DPS" init -o "$WORK/p.dpstudio.json"
 contains "$WORK/err" "--force" "init overwrite hint"
 expect 0 "init --force, one variant" -- "$DPS" init -o "$WORK/v.dpstudio.json" --schedule zb-h1 --ranks 4 \
@@ -130,7 +134,7 @@ expect 1 "bad project in compare" -- "$DPS" compare "$WORK/bad.dpstudio.json"
 contains "$WORK/err" "variants[1].ranks" "compare names the field"
 sed 's/"format_version": 1/"format_version": 7/' "$WORK/p.dpstudio.json" >"$WORK/new.dpstudio.json"
 expect 1 "newer project" -- "$DPS" export "$WORK/new.dpstudio.json" --format json
-contains "$WORK/err" "format_version 7 is newer than this build reads (1)" "newer version named"
+contains "$WORK/err" "format_version 7 is newer than this build reads (2)" "newer version named"
 expect 2 "missing project" -- "$DPS" export "$WORK/missing.dpstudio.json" --format json
 contains "$WORK/err" "missing.dpstudio.json" "missing file named"
 expect 2 "missing project in compare" -- "$DPS" compare "$WORK/missing.dpstudio.json"

@@ -1,0 +1,286 @@
+#!/bin/sh
+# End-to-end checks of the model library's command line (issue 12): dpstudio presets, init --model/--device,
+# model-info, simulate on a transformer project (the model line, parameter_bytes), and bad input.
+# Usage: model_e2e.sh /path/to/dpstudio   (exits non-zero when a check failed; needs python3 for JSON)
+set -u
+DPS="$1"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect CODE NAME -- COMMAND...: runs the command (stdout → $WORK/out, stderr → $WORK/err), checks the exit code.
+expect() {
+    code="$1"
+    name="$2"
+    shift 3
+    "$@" >"$WORK/out" 2>"$WORK/err"
+    got=$?
+    if [ "$got" -ne "$code" ]; then
+        fail "$name: exit $got, expected $code"
+        sed 's/^/  | /' "$WORK/err" >&2
+    fi
+}
+
+# contains FILE TEXT NAME: the file holds the text (fixed string).
+contains() {
+    grep -qF -- "$2" "$1" || { fail "$3: '$2' not in $(basename "$1")"; sed 's/^/  | /' "$1" | head -20 >&2; }
+}
+
+# check NAME PYTHON [ARGS...]: runs the Python code (sys.argv[1:] = ARGS); a failed assert fails the check
+# with its message.
+check() {
+    name="$1"
+    shift
+    python3 -c "$@" >"$WORK/py" 2>&1 || { fail "$name"; sed 's/^/  | /' "$WORK/py" >&2; }
+}
+
+# edit IN OUT PYTHON: writes OUT as the JSON of IN after the Python statements (on the object p) ran.
+edit() {
+    python3 -c "import json, sys
+p = json.load(open(sys.argv[1]))
+$3
+json.dump(p, open(sys.argv[2], 'w'), indent=2)" "$1" "$2" || fail "editing $1 into $2"
+}
+
+MODELS="block deepseek-v3 llama3-8b llama3-70b llama3-405b mixtral-8x7b"
+DEVICES="a100-80g b200 cpu h100-sxm h200 h800 mi300x"
+
+# --- presets ----------------------------------------------------------------------------------------
+expect 0 "presets" -- "$DPS" presets
+for id in $MODELS $DEVICES; do
+    grep -qE "^$id " "$WORK/out" || fail "presets: no row for $id"
+done
+contains "$WORK/out" "dpstudio init --model ID" "presets text names init's flag"
+expect 0 "presets --json" -- "$DPS" presets --json
+cp "$WORK/out" "$WORK/presets.json"
+# Published totals (issue 12): DeepSeek-V3 671B total (2 %), 37B activated (5 %); Llama 3 8.03B, 70.55B,
+# 405.8B; Mixtral 46.7B total, 12.9B active (1 %). H800 dense BF16 peak 989.4 TFLOP/s (its preset's source).
+check "presets --json: ids, published totals, sources" "
+import json, sys
+d = json.load(open(sys.argv[1]))
+models = {m['id']: m for m in d['models']}
+devices = {x['id']: x for x in d['devices']}
+assert sorted(models) == sorted(sys.argv[2].split()), sorted(models)
+assert sorted(devices) == sorted(sys.argv[3].split()), sorted(devices)
+def near(id, key, want, tol):
+    got = models[id][key]
+    assert abs(got - want) <= tol * want, (id, key, got, want)
+near('deepseek-v3', 'parameters_total', 671e9, 0.02)
+near('deepseek-v3', 'parameters_active', 37e9, 0.05)
+near('llama3-8b', 'parameters_total', 8.03e9, 0.01)
+near('llama3-70b', 'parameters_total', 70.55e9, 0.01)
+near('llama3-405b', 'parameters_total', 405.8e9, 0.01)
+near('mixtral-8x7b', 'parameters_total', 46.7e9, 0.01)
+near('mixtral-8x7b', 'parameters_active', 12.9e9, 0.01)
+assert models['llama3-8b']['parameters_active'] == models['llama3-8b']['parameters_total']
+assert models['block']['parameters_total'] is None, models['block']
+assert devices['h800']['device_flops'] == 989.4e12, devices['h800']
+assert devices['h800']['gpus_per_node'] == 8, devices['h800']
+assert devices['h800']['memory_per_device_bytes'] == 80e9, devices['h800']
+for entry in list(models.values()) + list(devices.values()):
+    assert entry['title'] and entry['sources'] and all(entry['sources']), entry['id']
+" "$WORK/presets.json" "$MODELS" "$DEVICES"
+
+# --- init --model: DeepSeek-V3 on 16 H800 ranks, 8 per node ------------------------------------------
+expect 0 "init deepseek-v3 dualpipe" -- "$DPS" init --model deepseek-v3 --device h800 --gpus-per-node 8 \
+    --schedule dualpipe --ranks 16 --microbatches 32 -o "$WORK/ds.dpstudio.json"
+contains "$WORK/out" "dualpipe (16 ranks, 16 stages, 32 microbatches) active" "init deepseek-v3 summary"
+check "init deepseek-v3 file" "
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p['format_version'] == 2, p['format_version']
+assert p['model']['kind'] == 'transformer', p['model']
+assert p['model']['layers'] == 61, p['model']['layers']
+assert p['model']['moe']['experts'] == 256 and p['model']['moe']['top_k'] == 8, p['model']['moe']
+assert p['cluster']['gpus_per_node'] == 8, p['cluster']
+assert p['cluster']['device_flops'] == 989.4e12, p['cluster']
+v = p['variants']
+assert len(v) == 1 and v[0]['kind'] == 'dualpipe' and v[0]['ranks'] == 16 and v[0]['microbatches'] == 32, v
+assert sum(v[0]['layer_partition']) == 61 and len(v[0]['layer_partition']) == 16, v[0]
+" "$WORK/ds.dpstudio.json"
+# The same with 1F1B, and DualPipeV on the same 16 devices, for the relations below.
+expect 0 "init deepseek-v3 1f1b" -- "$DPS" init --model deepseek-v3 --device h800 --gpus-per-node 8 \
+    --schedule 1f1b --ranks 16 --microbatches 32 -o "$WORK/ds-1f1b.dpstudio.json"
+
+expect 0 "simulate deepseek-v3 dualpipe" -- "$DPS" simulate "$WORK/ds.dpstudio.json"
+contains "$WORK/out" "model:        deepseek-v3 on h800: dp 1 × pp 16 = 16 devices" "simulate's model line"
+# ep 64 with dp 1: the placement rule lays out 64 replicas per rank (an EP group on 8 nodes of 8), so every
+# pipeline hop crosses nodes and 56 of a device's 63 EP peers sit on other nodes.
+contains "$WORK/out" "all-to-all over ep 64: 7 peers intra-node, 56 inter-node (8 nodes); pipeline hops: 15 of 15 inter-node" \
+    "simulate names where the all-to-all goes"
+expect 0 "simulate deepseek-v3 dualpipe --json" -- "$DPS" simulate "$WORK/ds.dpstudio.json" --json
+cp "$WORK/out" "$WORK/ds-sim.json"
+expect 0 "simulate deepseek-v3 1f1b --json" -- "$DPS" simulate "$WORK/ds-1f1b.dpstudio.json" --json
+cp "$WORK/out" "$WORK/ds-1f1b-sim.json"
+# The same two without expert parallelism (ep 1: no all-to-all).
+edit "$WORK/ds.dpstudio.json" "$WORK/ds-ep1.dpstudio.json" "p['model']['moe']['ep'] = 1"
+edit "$WORK/ds-1f1b.dpstudio.json" "$WORK/ds-1f1b-ep1.dpstudio.json" "p['model']['moe']['ep'] = 1"
+expect 0 "simulate deepseek-v3 dualpipe ep 1" -- "$DPS" simulate "$WORK/ds-ep1.dpstudio.json" --json
+cp "$WORK/out" "$WORK/ds-ep1-sim.json"
+expect 0 "simulate deepseek-v3 1f1b ep 1" -- "$DPS" simulate "$WORK/ds-1f1b-ep1.dpstudio.json" --json
+cp "$WORK/out" "$WORK/ds-1f1b-ep1-sim.json"
+# DualPipe hides the expert all-to-all of one microbatch under another's compute: its step is shorter than
+# 1F1B's on the same ranks and microbatches, by more with ep 64 than with ep 1 (issue 12, "Done when").
+check "deepseek-v3: DualPipe shorter than 1F1B, more so with the all-to-all; parameter_bytes per rank" "
+import json, sys
+dp, ob, dp1, ob1 = (json.load(open(f)) for f in sys.argv[1:5])
+assert 0 < dp['makespan_us'] < ob['makespan_us'], (dp['makespan_us'], ob['makespan_us'])
+assert 0 < dp1['makespan_us'] < ob1['makespan_us'], (dp1['makespan_us'], ob1['makespan_us'])
+gain, gain1 = ob['makespan_us'] - dp['makespan_us'], ob1['makespan_us'] - dp1['makespan_us']
+assert gain > gain1, (gain, gain1)
+assert len(dp['ranks']) == 16 and len(ob['ranks']) == 16
+assert all(r['parameter_bytes'] > 0 for r in dp['ranks'] + ob['ranks'])
+# A DualPipe rank holds two stages (its own and the mirrored one), a 1F1B rank one.
+assert dp['ranks'][8]['parameter_bytes'] > ob['ranks'][8]['parameter_bytes']
+" "$WORK/ds-sim.json" "$WORK/ds-1f1b-sim.json" "$WORK/ds-ep1-sim.json" "$WORK/ds-1f1b-ep1-sim.json"
+
+expect 0 "model-info deepseek-v3" -- "$DPS" model-info "$WORK/ds.dpstudio.json"
+contains "$WORK/out" "parameters:" "model-info text totals"
+contains "$WORK/out" "all-to-all" "model-info text stage table"
+contains "$WORK/out" "parameter bytes" "model-info text rank table"
+expect 0 "model-info deepseek-v3 --json" -- "$DPS" model-info "$WORK/ds.dpstudio.json" --json
+check "model-info deepseek-v3 --json: keys and values" "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert list(d) == ['parameters_total', 'parameters_active', 'flops_per_token_training', 'stages', 'ranks'], list(d)
+assert abs(d['parameters_total'] - 671e9) <= 0.02 * 671e9, d['parameters_total']
+assert abs(d['parameters_active'] - 37e9) <= 0.05 * 37e9, d['parameters_active']
+# 3 × forward: 2 FLOPs per active GEMM weight (the activated parameters less the embedding, 129280 × 7168, and
+# the RMSNorm weights, 61 × (2·7168 + q 1536 + kv 512) + final 7168), plus MLA's attention core, causal half:
+# s·n_h·(d_k + d_v) = 4096 · 128 · (192 + 128) per layer.
+norms = 61 * (2 * 7168 + 1536 + 512) + 7168
+want = 3 * (2 * (d['parameters_active'] - 129280 * 7168 - norms) + 61 * 4096 * 128 * (192 + 128))
+assert d['flops_per_token_training'] == want, (d['flops_per_token_training'], want)
+stage_keys = ['stage', 'layers', 'parameters', 'f_us', 'i_us', 'w_us', 'b_us', 'fb_us', 'activation_bytes', 'a2a_bytes']
+assert len(d['stages']) == 16 and all(list(s) == stage_keys for s in d['stages']), d['stages'][0]
+assert [s['stage'] for s in d['stages']] == list(range(16))
+assert sum(s['layers'] for s in d['stages']) == 61
+# Every stage holds MoE layers (the first 3 dense layers sit on stage 0 beside MoE ones): all-to-all bytes.
+assert all(s['a2a_bytes'] > 0 for s in d['stages']), [s['a2a_bytes'] for s in d['stages']]
+assert all(s['b_us'] > 0 and s['f_us'] > 0 and s['activation_bytes'] > 0 for s in d['stages'])
+assert len(d['ranks']) == 16 and all(list(r) == ['rank', 'parameters', 'parameter_bytes'] for r in d['ranks'])
+sim = json.load(open(sys.argv[2]))
+assert [r['parameter_bytes'] for r in d['ranks']] == [r['parameter_bytes'] for r in sim['ranks']]
+" "$WORK/out" "$WORK/ds-sim.json"
+
+# --- Llama 3 8B: a dense model, exact per-rank relations ---------------------------------------------
+expect 0 "init llama3-8b 1f1b" -- "$DPS" init --model llama3-8b --device h100-sxm --schedule 1f1b --ranks 4 \
+    --microbatches 8 -o "$WORK/l8.dpstudio.json"
+expect 0 "model-info llama3-8b --json" -- "$DPS" model-info "$WORK/l8.dpstudio.json" --json
+# 32 layers over 4 stages of 8; rank 0 also holds the embedding (vocab 128256 × hidden 4096 = 525336576
+# elements), rank 3 the LM head (the same) and the final RMSNorm (4096); bf16: 2 bytes per parameter.
+# Training FLOPs per token: per layer 2 × (W_q 4096·4096 + W_k, W_v 2 · 4096·1024 + W_o 4096·4096 + SwiGLU
+# 3 · 4096·14336 = 218103808 weights) + the causal attention core s·n_h·(d_k + d_v) = 8192 · 32 · 256, times
+# 32 layers, plus the LM head 2 · 128256 · 4096; × 3 = 51470401536.
+check "model-info llama3-8b --json" "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert abs(d['parameters_total'] - 8.03e9) <= 0.01 * 8.03e9, d['parameters_total']
+assert d['flops_per_token_training'] == 3 * (32 * (2 * 218103808 + 8192 * 32 * 256) + 2 * 128256 * 4096) == 51470401536, d['flops_per_token_training']
+assert d['parameters_active'] == d['parameters_total']
+assert [s['layers'] for s in d['stages']] == [8, 8, 8, 8]
+assert all(s['a2a_bytes'] == 0 for s in d['stages']), 'a dense model exchanges no tokens'
+r = d['ranks']
+assert sum(x['parameters'] for x in r) == d['parameters_total'], (sum(x['parameters'] for x in r), d['parameters_total'])
+assert r[1]['parameters'] == r[2]['parameters']
+assert r[0]['parameters'] - r[1]['parameters'] == 128256 * 4096, r[0]['parameters'] - r[1]['parameters']
+assert r[3]['parameters'] - r[1]['parameters'] == 128256 * 4096 + 4096, r[3]['parameters'] - r[1]['parameters']
+assert all(x['parameter_bytes'] == 2 * x['parameters'] for x in r)
+" "$WORK/out"
+# For the same device count a middle DualPipe rank holds two stages of twice the layers of DualPipeV's two:
+# twice the parameter bytes (8 ranks: DualPipe 8 stages of 4 layers, DualPipeV 16 stages of 2).
+expect 0 "init llama3-8b dualpipe" -- "$DPS" init --model llama3-8b --device h100-sxm --schedule dualpipe \
+    --ranks 8 --microbatches 16 -o "$WORK/l8-dp.dpstudio.json"
+expect 0 "init llama3-8b dualpipev" -- "$DPS" init --model llama3-8b --device h100-sxm --schedule dualpipev \
+    --ranks 8 --microbatches 16 -o "$WORK/l8-dpv.dpstudio.json"
+expect 0 "simulate llama3-8b dualpipe" -- "$DPS" simulate "$WORK/l8-dp.dpstudio.json" --json
+cp "$WORK/out" "$WORK/l8-dp.json"
+expect 0 "simulate llama3-8b dualpipev" -- "$DPS" simulate "$WORK/l8-dpv.dpstudio.json" --json
+check "llama3-8b: a middle DualPipe rank holds twice DualPipeV's parameter bytes" "
+import json, sys
+a = json.load(open(sys.argv[1]))['ranks'][3]['parameter_bytes']
+b = json.load(open(sys.argv[2]))['ranks'][3]['parameter_bytes']
+assert b > 0 and a == 2 * b, (a, b)
+" "$WORK/l8-dp.json" "$WORK/out"
+expect 0 "simulate llama3-8b text" -- "$DPS" simulate "$WORK/l8-dp.dpstudio.json"
+contains "$WORK/out" "model:        llama3-8b on h100-sxm: dp 1 × pp 8 = 8 devices (8 per node, 1 node); dense, no expert all-to-all; pipeline hops: 0 of 7 inter-node" \
+    "dense model line"
+
+# Overrides: --layers, --seq-len, --microbatch-size, --dp and --recompute go into the file.
+expect 0 "init llama3-8b overrides" -- "$DPS" init --model llama3-8b --device h100-sxm --schedule 1f1b --ranks 4 \
+    --microbatches 8 --layers 16 --seq-len 4096 --microbatch-size 2 --dp 2 --recompute full --nodes 2 \
+    -o "$WORK/l8o.dpstudio.json"
+check "init overrides in the file" "
+import json, sys
+p = json.load(open(sys.argv[1]))
+m = p['model']
+assert (m['layers'], m['seq_len'], m['microbatch_size'], m['recompute']) == (16, 4096, 2, 'full'), m
+assert p['variants'][0]['dp'] == 2 and p['cluster']['nodes'] == 2, (p['variants'][0], p['cluster'])
+assert p['variants'][0]['layer_partition'] == [4, 4, 4, 4]
+" "$WORK/l8o.dpstudio.json"
+expect 0 "model-info with overrides" -- "$DPS" model-info "$WORK/l8o.dpstudio.json"
+
+# --- bad flags and unknown presets ---------------------------------------------------------------------
+expect 1 "init unknown model preset" -- "$DPS" init --model gpt5 --device h800 -o "$WORK/x.dpstudio.json"
+contains "$WORK/err" '--model: unknown model preset "gpt5" (presets: block, deepseek-v3, llama3-405b, llama3-70b, llama3-8b, mixtral-8x7b)' "unknown model preset named"
+expect 1 "init unknown device preset" -- "$DPS" init --model llama3-8b --device tpu9 -o "$WORK/x.dpstudio.json"
+contains "$WORK/err" '--device: unknown device preset "tpu9" (presets: a100-80g, b200, cpu, h100-sxm, h200, h800, mi300x)' "unknown device preset named"
+expect 2 "init --model without --device" -- "$DPS" init --model llama3-8b -o "$WORK/x.dpstudio.json"
+contains "$WORK/err" "--model needs --device PRESET" "missing --device named"
+expect 2 "init --device without --model" -- "$DPS" init --device h800 -o "$WORK/x.dpstudio.json"
+contains "$WORK/err" "go with --model PRESET" "preset flags without --model"
+expect 2 "init --hidden with --model" -- "$DPS" init --model llama3-8b --device h800 --hidden 1024 \
+    -o "$WORK/x.dpstudio.json"
+contains "$WORK/err" "--hidden: cannot be combined with --model" "fixed shape flag refused"
+expect 2 "init bad --recompute" -- "$DPS" init --model llama3-8b --device h800 --recompute some -o "$WORK/x.dpstudio.json"
+expect 1 "init more stages than layers" -- "$DPS" init --model llama3-8b --device h800 --schedule 1f1b --ranks 64 \
+    --microbatches 64 -o "$WORK/x.dpstudio.json"
+contains "$WORK/err" "--model llama3-8b (its model.layers): 32 layers cannot fill the 64 stages of 1f1b" "too many stages named"
+if [ -e "$WORK/x.dpstudio.json" ]; then fail "init wrote a file for bad input"; fi
+
+# --- model-info errors -------------------------------------------------------------------------------
+expect 1 "model-info unknown variant" -- "$DPS" model-info "$WORK/ds.dpstudio.json" --variant nope
+contains "$WORK/err" "ds.dpstudio.json: --variant: no variant named 'nope' (variants: dualpipe)" "unknown variant named"
+expect 2 "model-info missing file" -- "$DPS" model-info "$WORK/missing.dpstudio.json"
+contains "$WORK/err" "missing.dpstudio.json" "missing file named"
+printf '{"format_version": 2, "model": ' >"$WORK/broken.dpstudio.json"
+expect 1 "model-info broken JSON" -- "$DPS" model-info "$WORK/broken.dpstudio.json"
+contains "$WORK/err" "broken.dpstudio.json" "broken file named"
+# The block model: its totals (16 layers × 2·512·2048 = 33554432 parameters) and a block stage exchanges nothing.
+expect 0 "init default" -- "$DPS" init -o "$WORK/block.dpstudio.json"
+expect 0 "model-info block --json" -- "$DPS" model-info "$WORK/block.dpstudio.json" --json
+check "model-info block" "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d['parameters_total'] == 33554432 and d['parameters_active'] == 33554432, d
+assert [s['layers'] for s in d['stages']] == [2] * 8 and all(s['a2a_bytes'] == 0 for s in d['stages'])
+assert all(r['parameters'] == 4 * 2 * 512 * 2048 for r in d['ranks']), d['ranks']
+" "$WORK/out"
+
+# --- bad model content: exit 1 naming the field, from every command that reads the project ----------------
+expect 0 "init mixtral" -- "$DPS" init --model mixtral-8x7b --device h100-sxm --schedule 1f1b --ranks 4 \
+    --microbatches 8 -o "$WORK/mx.dpstudio.json"
+edit "$WORK/mx.dpstudio.json" "$WORK/neg-experts.dpstudio.json" "p['model']['moe']['experts'] = -1"
+edit "$WORK/mx.dpstudio.json" "$WORK/topk.dpstudio.json" "p['model']['moe']['top_k'] = 9"
+edit "$WORK/mx.dpstudio.json" "$WORK/heads.dpstudio.json" "p['model']['heads'] = 7; p['model']['kv_heads'] = 7; p['model'].pop('head_dim', None)"
+for cmd in simulate model-info; do
+    expect 1 "$cmd: negative experts" -- "$DPS" $cmd "$WORK/neg-experts.dpstudio.json"
+    contains "$WORK/err" "neg-experts.dpstudio.json: model.moe.experts: must be a non-negative integer, got -1" \
+        "$cmd: negative experts named"
+    expect 1 "$cmd: top_k > experts" -- "$DPS" $cmd "$WORK/topk.dpstudio.json"
+    contains "$WORK/err" "topk.dpstudio.json: model.moe.top_k: 9 exceeds model.moe.experts 8" "$cmd: top_k named"
+    expect 1 "$cmd: heads not dividing hidden" -- "$DPS" $cmd "$WORK/heads.dpstudio.json"
+    contains "$WORK/err" "heads.dpstudio.json: model.heads: 7 does not divide model.hidden 4096 (give model.head_dim)" \
+        "$cmd: heads named"
+done
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures check(s) failed" >&2
+    exit 1
+fi
+echo "model_e2e: all checks passed"
