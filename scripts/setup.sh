@@ -8,6 +8,7 @@ packages=(
   libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev libopenblas-dev
   xvfb xauth imagemagick libspdlog-dev dpkg-dev file
+  iproute2 # ip, for the two-host test (scripts/netns-twohost.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

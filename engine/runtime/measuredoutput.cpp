@@ -100,7 +100,8 @@ MeasuredTrace measuredTrace(const std::vector<std::vector<ActionRecord>>& record
 {
     MeasuredTrace trace;
     for (std::size_t r = 0; r < records.size(); ++r) {
-        MeasuredRank rank { static_cast<int>(r), {} };
+        MeasuredRank rank;
+        rank.rank = static_cast<int>(r);
         for (const ActionRecord& rec : records[r])
             rank.actions.push_back(measuredAction(rec, schedule.order.at(r).at(static_cast<std::size_t>(rec.index))));
         trace.ranks.push_back(std::move(rank));
@@ -152,6 +153,13 @@ Timeline measuredTimeline(const MeasuredTrace& trace, const Schedule& schedule, 
         { "variant", trace.variant }, { "command", trace.command },
         { "schedule", std::string(kindName(schedule.kind)) }, { "ranks", schedule.ranks },
         { "microbatches", schedule.microbatches }, { "stages", schedule.stages } };
+    // Each rank's host, when recorded: a flow between ranks of different hosts crossed hosts.
+    if (std::any_of(trace.ranks.begin(), trace.ranks.end(), [](const MeasuredRank& r) { return !r.host.empty(); })) {
+        nlohmann::json hosts = nlohmann::json::array();
+        for (const MeasuredRank& r : trace.ranks)
+            hosts.push_back(r.host);
+        t.info["hosts"] = std::move(hosts);
+    }
     return t;
 }
 

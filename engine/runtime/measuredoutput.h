@@ -15,8 +15,8 @@ namespace dps::runtime {
 
 /// The measured trace of a run's records: records[r] = rank r's records of the measured steps (step
 /// numbered from 0 after the warm-up), each action named from schedule.order[r][index]; steps and
-/// medianStep set (setStepsFromActions). The header, correctness, warnings and project are left to the
-/// caller. Throws std::out_of_range when a record's index is not in its rank's order.
+/// medianStep set (setStepsFromActions). The header, the ranks' hosts, correctness, warnings and project are
+/// left to the caller. Throws std::out_of_range when a record's index is not in its rank's order.
 MeasuredTrace measuredTrace(const std::vector<std::vector<ActionRecord>>& records, const Schedule& schedule);
 
 /// The correctness section of measured.json: the report's pass, maxima, thresholds, failure message and
@@ -25,7 +25,9 @@ MeasuredCorrectness measuredCorrectness(const CorrectnessReport& report);
 
 /// The measured timeline of one step: one slice per action (an overlapped slot's halves both span it),
 /// memory after every action, and a flow for every message between ranks (sent at the producer's end,
-/// arrived when the consumer stopped waiting). Times in µs, bytes in bytes. Never throws.
+/// arrived when the consumer stopped waiting). Times in µs, bytes in bytes. info carries the run's header and,
+/// when the trace records them, "hosts": each rank's host (a flow between ranks of different hosts crossed
+/// hosts). Never throws.
 Timeline measuredTimeline(const MeasuredTrace& trace, const Schedule& schedule, int step);
 
 /// Writes measured.json atomically (serializeMeasured, writeFileAtomic) and, when traceDir is not empty,

@@ -384,12 +384,16 @@ int finish(const WorkerOptions& options, Comm& comm, RunState& s, const Correctn
     const std::vector<ActionRecord>& mine, Events& events, Log& log)
 {
     const auto all = comm.gather(packRecords(mine), 0);
+    const std::string host = hostName();
+    const auto hosts = comm.gather(std::vector<char>(host.begin(), host.end()), 0);
     if (comm.rank() != 0)
         return report.passed ? kExitOk : kExitContent;
     std::vector<std::vector<ActionRecord>> records;
     for (const auto& bytes : all)
         records.push_back(unpackRecords(bytes));
     MeasuredTrace run = measuredTrace(records, s.schedule);
+    for (std::size_t r = 0; r < run.ranks.size() && r < hosts.size(); ++r)
+        run.ranks[r].host.assign(hosts[r].begin(), hosts[r].end()); // which transfers crossed hosts
     run.command = options.command;
     run.host = hostName();
     run.cpu = cpuModelName();

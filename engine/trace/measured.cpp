@@ -125,6 +125,7 @@ MeasuredRank readRank(const Fields& f, const std::string& path)
 {
     MeasuredRank rank;
     rank.rank = static_cast<int>(f.integer("rank", true));
+    rank.host = f.text("host");
     const json& actions = f.array("actions");
     for (std::size_t i = 0; i < actions.size(); ++i) {
         const std::string p = path + ".actions[" + std::to_string(i) + "]";
@@ -319,7 +320,11 @@ std::string serializeMeasured(const MeasuredTrace& t)
     o["warnings"] = t.warnings;
     o["ranks"] = json::array();
     for (const MeasuredRank& r : t.ranks) {
-        json rank { { "rank", r.rank }, { "actions", json::array() } };
+        json rank;
+        rank["rank"] = r.rank;
+        if (!r.host.empty())
+            rank["host"] = r.host;
+        rank["actions"] = json::array();
         for (const MeasuredAction& a : r.actions)
             rank["actions"].push_back(actionJson(a));
         o["ranks"].push_back(std::move(rank));
@@ -354,6 +359,19 @@ void setStepsFromActions(MeasuredTrace& trace)
     std::stable_sort(order.begin(), order.end(),
         [&](int a, int b) { return makespans[static_cast<std::size_t>(a)] < makespans[static_cast<std::size_t>(b)]; });
     trace.medianStep = order.empty() ? 0 : order[(order.size() - 1) / 2];
+}
+
+bool crossesHosts(const MeasuredTrace& trace, int from, int to)
+{
+    const auto hostOf = [&trace](int rank) -> const std::string* {
+        for (const MeasuredRank& r : trace.ranks)
+            if (r.rank == rank)
+                return &r.host;
+        return nullptr;
+    };
+    const std::string* a = hostOf(from);
+    const std::string* b = hostOf(to);
+    return a && b && !a->empty() && !b->empty() && *a != *b;
 }
 
 std::vector<MeasuredSlot> measuredSlots(const MeasuredTrace& trace)

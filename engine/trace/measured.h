@@ -39,6 +39,10 @@ struct MeasuredAction {
 struct MeasuredRank {
     int rank = 0;
     std::vector<MeasuredAction> actions; ///< in execution order, all measured steps
+    /// Host name the rank ran on (ranks[].host, the rank's gethostname); "" when the file has none (then it
+    /// is not written either). A transfer between two ranks crossed hosts when their names differ
+    /// (crossesHosts).
+    std::string host = {};
 };
 
 /// One microbatch's loss against the sequential reference (correctness.losses).
@@ -112,6 +116,12 @@ MeasuredTrace loadMeasured(const std::filesystem::path& path);
 /// gives t back, and serializeMeasured(parseMeasured(text)) gives back the text of a file the worker wrote.
 /// Throws FormatError when projectJson is neither empty nor JSON text (never for a trace parseMeasured gave).
 std::string serializeMeasured(const MeasuredTrace& trace);
+
+/// Whether a transfer between ranks `from` and `to` crossed hosts: both ranks are in the trace with a
+/// recorded host (ranks[].host) and the two names differ. False when either rank or its host is missing
+/// (a file written before hosts were recorded). The measured counterpart of CostModel::crossesNodes.
+/// Never throws.
+bool crossesHosts(const MeasuredTrace& trace, int from, int to);
 
 /// The trace's slots in the neutral form calibrate() (sim/calibrate.h) fits: every action of every rank
 /// and measured step, in file order. Never throws.

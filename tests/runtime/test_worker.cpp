@@ -174,6 +174,16 @@ TEST(Worker, RunsAVariantAndWritesTheMeasuredTraceAndChromeTraces)
     EXPECT_EQ(actionKeys,
         (std::vector<std::string> { "action", "step", "start_us", "end_us", "wait_us", "compute_us", "bytes_sent",
             "bytes_received", "memory_bytes", "activation_bytes" }));
+    // Each rank's host (here all threads of this one): what says which transfers crossed hosts.
+    std::vector<std::string> rankKeys;
+    for (const auto& item : ordered["ranks"][1].items())
+        rankKeys.push_back(item.key());
+    EXPECT_EQ(rankKeys, (std::vector<std::string> { "rank", "host", "actions" }));
+    EXPECT_FALSE(m["host"].get<std::string>().empty());
+    EXPECT_EQ(m["ranks"][0]["host"], m["host"]);
+    EXPECT_EQ(m["ranks"][1]["host"], m["host"]);
+    EXPECT_EQ(readJson(dir.path() / "traces" / "combined.trace.json")["otherData"]["hosts"],
+        json::array({ m["host"], m["host"] }));
     EXPECT_EQ(m["correctness"]["losses"].size(), 6u); // one per microbatch
     for (const char* name : { "rank0.trace.json", "rank1.trace.json", "combined.trace.json" })
         EXPECT_TRUE(fs::exists(dir.path() / "traces" / name)) << name;

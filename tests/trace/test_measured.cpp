@@ -212,6 +212,48 @@ TEST(Measured, NamesTheExtraFieldAtFault)
         "m.json: ranks[0].actions[0].compute_us: must be a number");
 }
 
+TEST(Measured, RanksHostsSayWhichTransfersCrossedHosts)
+{
+    // Ranks 0, 1 on hostA and 2, 3 on hostB (a two-host run, tests/launch/twohost_e2e.sh): only 1 <-> 2 cross.
+    MeasuredTrace t = parseMeasured(kSmall);
+    ASSERT_EQ(t.ranks.size(), 1u);
+    EXPECT_EQ(t.ranks[0].host, ""); // a file without ranks[].host
+    t.ranks.resize(4);
+    const char* hosts[] = { "hostA", "hostA", "hostB", "hostB" };
+    for (int r = 0; r < 4; ++r) {
+        t.ranks[static_cast<std::size_t>(r)].rank = r;
+        t.ranks[static_cast<std::size_t>(r)].host = hosts[r];
+    }
+    EXPECT_FALSE(crossesHosts(t, 0, 1));
+    EXPECT_TRUE(crossesHosts(t, 1, 2));
+    EXPECT_TRUE(crossesHosts(t, 2, 1));
+    EXPECT_FALSE(crossesHosts(t, 2, 3));
+    EXPECT_FALSE(crossesHosts(t, 3, 4)); // rank 4 is not in the trace
+    const std::string written = serializeMeasured(t);
+    EXPECT_NE(written.find("\"rank\": 2,\n      \"host\": \"hostB\",\n      \"actions\""), std::string::npos)
+        << written;
+    const MeasuredTrace back = parseMeasured(written);
+    EXPECT_EQ(back.ranks[1].host, "hostA");
+    EXPECT_EQ(back.ranks[2].host, "hostB");
+    EXPECT_EQ(serializeMeasured(back), written);
+
+    t.ranks[2].host.clear(); // not recorded: not known to cross, and not written
+    EXPECT_FALSE(crossesHosts(t, 1, 2));
+    EXPECT_EQ(serializeMeasured(t).find("\"host\": \"\""), std::string::npos);
+    EXPECT_NE(serializeMeasured(parseMeasured(kSmall)).find("\"rank\": 0,\n      \"actions\""), std::string::npos);
+}
+
+TEST(Measured, NamesAHostThatIsNotText)
+{
+    try {
+        parseMeasured(
+            replaced(kSmall, "\"ranks\": [{\"rank\": 0,", "\"ranks\": [{\"rank\": 0, \"host\": 7,"), "m.json");
+        FAIL() << "accepted";
+    } catch (const FormatError& e) {
+        EXPECT_STREQ(e.what(), "m.json: ranks[0].host: must be a string");
+    }
+}
+
 TEST(Measured, StepsAndMedianStepFromTheActions)
 {
     MeasuredTrace t;
