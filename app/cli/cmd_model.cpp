@@ -149,10 +149,11 @@ std::string modelSummary(const Project& project, const Variant& variant)
     const long long laidOut = static_cast<long long>(placement.replicas) * variant.ranks;
     std::string where = c.gpusPerNode > 0 ? std::to_string(c.gpusPerNode) + " per node" : std::string("one node");
     if (placement.replicas > variant.dp)
-        where += "; placed as " + std::to_string(placement.replicas) + " replicas per rank, the EP group";
+        where += "; ep " + std::to_string(t.moe.ep) + " lays out " + std::to_string(placement.replicas)
+            + " replicas per rank: " + std::to_string(laidOut) + " devices";
     if (c.gpusPerNode > 0) {
         const long long nodes = (laidOut + c.gpusPerNode - 1) / c.gpusPerNode;
-        where += (placement.replicas > variant.dp ? ": " : ", ") + std::to_string(nodes)
+        where += (placement.replicas > variant.dp ? " on " : ", ") + std::to_string(nodes)
             + (nodes == 1 ? " node" : " nodes");
     }
     line += " (" + where + ")";
