@@ -619,10 +619,9 @@ PreparedRun prepareRun(const RunOptions& options)
     return run;
 }
 
-std::vector<std::string> mpirunCommand(const RunOptions& options, const fs::path& mpirun, const fs::path& worker,
-    const fs::path& projectFile, const std::string& variant, int ranks)
+std::vector<std::string> mpirunOptions(const RunOptions& options)
 {
-    std::vector<std::string> argv { mpirun.string(), "-np", std::to_string(ranks) };
+    std::vector<std::string> argv;
     if (options.hostfile.empty())
         argv.insert(argv.end(), { "--oversubscribe", "--mca", "btl", "self,vader" });
     else
@@ -630,6 +629,15 @@ std::vector<std::string> mpirunCommand(const RunOptions& options, const fs::path
     argv.insert(argv.end(), { "--mca", "btl_vader_single_copy_mechanism", "none" });
     if (options.threads > 1)
         argv.insert(argv.end(), { "--bind-to", "none" });
+    return argv;
+}
+
+std::vector<std::string> mpirunCommand(const RunOptions& options, const fs::path& mpirun, const fs::path& worker,
+    const fs::path& projectFile, const std::string& variant, int ranks)
+{
+    std::vector<std::string> argv { mpirun.string(), "-np", std::to_string(ranks) };
+    const std::vector<std::string> mpiOptions = mpirunOptions(options);
+    argv.insert(argv.end(), mpiOptions.begin(), mpiOptions.end());
     argv.insert(argv.end(),
         { worker.string(), "--project", projectFile.string(), "--variant", variant, "--backend", options.backend,
             "--steps", std::to_string(options.steps), "--warmup", std::to_string(options.warmup), "--threads",

@@ -60,6 +60,9 @@ struct PreparedRun {
 /// --costs. Throws IoError when a file cannot be read, FormatError/ConstraintError naming what is wrong.
 PreparedRun prepareRun(const RunOptions& options);
 
+/// The options mpirun gets between `-np RANKS` and the worker (see mpirunCommand); the CPU probe's p2p
+/// part (cpuprobe.h) starts its two ranks with the same ones.
+std::vector<std::string> mpirunOptions(const RunOptions& options);
 /// The mpirun command line: mpirun -np RANKS, then on one machine `--oversubscribe --mca btl self,vader
 /// --mca btl_vader_single_copy_mechanism none`, with a hostfile `--hostfile F --mca btl self,vader,tcp`;
 /// then the worker and its arguments (docs/worker-protocol.md). Paths are passed as given.

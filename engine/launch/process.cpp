@@ -347,41 +347,54 @@ std::vector<std::string> environmentWith(const std::vector<std::string>& overrid
     return env;
 }
 
-std::optional<std::string> captureOutput(const std::vector<std::string>& argv, std::chrono::milliseconds timeout)
+CapturedRun runCaptured(
+    const std::vector<std::string>& argv, const std::vector<std::string>& env, std::chrono::milliseconds timeout)
 {
+    CapturedRun run;
     std::optional<ChildProcess> child;
     try {
-        child.emplace(argv, environmentWith({}));
-    } catch (const std::system_error&) {
-        return std::nullopt;
+        child.emplace(argv, env);
+    } catch (const std::system_error& e) {
+        run.err = (argv.empty() ? std::string("(no command)") : argv[0]) + ": " + e.code().message();
+        return run;
     }
+    run.started = true;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::string output;
     while (child->stdoutFd() >= 0 || child->stderrFd() >= 0) {
         const auto left
             = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0)
-            return std::nullopt; // the destructor kills the group
+        if (left.count() <= 0) {
+            run.timedOut = true;
+            run.status = child->finish(); // kills the group
+            return run;
+        }
         pollfd fds[2] = { { child->stdoutFd(), POLLIN, 0 }, { child->stderrFd(), POLLIN, 0 } };
         if (::poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR)
-            return std::nullopt;
+            break;
         for (const pollfd& p : fds) {
             if (p.fd < 0 || p.revents == 0)
                 continue;
             char buffer[4096];
             const ssize_t n = ::read(p.fd, buffer, sizeof buffer);
-            if (n > 0 && p.fd == child->stdoutFd())
-                output.append(buffer, static_cast<std::size_t>(n));
+            if (n > 0)
+                (p.fd == child->stdoutFd() ? run.out : run.err).append(buffer, static_cast<std::size_t>(n));
             if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
                 child->closeOutput(p.fd);
         }
     }
     while (!child->hasExited() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    const ExitStatus status = child->finish();
-    if (status.exitCode != 0)
+    run.timedOut = !child->hasExited();
+    run.status = child->finish();
+    return run;
+}
+
+std::optional<std::string> captureOutput(const std::vector<std::string>& argv, std::chrono::milliseconds timeout)
+{
+    CapturedRun run = runCaptured(argv, environmentWith({}), timeout);
+    if (!run.started || run.timedOut || run.status.exitCode != 0)
         return std::nullopt;
-    return output;
+    return std::move(run.out);
 }
 
 } // namespace dps::launch

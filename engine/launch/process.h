@@ -82,6 +82,21 @@ void adoptOrphans();
 /// unsuccessfully or exceeds `timeout` (then its group is killed).
 std::optional<std::string> captureOutput(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
 
+/// How a short command ended and what it wrote.
+struct CapturedRun {
+    bool started = false; ///< false when it could not start (`err` says why)
+    bool timedOut = false; ///< it ran past the timeout and its group was killed
+    ExitStatus status;
+    std::string out; ///< its stdout
+    std::string err; ///< its stderr
+};
+
+/// Runs `argv` (argv[0] a path) with `env` ("NAME=value" entries) as its whole environment to completion,
+/// collecting stdout and stderr; after `timeout` its group is killed (timedOut). Never throws for the
+/// command's failures.
+CapturedRun runCaptured(
+    const std::vector<std::string>& argv, const std::vector<std::string>& env, std::chrono::milliseconds timeout);
+
 /// The current environment as "NAME=value" entries, with `overrides` replacing or adding entries.
 std::vector<std::string> environmentWith(const std::vector<std::string>& overrides);
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sstream>
 
 namespace dps::runtime {
 
@@ -58,12 +59,48 @@ std::string CpuBackend::deviceDescription() const
         + (m_blasThreads == 1 ? "" : "s") + ")";
 }
 
-std::string preferredBlasCoreType()
+std::string loadedBlasCore()
 {
-    if (cpuInfoField("vendor_id") != "AuthenticAMD")
-        return {};
-    const std::string family = cpuInfoField("cpu family");
-    return !family.empty() && std::atoi(family.c_str()) >= 0x17 ? "Zen" : "";
+    const char* name = openblas_get_corename();
+    return name ? name : "";
+}
+
+launch::MachineKey blasMachineKey(int blasThreads)
+{
+    launch::MachineKey key;
+    key.cpuModel = cpuModelName();
+    key.cores = cpuCoreCount();
+    key.cpuFlagsHash = launch::cpuFlagsHash(cpuInfoField("flags"));
+    key.blasCore = loadedBlasCore();
+    const char* config = openblas_get_config();
+    std::string version;
+    std::istringstream words(config ? config : "");
+    for (std::string w; words >> w;)
+        if (w != key.blasCore) // the config names the loaded core: keep only the build
+            version += (version.empty() ? "" : " ") + w;
+    key.blasVersion = version;
+    key.blasThreads = blasThreads < 1 ? 1 : blasThreads;
+    return key;
+}
+
+launch::BlasCoreDecision preferredBlasCore(int blasThreads)
+{
+    if (const char* user = std::getenv("OPENBLAS_CORETYPE"); user && *user)
+        return { "", std::string("OPENBLAS_CORETYPE=") + user + " is set: left alone" };
+    try {
+        const launch::MachineKey key = blasMachineKey(blasThreads);
+        std::string winner;
+        if (const auto cached = launch::cachedCpuProfile(key); cached && cached->kernelChoice)
+            winner = cached->kernelChoice->winner;
+        return launch::chooseBlasCore(launch::hostCpuFeatures(), key.blasCore, winner);
+    } catch (const std::exception& e) {
+        return { "", std::string("OpenBLAS's own (the kernel rule failed: ") + e.what() + ")" };
+    }
+}
+
+std::string preferredBlasCoreType(int blasThreads)
+{
+    return preferredBlasCore(blasThreads).core;
 }
 
 void* CpuBackend::allocate(std::size_t bytes, MemoryCategory category)

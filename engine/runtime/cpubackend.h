@@ -3,6 +3,7 @@
 // kept per size and reused, so the tensors of every action do not go back to the OS and fault in again),
 // a persistent helper thread for lane 1 so the two halves of an overlapped slot run on two threads.
 #include "backend.h"
+#include "launch/cpuprofile.h"
 
 #include <condition_variable>
 #include <exception>
@@ -66,12 +67,21 @@ private:
     bool m_stop = false;
 };
 
+/// The OpenBLAS core this process loaded (openblas_get_corename: "SkylakeX").
+std::string loadedBlasCore();
+/// This process's machine key (launch/cpuprofile.h): the CPU model, cores and flags, the OpenBLAS core it
+/// loaded and its build (openblas_get_config without the core name), and `blasThreads`.
+launch::MachineKey blasMachineKey(int blasThreads);
+/// The BLAS kernel rule (launch::chooseBlasCore, docs/cpu-profile.md) for this process: the CPU's features
+/// (/proc/cpuinfo flags), the core OpenBLAS loaded (its own detection while OPENBLAS_CORETYPE is unset) and
+/// the measured winner of the cached profile of this machine with `blasThreads` threads, if any (a missing
+/// or unreadable cache counts as nothing measured). With OPENBLAS_CORETYPE set: "" (the user's choice is
+/// left alone). Never throws.
+launch::BlasCoreDecision preferredBlasCore(int blasThreads);
 /// The OpenBLAS core type (OPENBLAS_CORETYPE) the CPU backend prefers on this machine, "" for OpenBLAS's
-/// own choice: "Zen" on AMD CPUs of family 0x17 and later. OpenBLAS 0.3.21 picks its AVX-512 kernels
-/// (Cooperlake/SkylakeX) on Zen 4, which run the runtime's GEMMs (T = 32-row activations against large
-/// weights) 25–35% slower there than its Zen (AVX2) kernels. OpenBLAS reads the variable only when it is
-/// loaded, so dpstudio-worker re-executes itself with it set (engine/worker/main.cpp); an
-/// OPENBLAS_CORETYPE already in the environment is left alone.
-std::string preferredBlasCoreType();
+/// own choice: preferredBlasCore(blasThreads).core. OpenBLAS reads the variable only when it is loaded, so
+/// dpstudio-worker re-executes itself with it set (engine/worker/main.cpp); an OPENBLAS_CORETYPE already in
+/// the environment is left alone.
+std::string preferredBlasCoreType(int blasThreads = 1);
 
 } // namespace dps::runtime

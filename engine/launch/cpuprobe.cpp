@@ -1,0 +1,293 @@
+#include "cpuprobe.h"
+
+#include "launcher.h"
+#include "process.h"
+
+#include "base/errors.h"
+#include "base/fileio.h"
+#include "base/format.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <ostream>
+#include <set>
+#include <unistd.h>
+
+namespace dps::launch {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// A private folder for the workers' outputs; removed with everything in it.
+class ScratchDir {
+public:
+    ScratchDir()
+    {
+        std::string pattern = (fs::temp_directory_path() / "dpstudio-probe-XXXXXX").string();
+        if (!::mkdtemp(pattern.data()))
+            throw IoError(
+                fs::temp_directory_path().string() + ": cannot create a temporary folder: " + std::strerror(errno));
+        m_path = pattern;
+    }
+    ~ScratchDir()
+    {
+        std::error_code ec;
+        fs::remove_all(m_path, ec);
+    }
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+    const fs::path& path() const { return m_path; }
+
+private:
+    fs::path m_path;
+};
+
+std::string lower(std::string text)
+{
+    for (char& c : text)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+/// The last non-empty line of a process's stderr, for messages.
+std::string lastLine(const std::string& text)
+{
+    std::string last;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        const std::size_t end = std::min(text.find('\n', start), text.size());
+        const std::string line = text.substr(start, end - start);
+        if (line.find_first_not_of(" \t\r") != std::string::npos)
+            last = line;
+        start = end + 1;
+    }
+    return last;
+}
+
+std::string failure(const CapturedRun& run)
+{
+    if (!run.started)
+        return "cannot start: " + run.err;
+    if (run.timedOut)
+        return "timed out";
+    const std::string line = lastLine(run.err);
+    return run.status.describe() + (line.empty() ? "" : ": " + line);
+}
+
+std::chrono::milliseconds timeoutFor(double measuringS)
+{
+    // Generous: a large model's shapes take longer than the budget (each is timed at least once after a
+    // warm-up); the timeout only catches a hung worker.
+    return std::chrono::milliseconds(static_cast<long long>((measuringS * 10 + 600) * 1000));
+}
+
+/// Runs a worker probe mode that writes a profile to `file` and reads it back; nullopt (with `why`) when it
+/// fails.
+std::optional<CpuProfile> runProbeMode(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+    const fs::path& file, double measuringS, std::string& why)
+{
+    const CapturedRun run = runCaptured(argv, env, timeoutFor(measuringS));
+    if (!run.started || run.timedOut || run.status.exitCode != 0) {
+        why = failure(run);
+        return std::nullopt;
+    }
+    return loadCpuProfile(file);
+}
+
+/// F + I + W GEMM throughput over every shape: summed FLOPs over summed median times.
+double gemmThroughput(const CpuProfile& profile)
+{
+    double flops = 0, us = 0;
+    for (const ShapeMeasure& s : profile.shapes)
+        for (const GemmMeasure& g : s.gemms) {
+            flops += g.flops();
+            us += g.timeUs;
+        }
+    return us > 0 ? flops / (us * 1e-6) : 0.0;
+}
+
+std::string byteListText(const std::vector<ProbeShape>& shapes)
+{
+    std::set<std::uint64_t> sizes { 8, 1024, 65536, 262144, 1048576, 4194304 };
+    for (const ProbeShape& s : shapes) // the messages between stages: T × h fp32 elements
+        sizes.insert(static_cast<std::uint64_t>(s.tokens) * static_cast<std::uint64_t>(s.hidden) * 4u);
+    std::string text;
+    for (const std::uint64_t b : sizes)
+        if (b <= (1u << 30))
+            text += (text.empty() ? "" : ",") + std::to_string(b);
+    return text;
+}
+
+std::string secondsText(double s)
+{
+    return formatNumber(s, 3);
+}
+
+} // namespace
+
+std::string utcTimestamp()
+{
+    const std::time_t now = std::time(nullptr);
+    std::tm tm {};
+    gmtime_r(&now, &tm);
+    char buffer[32];
+    std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buffer;
+}
+
+CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
+{
+    if (options.shapes.empty())
+        throw FormatError("the CPU probe needs at least one shape");
+    const auto started = Clock::now();
+    const int threads = std::max(options.threads, 1);
+    const double budget = std::max(options.budgetS, 0.5);
+    std::optional<fs::path> worker = options.worker.empty() ? findWorker() : std::optional<fs::path>(options.worker);
+    if (!worker)
+        throw IoError("dpstudio-worker not found: set DPSTUDIO_WORKER, or install it next to dpstudio or in "
+                      "../libexec relative to it");
+    const std::string workerPath = worker->string();
+    const std::string threadText = std::to_string(threads);
+    const std::string shapeList = shapeListText(options.shapes);
+    const ScratchDir scratch;
+    CpuProbeResult result;
+
+    // 1. The machine key and the kernel candidates, from the worker (it links OpenBLAS; dpstudio does not).
+    std::string why;
+    const fs::path infoFile = scratch.path() / "info.json";
+    const std::optional<CpuProfile> info
+        = runProbeMode({ workerPath, "--probe-info", "--threads", threadText, "-o", infoFile.string() },
+            environmentWith({}), infoFile, 0, why);
+    if (!info || !info->kernelChoice)
+        throw IoError(workerPath + " --probe-info failed: " + (why.empty() ? "no kernel information" : why));
+    const MachineKey key = info->machine;
+    const KernelChoice& infoChoice = *info->kernelChoice;
+    result.cachePath = cpuProfileCachePath(key);
+    if (!options.reprobe) {
+        if (std::optional<CpuProfile> cached = cachedCpuProfile(key);
+            cached && profileHasShapes(*cached, options.shapes)) {
+            result.profile = std::move(*cached);
+            result.fromCache = true;
+            return result;
+        }
+    }
+
+    // 2. The compute part under each candidate kernel.
+    const char* userCore = std::getenv("OPENBLAS_CORETYPE");
+    std::vector<std::string> cores;
+    if (userCore && *userCore) {
+        cores.push_back("");
+        result.notes.push_back(std::string("OPENBLAS_CORETYPE=") + userCore
+            + " is set: only that kernel was measured, and the worker keeps it");
+    } else {
+        cores = infoChoice.candidates;
+        const bool ownIsCandidate = std::any_of(cores.begin(), cores.end(),
+            [&](const std::string& c) { return lower(c) == lower(infoChoice.openblasOwn); });
+        if (!ownIsCandidate)
+            cores.push_back("");
+    }
+    const double perCore = budget * 0.7 / static_cast<double>(cores.size());
+    std::vector<std::pair<KernelMeasure, CpuProfile>> measured;
+    std::string lastFailure;
+    for (std::size_t i = 0; i < cores.size(); ++i) {
+        const std::string& core = cores[i];
+        const std::string shown = core.empty() ? "OpenBLAS's own (" + infoChoice.openblasOwn + ")" : core;
+        log << "dpstudio: timing " << shown << " kernels at " << shapeList << " (" << secondsText(perCore) << " s)\n"
+            << std::flush;
+        const fs::path file = scratch.path() / ("compute-" + std::to_string(i) + ".json");
+        const std::vector<std::string> env
+            = core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core });
+        const std::optional<CpuProfile> p
+            = runProbeMode({ workerPath, "--probe-compute", "--shapes", shapeList, "--threads", threadText, "--seconds",
+                               secondsText(perCore), "-o", file.string() },
+                env, file, perCore, why);
+        if (!p) {
+            lastFailure = shown + ": " + why;
+            result.notes.push_back("the " + shown + " kernels could not be measured: " + why);
+            continue;
+        }
+        measured.push_back({ KernelMeasure { core, p->kernel, gemmThroughput(*p) }, *p });
+    }
+    if (measured.empty())
+        throw IoError(workerPath + " --probe-compute failed: " + lastFailure);
+
+    KernelChoice choice;
+    choice.openblasOwn = infoChoice.openblasOwn;
+    choice.candidates = infoChoice.candidates;
+    for (const auto& [m, p] : measured)
+        choice.measured.push_back(m);
+    choice.winner = kernelWinner(choice.measured);
+    if (userCore && *userCore) {
+        choice.chosen = "";
+        choice.reason = std::string("OPENBLAS_CORETYPE=") + userCore + " set by the user is left alone";
+    } else {
+        const BlasCoreDecision decision = chooseBlasCore(hostCpuFeatures(), infoChoice.openblasOwn, choice.winner);
+        choice.chosen = decision.core;
+        choice.reason = decision.reason;
+    }
+    // The figures of the kernel the worker will load: the chosen core's, or OpenBLAS's own.
+    const std::string loads = lower(choice.chosen.empty() ? infoChoice.openblasOwn : choice.chosen);
+    const CpuProfile* figures = nullptr;
+    for (const auto& [m, p] : measured)
+        if (lower(m.core.empty() ? m.loaded : m.core) == loads)
+            figures = &p;
+    if (!figures) { // the chosen core failed to run: the fastest one measured
+        result.notes.push_back("the chosen kernel was not measured; the figures are those of " + choice.winner);
+        for (const auto& [m, p] : measured)
+            if ((m.core.empty() ? m.loaded : m.core) == choice.winner)
+                figures = &p;
+    }
+    if (!figures)
+        figures = &measured.front().second;
+    CpuProfile profile;
+    profile.machine = key;
+    profile.kernel = figures->kernel;
+    profile.shapes = figures->shapes;
+    profile.kernelChoice = choice;
+
+    // 3. p2p between two ranks, started as a run on this machine starts its ranks.
+    const std::optional<fs::path> mpirun = findMpirun();
+    if (!mpirun || ::access(mpirun->c_str(), X_OK) != 0) {
+        result.notes.push_back("p2p not measured: mpirun not found (install openmpi-bin or set DPSTUDIO_MPIRUN)");
+    } else {
+        RunOptions runOptions;
+        runOptions.threads = threads;
+        const std::vector<std::string> mpiOptions = mpirunOptions(runOptions);
+        const double p2pSeconds = budget * 0.15;
+        log << "dpstudio: timing MPI ping-pong between 2 ranks (" << secondsText(p2pSeconds) << " s)\n" << std::flush;
+        const fs::path file = scratch.path() / "p2p.json";
+        std::vector<std::string> argv { mpirun->string(), "-np", "2" };
+        argv.insert(argv.end(), mpiOptions.begin(), mpiOptions.end());
+        argv.insert(argv.end(),
+            { workerPath, "--probe-p2p", "--bytes", byteListText(options.shapes), "--seconds", secondsText(p2pSeconds),
+                "-o", file.string() });
+        const std::optional<CpuProfile> p
+            = runProbeMode(argv, environmentWith(mpirunEnvironment(::geteuid() == 0)), file, p2pSeconds, why);
+        if (p && p->p2p) {
+            profile.p2p = *p->p2p;
+            profile.p2p->mpirunOptions = mpiOptions;
+        } else {
+            result.notes.push_back("p2p not measured: mpirun -np 2 failed: " + (p ? "no p2p figures" : why));
+        }
+    }
+
+    profile.probedAt = utcTimestamp();
+    profile.probeSeconds = std::chrono::duration<double>(Clock::now() - started).count();
+    result.profile = std::move(profile);
+    try {
+        result.cachePath = saveCpuProfileToCache(result.profile);
+    } catch (const IoError& e) {
+        result.notes.push_back(std::string("not cached: ") + e.what());
+        result.cachePath.clear();
+    }
+    return result;
+}
+
+} // namespace dps::launch

@@ -1,0 +1,48 @@
+#pragma once
+// `dpstudio devices --probe`: measures this machine's CPU device profile (cpuprofile.h, docs/cpu-profile.md)
+// with dpstudio-worker's probe modes (engine/runtime/probe.h) and caches it per machine:
+//   1. `dpstudio-worker --probe-info`: the machine key, OpenBLAS's own core, the kernel candidates of the
+//      CPU's features; a cached profile of this key at the same shapes is returned as it is (unless reprobe);
+//   2. `dpstudio-worker --probe-compute` once per candidate core, with OPENBLAS_CORETYPE set (OpenBLAS reads
+//      it only when it is loaded, so each core needs its own process), plus OpenBLAS's own when it is not a
+//      candidate: the F/I/W GEMMs and memory-bound ops at the shapes; the fastest is the measured winner, the
+//      kernel rule (chooseBlasCore) decides, and the chosen core's figures become the profile's;
+//   3. `mpirun -np 2 <the options of a run on one machine> dpstudio-worker --probe-p2p`: ping-pong, fitted
+//      to latency + bytes / bandwidth;
+//   4. the profile is written to the cache, where dpstudio-worker finds the measured winner for its kernel
+//      choice (runtime/cpubackend.h preferredBlasCore).
+// An OPENBLAS_CORETYPE set by the user is left alone: only that kernel is measured, and it is recorded.
+#include "cpuprofile.h"
+
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace dps::launch {
+
+struct CpuProbeOptions {
+    std::vector<ProbeShape> shapes; ///< the model's shapes (projectShapes); at least one
+    int threads = 1; ///< BLAS threads per rank (≥ 1)
+    double budgetS = 10; ///< seconds of measuring to aim for (≥ 0.5); process starts come on top
+    bool reprobe = false; ///< measure even when the cache holds a profile of this machine at these shapes
+    std::filesystem::path worker; ///< dpstudio-worker; empty = findWorker()
+};
+
+struct CpuProbeResult {
+    CpuProfile profile;
+    bool fromCache = false; ///< the cached profile was reused
+    std::filesystem::path cachePath; ///< the cache file read or written; empty when there is no cache folder
+    std::vector<std::string> notes; ///< what was left out and why (no p2p, a core that failed, no cache)
+};
+
+/// Runs the probe (steps above), writing one progress line per step to `log` ("dpstudio: …"). Throws
+/// IoError when dpstudio-worker is not found, its info mode fails, or the compute probe fails for every
+/// core (naming the worker's message; a core that fails alone is a note); FormatError when the shapes are
+/// empty or a worker's output cannot be read. A p2p part that cannot run is a note.
+CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log);
+
+/// The current time in UTC, ISO 8601 to the second ("2025-01-31T12:00:00Z").
+std::string utcTimestamp();
+
+} // namespace dps::launch

@@ -1,0 +1,657 @@
+#include "cpuprofile.h"
+
+#include "base/errors.h"
+#include "base/fileio.h"
+#include "base/format.h"
+#include "base/hostinfo.h"
+#include "project/jsonreader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace dps::launch {
+
+namespace fs = std::filesystem;
+using ordered = nlohmann::ordered_json;
+using dps::detail::JsonReader;
+
+namespace {
+
+constexpr int kMaxShapeSize = 1 << 20;
+
+std::uint64_t fnv1a(const std::string& text)
+{
+    std::uint64_t h = 14695981039346656037ull; // FNV-1a 64 offset basis and prime (Fowler, Noll, Vo)
+    for (const unsigned char c : text) {
+        h ^= c;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+std::string hex16(std::uint64_t value)
+{
+    char buffer[17];
+    std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
+    return buffer;
+}
+
+std::vector<std::string> words(const std::string& text)
+{
+    std::istringstream in(text);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;)
+        out.push_back(w);
+    return out;
+}
+
+std::string lower(std::string text)
+{
+    for (char& c : text)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+// ---------------------------------------------------------------------------------- JSON writing
+
+ordered machineJson(const MachineKey& k)
+{
+    return ordered { { "key", k.id() }, { "cpu_model", k.cpuModel }, { "cores", k.cores },
+        { "cpu_flags_hash", k.cpuFlagsHash }, { "blas_core", k.blasCore }, { "blas_version", k.blasVersion },
+        { "blas_threads", k.blasThreads } };
+}
+
+ordered shapeJson(const ShapeMeasure& s)
+{
+    ordered gemms = ordered::array();
+    for (const GemmMeasure& g : s.gemms)
+        gemms.push_back(ordered { { "phase", g.phase }, { "trans_a", g.transA }, { "trans_b", g.transB }, { "m", g.m },
+            { "n", g.n }, { "k", g.k }, { "beta", g.beta }, { "time_us", g.timeUs },
+            { "flops_per_second", g.flopsPerSecond() } });
+    ordered ops = ordered::array();
+    for (const ElementwiseMeasure& e : s.elementwise)
+        ops.push_back(ordered { { "op", e.op }, { "elements", e.elements }, { "bytes", e.bytes },
+            { "time_us", e.timeUs }, { "bytes_per_second", e.bytesPerSecond() } });
+    return ordered { { "tokens", s.shape.tokens }, { "hidden", s.shape.hidden }, { "ffn", s.shape.ffn },
+        { "repetitions", s.repetitions }, { "gemm_flops_per_second", s.gemmFlopsPerSecond() }, { "gemms", gemms },
+        { "elementwise", ops } };
+}
+
+ordered kernelJson(const KernelChoice& c)
+{
+    ordered measured = ordered::array();
+    for (const KernelMeasure& m : c.measured)
+        measured.push_back(
+            ordered { { "core", m.core }, { "loaded", m.loaded }, { "flops_per_second", m.flopsPerSecond } });
+    return ordered { { "openblas_own", c.openblasOwn }, { "candidates", c.candidates }, { "measured", measured },
+        { "winner", c.winner }, { "chosen", c.chosen }, { "reason", c.reason } };
+}
+
+ordered p2pJson(const P2pProfile& p)
+{
+    ordered samples = ordered::array();
+    for (const P2pSample& s : p.samples)
+        samples.push_back(ordered { { "bytes", s.bytes }, { "time_us", s.timeUs } });
+    return ordered { { "ranks", p.ranks }, { "mpirun_options", p.mpirunOptions }, { "samples", samples },
+        { "latency_us", p.latencyUs }, { "bandwidth_bytes_per_us", p.bandwidthBytesPerUs } };
+}
+
+// ---------------------------------------------------------------------------------- JSON reading
+
+bool boolean(const JsonReader& r, const char* key)
+{
+    const nlohmann::json& v = r.get(key);
+    if (!v.is_boolean())
+        r.fail(key, "must be true or false, got " + JsonReader::shown(v));
+    return v.get<bool>();
+}
+
+double number(const JsonReader& r, const char* key, JsonReader::Bound bound)
+{
+    r.get(key); // "missing (required)"
+    return *r.optionalNumber(key, bound);
+}
+
+std::vector<std::string> stringList(const JsonReader& r, const char* key)
+{
+    std::vector<std::string> out;
+    const nlohmann::json& list = r.array(key);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].is_string())
+            r.element(list, i, key).failHere("must be a string, got " + JsonReader::shown(list[i]));
+        out.push_back(list[i].get<std::string>());
+    }
+    return out;
+}
+
+int shapeSize(const JsonReader& r, const char* key)
+{
+    const int v = r.integer(key, 1);
+    if (v > kMaxShapeSize)
+        r.fail(key, "must be at most " + std::to_string(kMaxShapeSize) + ", got " + std::to_string(v));
+    return v;
+}
+
+MachineKey readMachine(const JsonReader& r)
+{
+    r.allowOnly({ "key", "cpu_model", "cores", "cpu_flags_hash", "blas_core", "blas_version", "blas_threads" });
+    MachineKey k;
+    k.cpuModel = r.string("cpu_model");
+    k.cores = r.integer("cores", 1);
+    k.cpuFlagsHash = r.string("cpu_flags_hash");
+    k.blasCore = r.string("blas_core");
+    k.blasVersion = r.string("blas_version");
+    k.blasThreads = r.integer("blas_threads", 1);
+    if (r.has("key") && r.string("key") != k.id())
+        r.fail("key",
+            "does not match the machine's fields (expected \"" + k.id() + "\", got \"" + r.string("key")
+                + "\"): the file was edited");
+    return k;
+}
+
+GemmMeasure readGemm(const JsonReader& r)
+{
+    r.allowOnly({ "phase", "trans_a", "trans_b", "m", "n", "k", "beta", "time_us", "flops_per_second" });
+    GemmMeasure g;
+    g.phase = r.string("phase");
+    if (g.phase != "F" && g.phase != "I" && g.phase != "W")
+        r.fail("phase", "must be \"F\", \"I\" or \"W\", got \"" + g.phase + "\"");
+    g.transA = boolean(r, "trans_a");
+    g.transB = boolean(r, "trans_b");
+    g.m = shapeSize(r, "m");
+    g.n = shapeSize(r, "n");
+    g.k = shapeSize(r, "k");
+    g.beta = number(r, "beta", JsonReader::kNonNegative);
+    if (g.beta != 0.0 && g.beta != 1.0)
+        r.fail("beta", "must be 0 or 1, got " + JsonReader::shown(r.get("beta")));
+    g.timeUs = number(r, "time_us", JsonReader::kPositive);
+    r.optionalNumber("flops_per_second", JsonReader::kNonNegative); // derived; checked, not kept
+    return g;
+}
+
+ElementwiseMeasure readElementwise(const JsonReader& r)
+{
+    r.allowOnly({ "op", "elements", "bytes", "time_us", "bytes_per_second" });
+    ElementwiseMeasure e;
+    e.op = r.string("op");
+    if (e.op != "gelu_forward" && e.op != "gelu_backward" && e.op != "mse_loss" && e.op != "grad_accumulate")
+        r.fail("op", "must be gelu_forward, gelu_backward, mse_loss or grad_accumulate, got \"" + e.op + "\"");
+    e.elements = r.unsignedInteger("elements");
+    e.bytes = r.unsignedInteger("bytes");
+    if (e.elements == 0)
+        r.fail("elements", "must be a positive integer, got 0");
+    e.timeUs = number(r, "time_us", JsonReader::kPositive);
+    r.optionalNumber("bytes_per_second", JsonReader::kNonNegative);
+    return e;
+}
+
+ShapeMeasure readShape(const JsonReader& r)
+{
+    r.allowOnly({ "tokens", "hidden", "ffn", "repetitions", "gemm_flops_per_second", "gemms", "elementwise" });
+    ShapeMeasure s;
+    s.shape = { shapeSize(r, "tokens"), shapeSize(r, "hidden"), shapeSize(r, "ffn") };
+    s.repetitions = r.integer("repetitions", 1);
+    r.optionalNumber("gemm_flops_per_second", JsonReader::kNonNegative);
+    const nlohmann::json& gemms = r.array("gemms");
+    for (std::size_t i = 0; i < gemms.size(); ++i)
+        s.gemms.push_back(readGemm(r.element(gemms, i, "gemms").asObject()));
+    const nlohmann::json& ops = r.array("elementwise");
+    for (std::size_t i = 0; i < ops.size(); ++i)
+        s.elementwise.push_back(readElementwise(r.element(ops, i, "elementwise").asObject()));
+    return s;
+}
+
+KernelChoice readKernel(const JsonReader& r)
+{
+    r.allowOnly({ "openblas_own", "candidates", "measured", "winner", "chosen", "reason" });
+    KernelChoice c;
+    c.openblasOwn = r.string("openblas_own");
+    c.candidates = stringList(r, "candidates");
+    const nlohmann::json& measured = r.array("measured");
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+        const JsonReader m = r.element(measured, i, "measured").asObject();
+        m.allowOnly({ "core", "loaded", "flops_per_second" });
+        c.measured.push_back(
+            { m.string("core"), m.string("loaded"), number(m, "flops_per_second", JsonReader::kPositive) });
+    }
+    c.winner = r.string("winner");
+    c.chosen = r.string("chosen");
+    c.reason = r.string("reason");
+    return c;
+}
+
+P2pProfile readP2p(const JsonReader& r)
+{
+    r.allowOnly({ "ranks", "mpirun_options", "samples", "latency_us", "bandwidth_bytes_per_us" });
+    P2pProfile p;
+    p.ranks = r.integer("ranks", 2);
+    p.mpirunOptions = stringList(r, "mpirun_options");
+    const nlohmann::json& samples = r.array("samples");
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const JsonReader s = r.element(samples, i, "samples").asObject();
+        s.allowOnly({ "bytes", "time_us" });
+        const std::uint64_t bytes = s.unsignedInteger("bytes");
+        if (!p.samples.empty() && bytes <= p.samples.back().bytes)
+            s.fail(
+                "bytes", "must be larger than the previous sample's (" + std::to_string(p.samples.back().bytes) + ")");
+        p.samples.push_back({ bytes, number(s, "time_us", JsonReader::kPositive) });
+    }
+    p.latencyUs = number(r, "latency_us", JsonReader::kNonNegative);
+    p.bandwidthBytesPerUs = number(r, "bandwidth_bytes_per_us", JsonReader::kNonNegative);
+    return p;
+}
+
+std::string flopsText(double flopsPerSecond)
+{
+    return formatCount(flopsPerSecond) + "FLOP/s";
+}
+
+std::string bytesRateText(double bytesPerSecond)
+{
+    return formatBytes(bytesPerSecond) + "/s";
+}
+
+} // namespace
+
+// ------------------------------------------------------------------------------------- shapes
+
+std::string shapeText(const ProbeShape& s)
+{
+    return std::to_string(s.tokens) + "x" + std::to_string(s.hidden) + "x" + std::to_string(s.ffn);
+}
+
+std::vector<ProbeShape> parseShapeList(const std::string& text)
+{
+    std::set<ProbeShape> shapes;
+    std::istringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) {
+        int v[3] = {};
+        char x1 = 0, x2 = 0;
+        char rest = 0;
+        const bool ok = std::sscanf(item.c_str(), "%d%c%d%c%d%c", &v[0], &x1, &v[1], &x2, &v[2], &rest) == 5
+            && x1 == 'x' && x2 == 'x';
+        if (!ok || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[0] > kMaxShapeSize || v[1] > kMaxShapeSize
+            || v[2] > kMaxShapeSize)
+            throw FormatError("shapes: \"" + item + "\" is not TxHxF with positive sizes up to "
+                + std::to_string(kMaxShapeSize) + " (e.g. 256x512x2048)");
+        shapes.insert({ v[0], v[1], v[2] });
+    }
+    if (shapes.empty())
+        throw FormatError("shapes: \"" + text + "\" names no shape (expected TxHxF[,TxHxF…])");
+    return { shapes.begin(), shapes.end() };
+}
+
+std::string shapeListText(const std::vector<ProbeShape>& shapes)
+{
+    std::string text;
+    for (const ProbeShape& s : shapes)
+        text += (text.empty() ? "" : ",") + shapeText(s);
+    return text;
+}
+
+std::vector<ProbeShape> projectShapes(const Project& project)
+{
+    std::set<ProbeShape> shapes;
+    const ModelDesc& m = project.model;
+    for (const Variant& v : project.variants) {
+        const long long mb = v.microbatchSize > 0 ? v.microbatchSize : m.microbatchSize;
+        const long long tokens = mb * m.seqLen;
+        if (mb < 1 || m.seqLen < 1 || m.hidden < 1 || m.ffn < 1 || tokens > kMaxShapeSize || m.hidden > kMaxShapeSize
+            || m.ffn > kMaxShapeSize)
+            throw FormatError("variant \"" + v.name + "\": tokens per microbatch (" + std::to_string(tokens)
+                + "), hidden and ffn must be between 1 and " + std::to_string(kMaxShapeSize));
+        shapes.insert({ static_cast<int>(tokens), m.hidden, m.ffn });
+    }
+    return { shapes.begin(), shapes.end() };
+}
+
+// ------------------------------------------------------------------------------------- key
+
+std::string MachineKey::id() const
+{
+    return hex16(fnv1a(cpuModel + "\n" + std::to_string(cores) + "\n" + cpuFlagsHash + "\n" + blasCore + "\n"
+        + blasVersion + "\n" + std::to_string(blasThreads)));
+}
+
+std::string cpuFlagsHash(const std::string& flags)
+{
+    std::vector<std::string> list = words(flags);
+    std::sort(list.begin(), list.end());
+    std::string joined;
+    for (const std::string& f : list)
+        joined += (joined.empty() ? "" : " ") + f;
+    return hex16(fnv1a(joined));
+}
+
+// ------------------------------------------------------------------------------------- measures
+
+double GemmMeasure::flops() const
+{
+    return 2.0 * m * n * k;
+}
+
+double GemmMeasure::flopsPerSecond() const
+{
+    return timeUs > 0 ? flops() / (timeUs * 1e-6) : 0.0;
+}
+
+double ElementwiseMeasure::bytesPerSecond() const
+{
+    return timeUs > 0 ? static_cast<double>(bytes) / (timeUs * 1e-6) : 0.0;
+}
+
+double ElementwiseMeasure::nsPerElement() const
+{
+    return elements > 0 ? timeUs * 1e3 / static_cast<double>(elements) : 0.0;
+}
+
+double ShapeMeasure::gemmFlopsPerSecond() const
+{
+    double flops = 0, us = 0;
+    for (const GemmMeasure& g : gemms) {
+        flops += g.flops();
+        us += g.timeUs;
+    }
+    return us > 0 ? flops / (us * 1e-6) : 0.0;
+}
+
+// ------------------------------------------------------------------------------------- file
+
+std::string serializeCpuProfile(const CpuProfile& p)
+{
+    ordered j;
+    j["format_version"] = p.formatVersion;
+    j["kind"] = "dpstudio-cpu-profile";
+    j["machine"] = machineJson(p.machine);
+    j["kernel"] = p.kernel;
+    j["probed_at"] = p.probedAt;
+    j["probe_seconds"] = p.probeSeconds;
+    j["blas_kernel"] = p.kernelChoice ? kernelJson(*p.kernelChoice) : ordered();
+    j["shapes"] = ordered::array();
+    for (const ShapeMeasure& s : p.shapes)
+        j["shapes"].push_back(shapeJson(s));
+    j["p2p"] = p.p2p ? p2pJson(*p.p2p) : ordered();
+    return j.dump(2) + "\n";
+}
+
+CpuProfile parseCpuProfile(const std::string& text, const std::string& source)
+{
+    const nlohmann::json root = JsonReader::parse(text, source);
+    CpuProfile p;
+    p.formatVersion = JsonReader::checkVersion(root, source, kCpuProfileFormatVersion);
+    const JsonReader r(root, "", source);
+    r.allowOnly({ "format_version", "kind", "machine", "kernel", "probed_at", "probe_seconds", "blas_kernel", "shapes",
+        "p2p" });
+    if (r.string("kind") != "dpstudio-cpu-profile")
+        r.fail("kind", "must be \"dpstudio-cpu-profile\", got \"" + r.string("kind") + "\"");
+    p.machine = readMachine(r.object("machine"));
+    p.kernel = r.string("kernel");
+    p.probedAt = r.string("probed_at");
+    p.probeSeconds = number(r, "probe_seconds", JsonReader::kNonNegative);
+    if (!r.get("blas_kernel").is_null())
+        p.kernelChoice = readKernel(r.object("blas_kernel"));
+    const nlohmann::json& shapes = r.array("shapes");
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+        p.shapes.push_back(readShape(r.element(shapes, i, "shapes").asObject()));
+    if (!r.get("p2p").is_null())
+        p.p2p = readP2p(r.object("p2p"));
+    return p;
+}
+
+CpuProfile loadCpuProfile(const fs::path& path)
+{
+    return parseCpuProfile(readTextFile(path), path.string());
+}
+
+// ------------------------------------------------------------------------------------- cache
+
+fs::path cpuProfileCacheDir()
+{
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    if (xdg && *xdg && fs::path(xdg).is_absolute())
+        return fs::path(xdg) / "dpstudio";
+    const char* home = std::getenv("HOME");
+    if (home && *home)
+        return fs::path(home) / ".cache" / "dpstudio";
+    return {};
+}
+
+fs::path cpuProfileCachePath(const MachineKey& key)
+{
+    const fs::path dir = cpuProfileCacheDir();
+    return dir.empty() ? fs::path() : dir / ("cpu-" + key.id() + ".json");
+}
+
+std::optional<CpuProfile> cachedCpuProfile(const MachineKey& key)
+{
+    const fs::path path = cpuProfileCachePath(key);
+    std::error_code ec;
+    if (path.empty() || !fs::is_regular_file(path, ec))
+        return std::nullopt;
+    try {
+        CpuProfile p = loadCpuProfile(path);
+        if (p.machine == key)
+            return p;
+    } catch (const std::exception&) {
+    }
+    return std::nullopt;
+}
+
+fs::path saveCpuProfileToCache(const CpuProfile& profile)
+{
+    const fs::path path = cpuProfileCachePath(profile.machine);
+    if (path.empty())
+        throw IoError("no cache folder: neither XDG_CACHE_HOME nor HOME is set");
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    if (ec)
+        throw IoError(path.parent_path().string() + ": cannot create the cache folder: " + ec.message());
+    writeFileAtomic(path, serializeCpuProfile(profile));
+    return path;
+}
+
+bool profileHasShapes(const CpuProfile& profile, const std::vector<ProbeShape>& shapes)
+{
+    std::set<ProbeShape> have, want(shapes.begin(), shapes.end());
+    for (const ShapeMeasure& s : profile.shapes)
+        have.insert(s.shape);
+    return have == want;
+}
+
+// ------------------------------------------------------------------------------------- kernel rule
+
+CpuFeatures cpuFeaturesFromFlags(const std::string& flags)
+{
+    CpuFeatures f;
+    for (const std::string& w : words(flags)) {
+        f.avx |= w == "avx";
+        f.avx2 |= w == "avx2";
+        f.fma |= w == "fma";
+        f.avx512f |= w == "avx512f";
+        f.avx512bw |= w == "avx512bw";
+        f.avx512vl |= w == "avx512vl";
+        f.avx512dq |= w == "avx512dq";
+        f.avx512bf16 |= w == "avx512_bf16";
+    }
+    return f;
+}
+
+CpuFeatures hostCpuFeatures()
+{
+    return cpuFeaturesFromFlags(cpuInfoField("flags"));
+}
+
+IsaLevel isaLevel(const CpuFeatures& f)
+{
+    if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx2 && f.fma)
+        return IsaLevel::Avx512;
+    if (f.avx2 && f.fma)
+        return IsaLevel::Avx2;
+    return f.avx ? IsaLevel::Avx : IsaLevel::Sse;
+}
+
+IsaLevel blasCoreIsaLevel(const std::string& core)
+{
+    // OpenBLAS 0.3.x driver/others/dynamic.c: the x86-64 core types and the kernels they load.
+    static const std::vector<std::pair<std::string, IsaLevel>> kCores
+        = { { "skylakex", IsaLevel::Avx512 }, { "cooperlake", IsaLevel::Avx512 },
+              { "sapphirerapids", IsaLevel::Avx512 }, { "haswell", IsaLevel::Avx2 }, { "zen", IsaLevel::Avx2 },
+              { "sandybridge", IsaLevel::Avx }, { "bulldozer", IsaLevel::Avx }, { "piledriver", IsaLevel::Avx },
+              { "steamroller", IsaLevel::Avx }, { "excavator", IsaLevel::Avx }, { "prescott", IsaLevel::Sse },
+              { "core2", IsaLevel::Sse }, { "penryn", IsaLevel::Sse }, { "dunnington", IsaLevel::Sse },
+              { "nehalem", IsaLevel::Sse }, { "atom", IsaLevel::Sse }, { "nano", IsaLevel::Sse },
+              { "barcelona", IsaLevel::Sse }, { "bobcat", IsaLevel::Sse }, { "opteron", IsaLevel::Sse },
+              { "opteron_sse3", IsaLevel::Sse }, { "athlon", IsaLevel::Sse }, { "katmai", IsaLevel::Sse },
+              { "coppermine", IsaLevel::Sse }, { "northwood", IsaLevel::Sse }, { "banias", IsaLevel::Sse } };
+    const std::string name = lower(core);
+    for (const auto& [known, level] : kCores)
+        if (name == known)
+            return level;
+    return IsaLevel::Unknown;
+}
+
+std::vector<std::string> blasCoreCandidates(const CpuFeatures& features)
+{
+    switch (isaLevel(features)) {
+    case IsaLevel::Avx512:
+        if (features.avx512bf16)
+            return { "SkylakeX", "Cooperlake", "Haswell", "Zen" };
+        return { "SkylakeX", "Haswell", "Zen" };
+    case IsaLevel::Avx2:
+        return { "Haswell", "Zen" };
+    default:
+        return {};
+    }
+}
+
+BlasCoreDecision chooseBlasCore(
+    const CpuFeatures& features, const std::string& openblasOwn, const std::string& measuredWinner)
+{
+    const std::vector<std::string> candidates = blasCoreCandidates(features);
+    const auto isCandidate = [&](const std::string& core) {
+        return std::any_of(
+            candidates.begin(), candidates.end(), [&](const std::string& c) { return lower(c) == lower(core); });
+    };
+    const bool isOwn = !measuredWinner.empty() && lower(measuredWinner) == lower(openblasOwn);
+    if (!measuredWinner.empty() && (isCandidate(measuredWinner) || isOwn)) {
+        if (isOwn)
+            return { "", "measured fastest at the model's shapes" };
+        return { measuredWinner, "measured fastest at the model's shapes (OpenBLAS's own: " + openblasOwn + ")" };
+    }
+    const IsaLevel cpu = isaLevel(features);
+    const IsaLevel own = blasCoreIsaLevel(openblasOwn);
+    if (!candidates.empty() && own != IsaLevel::Unknown && own < cpu)
+        return { candidates.front(),
+            "OpenBLAS chose " + openblasOwn + ", whose kernels lack the "
+                + (cpu == IsaLevel::Avx512 ? std::string("AVX-512") : std::string("AVX2/FMA")) + " this CPU has" };
+    return { "",
+        "OpenBLAS's own " + (openblasOwn.empty() ? std::string("choice") : openblasOwn)
+            + (candidates.empty() ? " (no AVX2/FMA: nothing to choose from)" : " matches the CPU's features") };
+}
+
+std::string kernelWinner(const std::vector<KernelMeasure>& measured)
+{
+    const KernelMeasure* best = nullptr;
+    for (const KernelMeasure& m : measured)
+        if (!best || m.flopsPerSecond > best->flopsPerSecond)
+            best = &m;
+    if (!best)
+        return {};
+    return best->core.empty() ? best->loaded : best->core;
+}
+
+// ------------------------------------------------------------------------------------- p2p fit
+
+void fitP2p(P2pProfile& p2p)
+{
+    std::set<std::uint64_t> sizes;
+    for (const P2pSample& s : p2p.samples)
+        sizes.insert(s.bytes);
+    if (sizes.size() < 2)
+        throw FormatError("p2p.samples: the fit needs at least 2 sizes, got " + std::to_string(sizes.size()));
+    // Minimise Σ w (L + c·b − t)² with w = 1/t² and c = 1/bandwidth: the 2×2 normal equations.
+    double sw = 0, swb = 0, swbb = 0, swt = 0, swbt = 0;
+    for (const P2pSample& s : p2p.samples) {
+        const double w = 1.0 / (s.timeUs * s.timeUs);
+        const auto b = static_cast<double>(s.bytes);
+        sw += w;
+        swb += w * b;
+        swbb += w * b * b;
+        swt += w * s.timeUs;
+        swbt += w * b * s.timeUs;
+    }
+    const double det = sw * swbb - swb * swb;
+    double latency = (swt * swbb - swb * swbt) / det;
+    double slope = (sw * swbt - swb * swt) / det;
+    if (latency < 0) {
+        latency = 0;
+        slope = swbt / swbb;
+    }
+    if (slope < 0) { // no growth with size: a constant time
+        slope = 0;
+        latency = swt / sw;
+    }
+    p2p.latencyUs = latency;
+    p2p.bandwidthBytesPerUs = slope > 0 ? 1.0 / slope : 0.0;
+}
+
+// ------------------------------------------------------------------------------------- table
+
+std::string formatCpuProfile(const CpuProfile& p)
+{
+    const MachineKey& k = p.machine;
+    std::string text = "cpu profile: " + k.cpuModel + ", " + std::to_string(k.cores) + " cores, "
+        + std::to_string(k.blasThreads) + " BLAS thread" + (k.blasThreads == 1 ? "" : "s") + ", " + k.blasVersion
+        + "\n";
+    text += "machine key " + k.id() + " (flags " + k.cpuFlagsHash + ", OpenBLAS own core " + k.blasCore + "), probed "
+        + p.probedAt + " in " + formatNumber(p.probeSeconds, 1) + " s\n";
+    if (p.kernelChoice) {
+        const KernelChoice& c = *p.kernelChoice;
+        std::vector<std::vector<std::string>> rows { { "BLAS kernel", "F+I+W GEMMs", "" } };
+        for (const KernelMeasure& m : c.measured) {
+            const std::string name = m.core.empty() ? m.loaded + " (OpenBLAS's own)" : m.core;
+            const std::string shown = m.core.empty() ? m.loaded : m.core;
+            rows.push_back({ name, flopsText(m.flopsPerSecond), shown == c.winner ? "fastest" : "" });
+        }
+        text += "\n" + formatTable(rows, 1);
+        text
+            += "kernel: " + (c.chosen.empty() ? "OpenBLAS's own " + c.openblasOwn : c.chosen) + " (" + c.reason + ")\n";
+    }
+    for (const ShapeMeasure& s : p.shapes) {
+        text += "\nshape T×h×f = " + std::to_string(s.shape.tokens) + "×" + std::to_string(s.shape.hidden) + "×"
+            + std::to_string(s.shape.ffn) + " (kernel " + p.kernel + ", median of " + std::to_string(s.repetitions)
+            + "): GEMMs " + flopsText(s.gemmFlopsPerSecond()) + "\n";
+        std::vector<std::vector<std::string>> rows { { "op", "m×n×k", "time", "rate" } };
+        for (const GemmMeasure& g : s.gemms)
+            rows.push_back(
+                { g.phase + " gemm " + (g.transA ? "T" : "N") + (g.transB ? "T" : "N") + (g.beta != 0 ? " +=" : ""),
+                    std::to_string(g.m) + "×" + std::to_string(g.n) + "×" + std::to_string(g.k), formatTime(g.timeUs),
+                    flopsText(g.flopsPerSecond()) });
+        for (const ElementwiseMeasure& e : s.elementwise)
+            rows.push_back({ e.op, formatCount(static_cast<double>(e.elements)) + " elements", formatTime(e.timeUs),
+                bytesRateText(e.bytesPerSecond()) });
+        text += formatTable(rows, 2);
+    }
+    if (p.p2p) {
+        const P2pProfile& q = *p.p2p;
+        text += "\np2p, " + std::to_string(q.ranks) + " ranks on this host (ping-pong, one way):\n";
+        std::vector<std::vector<std::string>> rows { { "size", "time" } };
+        for (const P2pSample& s : q.samples)
+            rows.push_back({ formatBytes(static_cast<double>(s.bytes)), formatTime(s.timeUs) });
+        text += formatTable(rows, 0);
+        text += "fit: latency " + formatTime(q.latencyUs) + ", bandwidth "
+            + (q.bandwidthBytesPerUs > 0 ? bytesRateText(q.bandwidthBytesPerUs * 1e6) : std::string("unlimited"))
+            + "\n";
+    } else {
+        text += "\np2p: not measured (mpirun could not run two ranks)\n";
+    }
+    return text;
+}
+
+} // namespace dps::launch

@@ -1,0 +1,466 @@
+#include "probe.h"
+
+#include "cpubackend.h"
+#include "mpicomm.h"
+#include "stagemath.h"
+#include "worker.h"
+
+#include "base/errors.h"
+#include "base/fileio.h"
+#include "protocol/exitcodes.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <ostream>
+
+namespace dps::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microsecondsSince(Clock::time_point start)
+{
+    return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values)
+{
+    if (values.empty())
+        return 0.0;
+    std::sort(values.begin(), values.end());
+    const std::size_t mid = values.size() / 2;
+    return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+/// Runs every call on another backend and times the compute calls (GEMMs and the elementwise ops), one
+/// entry per distinct call: the probe sees exactly the calls StageMath makes in a run.
+class TimingBackend final : public Backend {
+public:
+    struct Call {
+        std::string phase; ///< the phase in which the call was first seen
+        bool gemm = false;
+        Transpose transA = Transpose::No;
+        Transpose transB = Transpose::No;
+        int m = 0, n = 0, k = 0;
+        float beta = 0;
+        std::string op; ///< elementwise op name
+        std::size_t elements = 0;
+        std::uint64_t bytesPerElement = 0;
+        std::vector<double> us;
+    };
+
+    explicit TimingBackend(Backend& inner)
+        : m_inner(inner)
+    {
+    }
+
+    void setPhase(std::string phase) { m_phase = std::move(phase); }
+    void setRecording(bool on) { m_recording = on; }
+    const std::vector<Call>& calls() const { return m_calls; }
+
+    std::string name() const override { return m_inner.name(); }
+    std::string deviceDescription() const override { return m_inner.deviceDescription(); }
+    int elementBytes() const override { return m_inner.elementBytes(); }
+    bool hostAccessible() const override { return m_inner.hostAccessible(); }
+    /// Memory is counted here (Tensor::recategorize moves bytes in this backend's counters); the inner
+    /// backend's per-category counts are not read.
+    void* allocate(std::size_t bytes, MemoryCategory category) override
+    {
+        void* p = m_inner.allocate(bytes, category);
+        m_memory.add(category, bytes);
+        return p;
+    }
+    void deallocate(void* ptr, std::size_t bytes, MemoryCategory category) override
+    {
+        m_inner.deallocate(ptr, bytes, category);
+        m_memory.remove(category, bytes);
+    }
+
+    void gemm(Lane lane, Transpose transA, Transpose transB, int m, int n, int k, float alpha, const void* a,
+        const void* b, float beta, void* c) override
+    {
+        const auto start = Clock::now();
+        m_inner.gemm(lane, transA, transB, m, n, k, alpha, a, b, beta, c);
+        const double us = microsecondsSince(start);
+        if (!m_recording)
+            return;
+        for (Call& call : m_calls)
+            if (call.gemm && call.transA == transA && call.transB == transB && call.m == m && call.n == n && call.k == k
+                && call.beta == beta) {
+                call.us.push_back(us);
+                return;
+            }
+        Call call;
+        call.phase = m_phase;
+        call.gemm = true;
+        call.transA = transA;
+        call.transB = transB;
+        call.m = m;
+        call.n = n;
+        call.k = k;
+        call.beta = beta;
+        call.us.push_back(us);
+        m_calls.push_back(std::move(call));
+    }
+    void geluForward(Lane lane, const void* in, void* out, std::size_t n) override
+    {
+        const auto start = Clock::now();
+        m_inner.geluForward(lane, in, out, n);
+        recordOp("gelu_forward", n, 8, microsecondsSince(start));
+    }
+    void geluBackward(Lane lane, const void* in, const void* gradOut, void* gradIn, std::size_t n) override
+    {
+        const auto start = Clock::now();
+        m_inner.geluBackward(lane, in, gradOut, gradIn, n);
+        recordOp("gelu_backward", n, 12, microsecondsSince(start));
+    }
+    void mseLoss(Lane lane, const void* y, const void* target, std::size_t n, void* grad, double* lossHost) override
+    {
+        const auto start = Clock::now();
+        m_inner.mseLoss(lane, y, target, n, grad, lossHost);
+        recordOp("mse_loss", n, 12, microsecondsSince(start));
+    }
+    void axpy(Lane lane, std::size_t n, float alpha, const void* x, void* y) override
+    {
+        const auto start = Clock::now();
+        m_inner.axpy(lane, n, alpha, x, y);
+        recordOp("grad_accumulate", n, 12, microsecondsSince(start));
+    }
+    void setZero(Lane lane, void* ptr, std::size_t bytes) override { m_inner.setZero(lane, ptr, bytes); }
+    void copyHostToDevice(Lane lane, void* dst, const void* src, std::size_t bytes) override
+    {
+        m_inner.copyHostToDevice(lane, dst, src, bytes);
+    }
+    void copyDeviceToHost(Lane lane, void* dst, const void* src, std::size_t bytes) override
+    {
+        m_inner.copyDeviceToHost(lane, dst, src, bytes);
+    }
+    void copyDeviceToDevice(Lane lane, void* dst, const void* src, std::size_t bytes) override
+    {
+        m_inner.copyDeviceToDevice(lane, dst, src, bytes);
+    }
+    void uploadFloats(Lane lane, void* dst, const float* src, std::size_t n) override
+    {
+        m_inner.uploadFloats(lane, dst, src, n);
+    }
+    void downloadFloats(Lane lane, float* dst, const void* src, std::size_t n) override
+    {
+        m_inner.downloadFloats(lane, dst, src, n);
+    }
+    void runConcurrently(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second) override
+    {
+        m_inner.runConcurrently(first, second);
+    }
+    void synchronize() override { m_inner.synchronize(); }
+
+private:
+    /// `bytesPerElement`: bytes read and written per element (fp32).
+    void recordOp(const char* op, std::size_t n, std::uint64_t bytesPerElement, double us)
+    {
+        if (!m_recording)
+            return;
+        for (Call& call : m_calls)
+            if (!call.gemm && call.op == op && call.elements == n) {
+                call.us.push_back(us);
+                return;
+            }
+        Call call;
+        call.phase = m_phase;
+        call.op = op;
+        call.elements = n;
+        call.bytesPerElement = bytesPerElement;
+        call.us.push_back(us);
+        m_calls.push_back(std::move(call));
+    }
+
+    Backend& m_inner;
+    std::string m_phase;
+    bool m_recording = true;
+    std::vector<Call> m_calls;
+};
+
+launch::ShapeMeasure measureShape(CpuBackend& cpu, const launch::ProbeShape& shape, double seconds)
+{
+    TimingBackend timed(cpu);
+    ModelSpec spec;
+    spec.hidden = shape.hidden;
+    spec.ffn = shape.ffn;
+    spec.tokens = shape.tokens;
+    spec.partition = { 1 };
+    spec.seed = 1;
+    const auto t = static_cast<std::size_t>(shape.tokens);
+    const auto h = static_cast<std::size_t>(shape.hidden);
+    StageParams params(timed, spec, 0);
+    const StageMath math(timed, spec);
+    const std::vector<float> input = microbatchInput(spec, 0);
+    const std::vector<float> targetHost = microbatchTarget(spec, 0);
+    Tensor target(timed, t, h, MemoryCategory::Data);
+    timed.uploadFloats(0, target.data(), targetHost.data(), targetHost.size());
+    // The gradients another replica sends, added by the replica sum (RankExecutor::sumReplicaGradients).
+    Tensor replica(timed, 1, params.gradients().elements(), MemoryCategory::Communication);
+    timed.setZero(0, replica.data(), replica.bytes());
+
+    const auto repetition = [&] {
+        Tensor in(timed, t, h, MemoryCategory::Communication);
+        timed.uploadFloats(0, in.data(), input.data(), input.size());
+        SavedActivations saved;
+        double loss = 0;
+        timed.setPhase("F");
+        math.forward(0, params, std::move(in), saved, true, &target, &loss);
+        timed.setPhase("I");
+        const Tensor dx = math.inputGrad(0, params, saved, Tensor(), true);
+        timed.setPhase("W");
+        math.weightGrad(0, params, saved);
+        timed.axpy(0, params.gradients().elements(), 1.0f, replica.data(), params.gradients().data());
+    };
+    timed.setRecording(false);
+    const auto warmupStart = Clock::now();
+    repetition(); // warm-up: first touches, OpenBLAS's buffers
+    // A shape whose one repetition outlasts the budget (a large model on a small CPU) is timed once.
+    const int minimum = microsecondsSince(warmupStart) >= seconds * 1e6 ? 1 : 3;
+    timed.setRecording(true);
+    const auto start = Clock::now();
+    int repetitions = 0;
+    while (repetitions < minimum || (microsecondsSince(start) < seconds * 1e6 && repetitions < 10000)) {
+        repetition();
+        if (++repetitions % 16 == 0) // keep the accumulated gradients small
+            params.zeroGradients(timed);
+    }
+
+    launch::ShapeMeasure out;
+    out.shape = shape;
+    out.repetitions = repetitions;
+    for (const TimingBackend::Call& call : timed.calls()) {
+        if (call.gemm) {
+            launch::GemmMeasure g;
+            g.phase = call.phase;
+            g.transA = call.transA == Transpose::Yes;
+            g.transB = call.transB == Transpose::Yes;
+            g.m = call.m;
+            g.n = call.n;
+            g.k = call.k;
+            g.beta = call.beta;
+            g.timeUs = std::max(median(call.us), 1e-3);
+            out.gemms.push_back(g);
+        } else {
+            launch::ElementwiseMeasure e;
+            e.op = call.op;
+            e.elements = call.elements;
+            e.bytes = call.elements * call.bytesPerElement;
+            e.timeUs = std::max(median(call.us), 1e-3);
+            out.elementwise.push_back(e);
+        }
+    }
+    return out;
+}
+
+int intValue(const std::string& flag, const std::string& text, int minimum, int maximum)
+{
+    int v = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (error != std::errc() || end != text.data() + text.size() || v < minimum || v > maximum)
+        throw UsageError(flag + ": expected an integer from " + std::to_string(minimum) + " to "
+            + std::to_string(maximum) + ", got '" + text + "'");
+    return v;
+}
+
+std::vector<std::uint64_t> byteList(const std::string& text)
+{
+    std::vector<std::uint64_t> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, comma - start);
+        std::uint64_t v = 0;
+        const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), v);
+        if (item.empty() || error != std::errc() || end != item.data() + item.size() || v < 1 || v > (1u << 30))
+            throw UsageError("--bytes: expected sizes from 1 to 1073741824 separated by commas, got '" + text + "'");
+        out.push_back(v);
+        start = comma + 1;
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+void emit(const launch::CpuProfile& profile, const std::string& output, std::ostream& out)
+{
+    const std::string text = launch::serializeCpuProfile(profile);
+    if (output.empty() || output == "-")
+        out << text << std::flush;
+    else
+        writeFileAtomic(output, text);
+}
+
+} // namespace
+
+bool isProbeMode(const std::vector<std::string>& args)
+{
+    return !args.empty() && (args[0] == "--probe-info" || args[0] == "--probe-compute" || args[0] == "--probe-p2p");
+}
+
+ProbeOptions parseProbeArgs(const std::vector<std::string>& args)
+{
+    if (!isProbeMode(args))
+        throw UsageError("expected --probe-info, --probe-compute or --probe-p2p first");
+    ProbeOptions o;
+    o.mode = args[0] == "--probe-info" ? ProbeOptions::Mode::Info
+        : args[0] == "--probe-compute" ? ProbeOptions::Mode::Compute
+                                       : ProbeOptions::Mode::P2p;
+    o.bytes = { 8, 1024, 65536, 262144, 1048576, 4194304 };
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        std::string flag = args[i];
+        std::string value;
+        const auto eq = flag.find('=');
+        if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+            value = flag.substr(eq + 1);
+            flag.resize(eq);
+        } else if (i + 1 < args.size()) {
+            value = args[++i];
+        } else {
+            throw UsageError(flag + ": missing value");
+        }
+        if (flag == "--shapes") {
+            try {
+                o.shapes = launch::parseShapeList(value);
+            } catch (const Error& e) {
+                throw UsageError(std::string("--") + e.what());
+            }
+        } else if (flag == "--bytes") {
+            o.bytes = byteList(value);
+        } else if (flag == "--threads") {
+            o.threads = intValue(flag, value, 1, 1024);
+        } else if (flag == "--seconds") {
+            char* end = nullptr;
+            o.seconds = std::strtod(value.c_str(), &end);
+            if (value.empty() || end != value.c_str() + value.size() || !(o.seconds > 0) || o.seconds > 600)
+                throw UsageError("--seconds: expected a number above 0 and at most 600, got '" + value + "'");
+        } else if (flag == "-o" || flag == "--output") {
+            o.output = value;
+        } else {
+            throw UsageError("unknown option '" + flag + "'");
+        }
+    }
+    if (o.mode == ProbeOptions::Mode::Compute && o.shapes.empty())
+        throw UsageError("--probe-compute needs --shapes TxHxF[,TxHxF...]");
+    return o;
+}
+
+std::string probeUsage()
+{
+    return "       dpstudio-worker --probe-info [--threads N] [-o FILE]\n"
+           "       dpstudio-worker --probe-compute --shapes TxHxF[,...] [--threads N] [--seconds S] [-o FILE]\n"
+           "       mpirun -np 2 ... dpstudio-worker --probe-p2p [--bytes B[,...]] [--seconds S] [-o FILE]";
+}
+
+std::vector<launch::ShapeMeasure> measureCompute(
+    const std::vector<launch::ProbeShape>& shapes, int threads, double seconds)
+{
+    std::vector<launch::ShapeMeasure> out;
+    if (shapes.empty())
+        return out;
+    CpuBackend cpu(threads);
+    for (const launch::ProbeShape& shape : shapes)
+        out.push_back(measureShape(cpu, shape, seconds / static_cast<double>(shapes.size())));
+    return out;
+}
+
+std::vector<launch::P2pSample> measurePingPong(Comm& comm, const std::vector<std::uint64_t>& bytes, double seconds)
+{
+    if (comm.size() < 2)
+        throw RuntimeError("the p2p probe needs 2 ranks, got " + std::to_string(comm.size()));
+    constexpr int kTag = 7;
+    const int rank = comm.rank();
+    std::vector<launch::P2pSample> out;
+    const double perSize = seconds / static_cast<double>(std::max<std::size_t>(bytes.size(), 1));
+    for (const std::uint64_t size : bytes) {
+        std::vector<char> buffer(static_cast<std::size_t>(size), 1);
+        const auto roundTrip = [&]() -> double {
+            const auto start = Clock::now();
+            if (rank == 0) {
+                comm.wait(comm.isend(buffer.data(), buffer.size(), 1, kTag));
+                comm.wait(comm.irecv(buffer.data(), buffer.size(), 1, kTag));
+            } else if (rank == 1) {
+                comm.wait(comm.irecv(buffer.data(), buffer.size(), 0, kTag));
+                comm.wait(comm.isend(buffer.data(), buffer.size(), 0, kTag));
+            }
+            return microsecondsSince(start);
+        };
+        roundTrip();
+        roundTrip();
+        double sizing = 0;
+        for (int i = 0; i < 3; ++i)
+            sizing += roundTrip();
+        std::vector<char> count(sizeof(int));
+        if (rank == 0) {
+            const double perTrip = std::max(sizing / 3.0, 0.1);
+            const int n = static_cast<int>(std::clamp(perSize * 1e6 / perTrip, 5.0, 2000.0));
+            std::memcpy(count.data(), &n, sizeof n);
+        }
+        comm.broadcast(count, 0);
+        int trips = 0;
+        std::memcpy(&trips, count.data(), sizeof trips);
+        std::vector<double> oneWay;
+        for (int i = 0; i < trips; ++i)
+            oneWay.push_back(roundTrip() / 2.0);
+        if (rank == 0)
+            out.push_back({ size, std::max(median(oneWay), 1e-3) });
+    }
+    return out;
+}
+
+int runProbe(const ProbeOptions& options, int* argc, char*** argv, std::ostream& out, std::ostream& err)
+{
+    std::unique_ptr<MpiComm> comm;
+    try {
+        launch::CpuProfile profile;
+        profile.machine = blasMachineKey(options.threads);
+        profile.kernel = loadedBlasCore();
+        switch (options.mode) {
+        case ProbeOptions::Mode::Info: {
+            launch::KernelChoice choice;
+            choice.openblasOwn = profile.machine.blasCore;
+            choice.candidates = launch::blasCoreCandidates(launch::hostCpuFeatures());
+            if (const auto cached = launch::cachedCpuProfile(profile.machine); cached && cached->kernelChoice) {
+                choice.measured = cached->kernelChoice->measured;
+                choice.winner = cached->kernelChoice->winner;
+            }
+            const launch::BlasCoreDecision decision = preferredBlasCore(options.threads);
+            choice.chosen = decision.core;
+            choice.reason = decision.reason;
+            profile.kernelChoice = choice;
+            break;
+        }
+        case ProbeOptions::Mode::Compute:
+            profile.shapes = measureCompute(options.shapes, options.threads, options.seconds);
+            break;
+        case ProbeOptions::Mode::P2p: {
+            comm = std::make_unique<MpiComm>(argc, argv);
+            const std::vector<launch::P2pSample> samples = measurePingPong(*comm, options.bytes, options.seconds);
+            if (comm->rank() != 0)
+                return kExitOk;
+            launch::P2pProfile p2p;
+            p2p.ranks = comm->size();
+            p2p.samples = samples;
+            launch::fitP2p(p2p);
+            profile.p2p = p2p;
+            break;
+        }
+        }
+        emit(profile, options.output, out);
+        return kExitOk;
+    } catch (const std::exception& e) {
+        err << "dpstudio-worker: probe failed: " << e.what() << "\n" << std::flush;
+        if (comm && comm->size() > 1)
+            comm->abort(kExitRunFailed);
+        return kExitRunFailed;
+    }
+}
+
+} // namespace dps::runtime

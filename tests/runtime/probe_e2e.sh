@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# End to end: `dpstudio devices --probe` with a short budget writes a CPU profile (docs/cpu-profile.md) with
+# positive numbers at the default project's shapes, caches it under $XDG_CACHE_HOME keyed by the machine,
+# reuses it, measures again for other shapes or with --reprobe, and dpstudio-worker's kernel choice follows
+# the measured winner in the cache (checked in measured.json's device).
+# Usage: probe_e2e.sh DPSTUDIO [TEST_DATA_DIR]. Exits 77 (skipped) when the worker or jq is missing.
+set -u
+DPSTUDIO=$(realpath "$1")
+DATA=${2:-$(dirname "$(realpath "$0")")/../data}
+WORKER=$(dirname "$DPSTUDIO")/dpstudio-worker
+[ -x "$WORKER" ] || { echo "skipped: no dpstudio-worker next to $DPSTUDIO"; exit 77; }
+command -v jq > /dev/null || { echo "skipped: jq not found"; exit 77; }
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/dps-probe-e2e-XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+export XDG_CACHE_HOME="$WORK/cache" # never the user's cache
+unset OPENBLAS_CORETYPE
+failures=0
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+check() { if eval "$2"; then echo "ok: $1"; else fail "$1"; fi; }
+has() { jq -e "$1" "$2" > /dev/null; }
+
+# 1. A first probe measures and caches.
+start=$(date +%s%N)
+"$DPSTUDIO" devices --probe --budget 1 -o "$WORK/p.json" > "$WORK/table.txt" 2> "$WORK/err.txt"
+rc=$?
+echo "probe took $((($(date +%s%N) - start) / 1000000)) ms"
+check "probe exits 0" '[ $rc -eq 0 ] || { cat "$WORK/err.txt"; false; }'
+P="$WORK/p.json"
+check "the profile file is a format-1 CPU profile" 'has ".format_version == 1 and .kind == \"dpstudio-cpu-profile\"" "$P"'
+check "measured at the default project's shape 256x512x2048" \
+    'has "(.shapes | length) == 1 and .shapes[0].tokens == 256 and .shapes[0].hidden == 512 and .shapes[0].ffn == 2048" "$P"'
+check "six GEMM calls (F, I, W of one layer), each with a positive time and FLOP/s" \
+    'has "[.shapes[0].gemms[] | select(.time_us > 0 and .flops_per_second > 0)] | length == 6" "$P"'
+check "the GEMMs come in the order F, F, I, I, W, W" \
+    'has "[.shapes[0].gemms[].phase] == [\"F\",\"F\",\"I\",\"I\",\"W\",\"W\"]" "$P"'
+check "four memory-bound ops with positive bytes/s" \
+    'has "[.shapes[0].elementwise[] | select(.time_us > 0 and .bytes_per_second > 0)] | length == 4" "$P"'
+check "every kernel candidate measured, with positive FLOP/s" \
+    'has "(.blas_kernel.measured | length) >= 1 and all(.blas_kernel.measured[]; .flops_per_second > 0)" "$P"'
+check "the winner is one of the measured kernels" \
+    'has ".blas_kernel.winner as \$w | any(.blas_kernel.measured[]; .core == \$w or .loaded == \$w)" "$P"'
+if command -v mpirun > /dev/null || [ -n "${DPSTUDIO_MPIRUN:-}" ]; then
+    check "p2p fitted from at least 6 sizes: latency ≥ 0, bandwidth > 0" \
+        'has ".p2p.latency_us >= 0 and .p2p.bandwidth_bytes_per_us > 0 and (.p2p.samples | length) >= 6 and all(.p2p.samples[]; .time_us > 0)" "$P"'
+    check "p2p ran with a run's mpirun options" 'has ".p2p.mpirun_options | index([\"--mca\", \"btl\", \"self,vader\"])" "$P"'
+fi
+key=$(jq -r .machine.key "$P")
+check "cached under \$XDG_CACHE_HOME/dpstudio/cpu-KEY.json" 'cmp -s "$P" "$XDG_CACHE_HOME/dpstudio/cpu-$key.json"'
+check "the table names the kernel and the p2p fit" 'grep -q "^kernel: " "$WORK/table.txt" && grep -q "^fit: latency" "$WORK/table.txt"'
+
+# 2. The same shapes again: the cache is reused, nothing is measured.
+"$DPSTUDIO" devices --probe --budget 1 --json > "$WORK/again.json" 2> "$WORK/err2.txt"
+check "a second probe reuses the cache" 'grep -q "reused" "$WORK/err2.txt" && ! grep -q "timing" "$WORK/err2.txt"'
+check "and prints the same profile" 'cmp -s "$P" "$WORK/again.json"'
+
+# 3. Other shapes (another project) are measured, and replace the machine's cache entry.
+"$DPSTUDIO" devices --probe --budget 1 --project "$DATA/projects/runtime_small.dpstudio.json" --json \
+    > "$WORK/small.json" 2> "$WORK/err3.txt"
+check "another project's shapes are measured" 'grep -q "timing" "$WORK/err3.txt"'
+check "at that project's shape" 'has "[.shapes[] | \"\(.tokens)x\(.hidden)x\(.ffn)\"] == [\"8x32x128\"]" "$WORK/small.json"'
+
+# 4. --reprobe measures even when cached.
+"$DPSTUDIO" devices --probe --budget 1 --project "$DATA/projects/runtime_small.dpstudio.json" --reprobe --json \
+    > /dev/null 2> "$WORK/err4.txt"
+check "--reprobe measures again" 'grep -q "timing" "$WORK/err4.txt"'
+
+# 5. The worker's kernel choice follows the measured winner in the cache: make another candidate the winner.
+CACHE="$XDG_CACHE_HOME/dpstudio/cpu-$key.json"
+other=$(jq -r '.blas_kernel as $k | [$k.candidates[] | select(ascii_downcase != ($k.openblas_own | ascii_downcase))][0] // ""' "$CACHE")
+if [ -n "$other" ]; then
+    jq --arg w "$other" '.blas_kernel.winner = $w' "$CACHE" > "$WORK/edited.json" && cp "$WORK/edited.json" "$CACHE"
+    "$WORKER" --probe-info > "$WORK/info.json"
+    check "the worker chooses the cached winner $other" 'has ".blas_kernel.chosen == \"$other\"" "$WORK/info.json"'
+    if command -v mpirun > /dev/null; then
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 --oversubscribe --mca btl self,vader \
+            --mca btl_vader_single_copy_mechanism none "$WORKER" --project "$DATA/projects/runtime_small.dpstudio.json" \
+            --variant dualpipev-2 --steps 1 --warmup 0 --output "$WORK/measured.json" > /dev/null 2> "$WORK/run.txt"
+        check "a run loads the $other kernels (measured.json's device)" \
+            'grep -q "\"device\": \"[^\"]*(OpenBLAS $other," "$WORK/measured.json" || { cat "$WORK/run.txt"; false; }'
+        OPENBLAS_CORETYPE=Haswell "$WORKER" --probe-info > "$WORK/info-user.json"
+        check "a user's OPENBLAS_CORETYPE is left alone (another machine key, nothing chosen)" \
+            'has ".machine.blas_core == \"Haswell\" and .blas_kernel.chosen == \"\"" "$WORK/info-user.json" || [ "$other" = Haswell ]'
+    fi
+else
+    echo "no second kernel candidate on this CPU: the worker's choice is not checked"
+fi
+
+# 6. Bad flags.
+"$DPSTUDIO" devices -o "$WORK/x.json" > /dev/null 2>&1
+check "-o without --probe is a usage error (2)" '[ $? -eq 2 ]'
+"$WORKER" --probe-compute > /dev/null 2> "$WORK/usage.txt"
+check "the worker's compute probe needs --shapes (exit 2)" '[ $? -eq 2 ] && grep -q "needs --shapes" "$WORK/usage.txt"'
+
+[ $failures -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
+echo "all probe checks passed"
