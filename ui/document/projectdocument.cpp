@@ -2,6 +2,8 @@
 
 #include "document/blockindex.h"
 
+#include "project/presets.h"
+
 #include <QFileInfo>
 #include <QUndoCommand>
 
@@ -130,6 +132,55 @@ void ProjectDocument::edit(const QString& text, const std::function<void(Project
     change(after);
     normalize(after);
     m_undo.push(new ProjectEditCommand(this, text, m_project, std::move(after), mergeKey));
+}
+
+QString ProjectDocument::checkProject(const Project& project)
+{
+    try {
+        if (project.model.kind == ModelKind::Transformer)
+            model::check(transformerOf(project.model));
+        validateProject(project);
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+    return {};
+}
+
+QString ProjectDocument::editChecked(const QString& text, const std::function<void(Project&)>& change, int mergeKey)
+{
+    Project after = m_project;
+    change(after);
+    normalize(after);
+    const QString error = checkProject(after);
+    if (!error.isEmpty() && error != checkProject(m_project))
+        return error;
+    m_undo.push(new ProjectEditCommand(this, text, m_project, std::move(after), mergeKey));
+    return {};
+}
+
+QString ProjectDocument::applyModelPreset(const QString& id)
+{
+    ModelPreset preset;
+    try {
+        preset = modelPreset(id.toStdString());
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+    return editChecked(tr("Model preset %1").arg(id), [&](Project& p) {
+        p.model = preset.model;
+        p.training = preset.training;
+    });
+}
+
+QString ProjectDocument::applyDevicePreset(const QString& id)
+{
+    ClusterDesc cluster;
+    try {
+        cluster = devicePreset(id.toStdString());
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+    return editChecked(tr("Device preset %1").arg(id), [&](Project& p) { p.cluster = cluster; });
 }
 
 void ProjectDocument::setActiveVariant(const QString& name)

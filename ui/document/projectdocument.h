@@ -38,6 +38,17 @@ public:
 
     // Edits. Each pushes one undo command; `mergeKey` >= 0 merges consecutive edits of the same key.
     void edit(const QString& text, const std::function<void(Project&)>& change, int mergeKey = -1);
+    /// Like edit(), but the changed project must pass the engine's checks (checkProject): when it does not,
+    /// nothing is applied and the engine's message is returned, naming the field ("model.moe.top_k: 9 exceeds
+    /// model.moe.experts 8"). A project that already failed with the same message before the change (e.g. a
+    /// file opened that way) does not block it. Returns "" when the edit was applied.
+    QString editChecked(const QString& text, const std::function<void(Project&)>& change, int mergeKey = -1);
+    /// Replaces the model and the training state by model preset `id` (modelPreset of
+    /// engine/project/presets.h) as one undoable edit; returns the engine's message ("" when applied).
+    QString applyModelPreset(const QString& id);
+    /// Replaces the cluster by device preset `id` (devicePreset) as one undoable edit; returns the engine's
+    /// message ("" when applied).
+    QString applyDevicePreset(const QString& id);
     void setActiveVariant(const QString& name);
     /// Adds a copy of the active variant under a fresh name; returns that name.
     QString addVariant();
@@ -59,6 +70,12 @@ public:
 
     /// A name not used by any variant: base, base-2, base-3, ...
     QString uniqueName(const QString& base) const;
+
+    /// The engine's checks of a project the designer is about to hold: model::check of a transformer model,
+    /// then validateProject (sizes and their products within their limits, partitions, orders, the
+    /// expert-parallel group against dp). Returns the first error's message (FormatError's text, naming the
+    /// field), or "" when the project passes.
+    static QString checkProject(const Project& project);
 
 signals:
     /// The project content changed (any edit, undo, redo, reset).

@@ -4,10 +4,12 @@
 #include "document/formatting.h"
 #include "document/projectdocument.h"
 #include "run/messagebanner.h"
+#include "widgets/clustereditor.h"
 #include "widgets/compareview.h"
 #include "widgets/filecontroller.h"
 #include "widgets/memorychart.h"
 #include "widgets/metricspanel.h"
+#include "widgets/modeleditor.h"
 #include "widgets/partitioneditor.h"
 #include "widgets/projectpanel.h"
 #include "widgets/runworkspace.h"
@@ -136,10 +138,17 @@ void MainWindow::setupDocks()
     setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
     setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
     m_projectPanel = new ProjectPanel(m_document);
+    m_modelEditor = new ModelEditor(m_document);
+    m_clusterEditor = new ClusterEditor(m_document);
     m_partition = new PartitionEditor(m_document);
     m_metrics = new MetricsPanel;
     m_memory = new MemoryChart;
     auto* project = addPanel(QStringLiteral("projectDock"), tr("Project"), m_projectPanel, Qt::LeftDockWidgetArea);
+    auto* model = addPanel(QStringLiteral("modelDock"), tr("Model"), m_modelEditor, Qt::LeftDockWidgetArea);
+    auto* cluster = addPanel(QStringLiteral("clusterDock"), tr("Cluster"), m_clusterEditor, Qt::LeftDockWidgetArea);
+    tabifyDockWidget(project, model);
+    tabifyDockWidget(model, cluster);
+    project->raise();
     m_partitionDock
         = addPanel(QStringLiteral("partitionDock"), tr("Layer partition"), m_partition, Qt::LeftDockWidgetArea);
     m_metricsDock = addPanel(QStringLiteral("metricsDock"), tr("Metrics"), m_metrics, Qt::RightDockWidgetArea);
@@ -151,6 +160,16 @@ void MainWindow::setupDocks()
     resizeDocks({ project, m_metricsDock }, { 400, 420 }, Qt::Horizontal);
     resizeDocks({ project, m_partitionDock }, { 640, 300 }, Qt::Vertical);
     resizeDocks({ m_memoryDock }, { 250 }, Qt::Vertical);
+}
+
+bool MainWindow::raisePanel(const QString& name)
+{
+    auto* dock = findChild<QDockWidget*>(name + QStringLiteral("Dock"));
+    if (!dock)
+        return false;
+    dock->show();
+    dock->raise();
+    return true;
 }
 
 void MainWindow::setupRunWorkspace()
@@ -535,8 +554,9 @@ bool MainWindow::waitUntilIdle(int timeoutMs)
     while (!idle && !deadline.hasExpired()) {
         m_simulation.waitUntilIdle(static_cast<int>(deadline.remainingTime()));
         m_compareService.waitUntilIdle(static_cast<int>(deadline.remainingTime()));
+        m_modelEditor->waitUntilIdle(static_cast<int>(deadline.remainingTime()));
         QApplication::processEvents();
-        idle = m_simulation.isIdle() && m_compareService.isIdle();
+        idle = m_simulation.isIdle() && m_compareService.isIdle() && m_modelEditor->isIdle();
     }
     return idle;
 }

@@ -20,11 +20,13 @@ class QToolBar;
 
 namespace dps::ui {
 
+class ClusterEditor;
 class CompareView;
 class DiagnosticsModel;
 class FileController;
 class MemoryChart;
 class MetricsPanel;
+class ModelEditor;
 class PartitionEditor;
 class ProjectDocument;
 class ProjectPanel;
@@ -43,6 +45,11 @@ public:
     MemoryChart* memoryChart() const { return m_memory; }
     MetricsPanel* metrics() const { return m_metrics; }
     ProjectPanel* projectPanel() const { return m_projectPanel; }
+    ModelEditor* modelEditor() const { return m_modelEditor; }
+    ClusterEditor* clusterEditor() const { return m_clusterEditor; }
+    /// Shows and raises the dock whose object name is `name` + "Dock" ("project", "model", "cluster",
+    /// "partition", "metrics", "memory", ...); false when there is none.
+    bool raisePanel(const QString& name);
     PartitionEditor* partitionEditor() const { return m_partition; }
     CompareView* compareView() const { return m_compare; }
     DiagnosticsModel* diagnostics() const { return m_diagnostics; }
@@ -57,7 +64,8 @@ public:
     QDockWidget* addPanel(const QString& objectName, const QString& title, QWidget* panel, Qt::DockWidgetArea area);
     /// Opens the comparison window (a separate top-level window, so it can sit on a second screen).
     void showCompare();
-    /// Waits until every requested simulation has been delivered (tests, screenshots).
+    /// Waits until every requested simulation (and the model editor's figures) has been delivered (tests,
+    /// screenshots).
     bool waitUntilIdle(int timeoutMs = 20000);
     /// Restores the window layout saved by the last session (not done for screenshots).
     void restoreLayout();
@@ -120,6 +128,8 @@ private:
     QLabel* m_noFindings = nullptr;
     QStackedWidget* m_diagnosticsStack = nullptr;
     ProjectPanel* m_projectPanel = nullptr;
+    ModelEditor* m_modelEditor = nullptr;
+    ClusterEditor* m_clusterEditor = nullptr;
     PartitionEditor* m_partition = nullptr;
     MetricsPanel* m_metrics = nullptr;
     MemoryChart* m_memory = nullptr;

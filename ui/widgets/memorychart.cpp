@@ -1,6 +1,7 @@
 #include "widgets/memorychart.h"
 
 #include "document/formatting.h"
+#include "document/memorybreakdown.h"
 #include "widgets/timelineview.h"
 
 #include <QComboBox>
@@ -29,7 +30,7 @@ std::pair<double, QString> byteUnit(double maxBytes)
 /// The peak of one rank, or of the busiest rank when `rank` is negative (bytes).
 double peakOver(const SimulationSnapshot& s, int rank)
 {
-    if (rank < 0)
+    if (rank < 0) // every rank: the highest peak
         return s.peakMemoryBytes;
     return rank < static_cast<int>(s.sim.ranks.size()) ? s.sim.ranks[rank].peakMemoryBytes : 0.0;
 }
@@ -46,13 +47,15 @@ MemoryChart::MemoryChart(QWidget* parent)
     top->addWidget(new QLabel(tr("Show:"), this));
     top->addWidget(m_rankBox);
     top->addWidget(m_summary, 1);
-    // A long summary elides into its tooltip rather than widening the dock.
+    // A long summary wraps (and is repeated in its tooltip) rather than widening the dock.
     m_summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    m_summary->setWordWrap(true);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
     layout->addWidget(m_plot, 1);
-    m_rankBox->setToolTip(tr("One rank as stacked areas, or every rank's total as lines"));
+    m_rankBox->setToolTip(tr("One rank as stacked areas over time, every rank's total as lines, or every rank's parts "
+                             "at its peak as stacked bars with the heaviest rank named"));
     m_plot->setMinimumHeight(120);
     m_plot->legend->setFont(QFont(font().family(), 8));
     // The legend goes in a row above the plot so it never hides a curve.
@@ -74,6 +77,7 @@ void MemoryChart::setSnapshot(const SnapshotPtr& snapshot)
     m_snapshot = snapshot && snapshot->timed ? snapshot : nullptr;
     if (m_snapshot && m_rank >= m_snapshot->ranks())
         m_rank = -1;
+
     fillRankCombo();
     rebuild();
 }
@@ -81,7 +85,15 @@ void MemoryChart::setSnapshot(const SnapshotPtr& snapshot)
 void MemoryChart::setMeasuredMemory(const std::vector<std::vector<MeasuredMemoryPoint>>& memory)
 {
     m_measured = memory;
-    rebuild();
+    if (!m_measured.empty() && m_rank == kPerRankParts) // the measurement is a curve over time
+        setRank(-1);
+    else
+        rebuild();
+}
+
+QString MemoryChart::summaryText() const
+{
+    return m_summary->text();
 }
 
 double MemoryChart::measuredPeak() const
@@ -130,6 +142,7 @@ void MemoryChart::fillRankCombo()
     const QSignalBlocker block(m_rankBox);
     m_rankBox->clear();
     m_rankBox->addItem(tr("All ranks"), -1);
+    m_rankBox->addItem(tr("Per rank: parts at the peak"), kPerRankParts);
     const int ranks = m_snapshot ? m_snapshot->ranks() : 0;
     for (int r = 0; r < ranks; ++r)
         m_rankBox->addItem(tr("Rank %1").arg(r), r);
@@ -138,6 +151,10 @@ void MemoryChart::fillRankCombo()
 
 void MemoryChart::setTimeRange(const QCPRange& range)
 {
+    m_timeRange = range;
+    m_hasTimeRange = true;
+    if (m_rank == kPerRankParts)
+        return; // ranks on x, not time
     m_plot->xAxis->setRange(range);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
@@ -175,7 +192,7 @@ void MemoryChart::styleAxes()
 
 void MemoryChart::rebuild()
 {
-    m_plot->clearGraphs();
+    m_plot->clearPlottables(); // graphs, and the bars of the per-rank view
     m_plot->clearItems();
     styleAxes();
     m_plot->xAxis->setVisible(m_snapshot != nullptr);
@@ -193,6 +210,13 @@ void MemoryChart::rebuild()
         m_plot->replot();
         return;
     }
+    if (m_rank == kPerRankParts) {
+        drawParts();
+        return;
+    }
+    if (m_hasTimeRange)
+        m_plot->xAxis->setRange(m_timeRange); // back from the bars' rank axis
+    m_plot->xAxis->grid()->setVisible(true);
     const double peak = std::max(peakOver(*m_snapshot, m_rank), measuredPeak());
     const auto [divisor, unit] = byteUnit(std::max(peak, 1.0));
     m_plot->yAxis->setLabel(tr("memory (%1)").arg(unit));
@@ -208,6 +232,87 @@ void MemoryChart::rebuild()
     drawLimit(divisor, top);
     m_summary->setToolTip(m_summary->text());
     setTimeAxisUnit(m_plot->xAxis, m_snapshot->sim.makespanUs);
+    m_plot->legend->setVisible(true);
+    m_plot->legend->setWrap(9);
+    m_plot->legend->setColumnSpacing(10);
+    m_plot->replot();
+}
+
+void MemoryChart::drawParts()
+{
+    const SimulationSnapshot& s = *m_snapshot;
+    const std::vector<RankMemoryParts> parts = memoryParts(s);
+    const HeaviestRank heaviest = heaviestRank(parts);
+    const int ranks = static_cast<int>(parts.size());
+    const double peak = std::max(heaviest.peakBytes, 1.0);
+    const auto [divisor, unit] = byteUnit(peak);
+    m_plot->yAxis->setLabel(tr("memory at the peak (%1)").arg(unit));
+    auto ticker = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+    const int step = std::max(1, ranks / 24); // labels stay apart on many ranks
+    for (int r = 0; r < ranks; r += step)
+        ticker->addTick(r, ranks > 12 ? QString::number(r) : tr("rank %1").arg(r));
+    m_plot->xAxis->setTicker(ticker);
+    m_plot->xAxis->setLabel(tr("rank"));
+    m_plot->xAxis->grid()->setVisible(false);
+    m_plot->xAxis->setRange(-0.6, ranks - 0.4);
+    static const int colorOf[RankMemoryParts::PartCount] = { 0, 3, 6, 2 }; // as the stacked view over time
+    QCPBars* below = nullptr;
+    for (int part = 0; part < RankMemoryParts::PartCount; ++part) {
+        auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
+        bars->setName(QString::fromUtf8(memoryPartName(static_cast<RankMemoryParts::Part>(part))));
+        bars->setWidth(0.7);
+        QColor fill = seriesColor(colorOf[part]);
+        fill.setAlpha(m_colors.dark ? 200 : 170);
+        bars->setBrush(fill);
+        bars->setPen(QPen(seriesColor(colorOf[part]).darker(120), 1.0));
+        QVector<double> keys, values;
+        for (int r = 0; r < ranks; ++r) {
+            keys << r;
+            values << parts[r].bytes[part] / divisor;
+        }
+        bars->setData(keys, values, true);
+        if (below)
+            bars->moveAbove(below);
+        below = bars;
+    }
+    const double top = peak / divisor * 1.25;
+    m_plot->yAxis->setRange(0, top);
+    if (heaviest.rank >= 0) {
+        auto* outline = new QCPItemRect(m_plot);
+        outline->topLeft->setCoords(heaviest.rank - 0.42, heaviest.peakBytes / divisor);
+        outline->bottomRight->setCoords(heaviest.rank + 0.42, 0);
+        outline->setPen(QPen(m_colors.invalid, 2.0));
+        outline->setBrush(Qt::NoBrush);
+        auto* label = new QCPItemText(m_plot);
+        label->position->setCoords(heaviest.rank, heaviest.peakBytes / divisor);
+        const double share = ranks > 1 ? static_cast<double>(heaviest.rank) / (ranks - 1) : 0.5;
+        label->setPositionAlignment(
+            Qt::AlignBottom | (share < 0.15 ? Qt::AlignLeft : (share > 0.85 ? Qt::AlignRight : Qt::AlignHCenter)));
+        label->setPadding(QMargins(0, 0, 0, 4));
+        label->setColor(m_colors.text);
+        label->setText(tr("heaviest: %1").arg(formatBytes(heaviest.peakBytes)));
+    }
+    m_summary->setText(QString::fromStdString(describeHeaviest(heaviest)));
+    const double limit = m_snapshot->deviceMemoryBytes;
+    if (limit > 0) {
+        m_summary->setText(m_summary->text()
+            + tr(" · device limit %1 (%2 used by the heaviest)").arg(formatBytes(limit), formatPercent(peak / limit)));
+        if (limit / divisor <= top) {
+            auto* line = new QCPItemStraightLine(m_plot);
+            line->point1->setCoords(0, limit / divisor);
+            line->point2->setCoords(1, limit / divisor);
+            line->setPen(QPen(m_colors.invalid, 1.5, Qt::DashLine));
+            auto* text = new QCPItemText(m_plot);
+            text->setColor(m_colors.invalid);
+            text->setFont(QFont(font().family(), 8));
+            text->position->setCoords(ranks - 0.45, limit / divisor);
+            text->setPositionAlignment(Qt::AlignBottom | Qt::AlignRight);
+            text->setBrush(m_colors.background); // readable over the bars
+            text->setPadding(QMargins(3, 1, 3, 1));
+            text->setText(tr("device limit %1").arg(formatBytes(limit)));
+        }
+    }
+    m_summary->setToolTip(m_summary->text());
     m_plot->legend->setVisible(true);
     m_plot->legend->setWrap(9);
     m_plot->legend->setColumnSpacing(10);

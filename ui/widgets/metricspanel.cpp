@@ -4,6 +4,7 @@
 #include "document/rankmetricsmodel.h"
 
 #include <QAction>
+#include <QEvent>
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -14,6 +15,38 @@
 #include <algorithm>
 
 namespace dps::ui {
+
+namespace {
+
+/// A word-wrapped value label that asks for the height its text needs at its current width: the form
+/// layout alone sizes it for a wider column and clips a third line (e.g. a long closed-form reason).
+class WrappedLabel : public QLabel {
+public:
+    using QLabel::QLabel;
+
+protected:
+    void resizeEvent(QResizeEvent* event) override
+    {
+        QLabel::resizeEvent(event);
+        fitHeight();
+    }
+    void changeEvent(QEvent* event) override
+    {
+        QLabel::changeEvent(event);
+        if (event->type() == QEvent::FontChange)
+            fitHeight();
+    }
+
+public:
+    void fitHeight()
+    {
+        const int needed = heightForWidth(width());
+        if (needed > 0 && needed != minimumHeight())
+            setMinimumHeight(needed);
+    }
+};
+
+} // namespace
 
 MetricsPanel::MetricsPanel(QWidget* parent)
     : QWidget(parent)
@@ -141,7 +174,7 @@ void MetricsPanel::setupColumnMenu()
 
 QLabel* MetricsPanel::addRow(const QString& key, const QString& title, const QString& tooltip)
 {
-    auto* value = new QLabel(m_form);
+    auto* value = new WrappedLabel(m_form);
     value->setTextInteractionFlags(Qt::TextSelectableByMouse);
     value->setWordWrap(true);
     auto* name = new QLabel(title + QLatin1Char(':'), m_form);
@@ -181,6 +214,7 @@ void MetricsPanel::showClosedForm(const SimulationSnapshot& s)
         label->setText(tr("%1: not applicable<br><small>%2</small>").arg(formula, reason.toHtmlEscaped()));
     label->setToolTip(tr("The schedule's closed form of the largest per-rank idle, beside the simulated value. %1")
                           .arg(reason.toHtmlEscaped()));
+    static_cast<WrappedLabel*>(label)->fitHeight();
 }
 
 void MetricsPanel::setSnapshot(const SnapshotPtr& snapshot)

@@ -2,6 +2,7 @@
 
 #include "document/stagecostmodel.h"
 #include "document/variantlistmodel.h"
+#include "widgets/fieldbinder.h"
 
 #include "schedule/generator.h"
 
@@ -29,6 +30,21 @@ QGroupBox* group(const QString& title, QLayout* layout)
     return box;
 }
 
+/// The active variant of a project being edited (the first one when the name is stale).
+Variant& activeIn(Project& p)
+{
+    for (auto& v : p.variants)
+        if (v.name == p.activeVariant)
+            return v;
+    return p.variants.front();
+}
+
+const Variant& activeIn(const Project& p)
+{
+    const Variant* v = p.find(p.activeVariant);
+    return v ? *v : p.variants.front();
+}
+
 void compactTable(QTableView* view)
 {
     view->verticalHeader()->hide();
@@ -42,6 +58,8 @@ void compactTable(QTableView* view)
 ProjectPanel::ProjectPanel(ProjectDocument* document, QWidget* parent)
     : QWidget(parent)
     , m_document(document)
+    , m_message(createMessageLabel())
+    , m_binder(new FieldBinder(document, m_message, this))
     , m_variants(new VariantListModel(document, this))
     , m_costs(new StageCostModel(document, this))
 {
@@ -50,8 +68,6 @@ ProjectPanel::ProjectPanel(ProjectDocument* document, QWidget* parent)
     column->setContentsMargins(6, 6, 6, 6);
     column->addWidget(setupVariants());
     column->addWidget(setupShape());
-    column->addWidget(setupModel());
-    column->addWidget(setupCluster());
     column->addWidget(setupCosts());
     column->addStretch(1);
     content->setMinimumWidth(280);
@@ -135,114 +151,54 @@ QWidget* ProjectPanel::setupShape()
     order->addWidget(m_orderState, 1);
     order->addWidget(m_regenerate);
     form->addRow(tr("Order:"), order);
-    return group(tr("Active variant"), form);
-}
-
-template <typename Box, typename T>
-Box* ProjectPanel::bindSpinBox(QFormLayout* form, const QString& label, Box* box, std::function<T(const Project&)> get,
-    std::function<void(Project&, T)> set)
-{
-    box->setKeyboardTracking(false);
-    box->setMinimumWidth(90); // the range's widest text would otherwise set the panel's width
-    const int key = m_nextKey++;
-    const QString name = QString(label).remove(QLatin1Char(':'));
-    connect(box, qOverload<T>(&Box::valueChanged), this, [this, set, key, name](T value) {
-        m_document->edit(
-            tr("Set %1 to %2").arg(name).arg(value), [&](Project& p) { set(p, value); }, key);
-    });
-    m_refreshers.push_back([this, box, get] {
-        const QSignalBlocker block(box);
-        box->setValue(get(m_document->project()));
-    });
-    form->addRow(label, box);
-    return box;
-}
-
-QSpinBox* ProjectPanel::addInt(QFormLayout* form, const QString& label, int min, int max,
-    std::function<int(const Project&)> get, std::function<void(Project&, int)> set)
-{
-    auto* box = new QSpinBox;
-    box->setRange(min, max);
-    return bindSpinBox<QSpinBox, int>(form, label, box, std::move(get), std::move(set));
-}
-
-QDoubleSpinBox* ProjectPanel::addDouble(QFormLayout* form, const QString& label, double min, double max, int decimals,
-    const QString& suffix, std::function<double(const Project&)> get, std::function<void(Project&, double)> set)
-{
-    auto* box = new QDoubleSpinBox;
-    box->setRange(min, max);
-    box->setDecimals(decimals);
-    box->setSuffix(suffix);
-    return bindSpinBox<QDoubleSpinBox, double>(form, label, box, std::move(get), std::move(set));
-}
-
-QWidget* ProjectPanel::setupModel()
-{
-    auto* form = new QFormLayout;
-    addInt(
-        form, tr("Layers:"), 1, 4096, [](const Project& p) { return p.model.layers; },
-        [](Project& p, int v) { p.model.layers = v; });
-    addInt(
-        form, tr("Hidden:"), 1, 1 << 20, [](const Project& p) { return p.model.hidden; },
-        [](Project& p, int v) { p.model.hidden = v; });
-    addInt(
-        form, tr("FFN:"), 1, 1 << 22, [](const Project& p) { return p.model.ffn; },
-        [](Project& p, int v) { p.model.ffn = v; });
-    addInt(
-        form, tr("Sequence length:"), 1, 1 << 20, [](const Project& p) { return p.model.seqLen; },
-        [](Project& p, int v) { p.model.seqLen = v; });
-    addInt(
-        form, tr("Microbatch size:"), 1, 1 << 16, [](const Project& p) { return p.model.microbatchSize; },
-        [](Project& p, int v) { p.model.microbatchSize = v; });
-    m_dtype = new QComboBox;
-    m_dtype->addItem(QStringLiteral("fp32"), static_cast<int>(DType::FP32));
-    m_dtype->addItem(QStringLiteral("bf16"), static_cast<int>(DType::BF16));
-    connect(m_dtype, qOverload<int>(&QComboBox::activated), this, [this](int index) {
-        const auto dtype = static_cast<DType>(m_dtype->itemData(index).toInt());
-        m_document->edit(tr("Set dtype"), [dtype](Project& p) { p.model.dtype = dtype; });
-    });
-    m_refreshers.push_back(
-        [this] { m_dtype->setCurrentIndex(m_dtype->findData(static_cast<int>(m_document->project().model.dtype))); });
-    form->addRow(tr("Dtype:"), m_dtype);
-    return group(tr("Model (Linear–GELU–Linear blocks)"), form);
-}
-
-QWidget* ProjectPanel::setupCluster()
-{
-    auto* form = new QFormLayout;
-    addDouble(
-        form, tr("Device peak:"), 0.001, 1e5, 3, tr(" TFLOP/s"),
-        [](const Project& p) { return p.cluster.deviceFlops / 1e12; },
-        [](Project& p, double v) { p.cluster.deviceFlops = v * 1e12; });
-    addDouble(
-        form, tr("Efficiency:"), 1, 100, 1, tr(" %"), [](const Project& p) { return p.cluster.efficiency * 100; },
-        [](Project& p, double v) { p.cluster.efficiency = v / 100; });
-    addDouble(
-        form, tr("Memory per device:"), 0.001, 1e5, 3, tr(" GB"),
-        [](const Project& p) { return p.cluster.memoryPerDeviceBytes / 1e9; },
-        [](Project& p, double v) { p.cluster.memoryPerDeviceBytes = v * 1e9; });
-    addDouble(
-        form, tr("P2P latency:"), 0, 1e6, 2, tr(" µs"), [](const Project& p) { return p.cluster.latencyUs; },
-        [](Project& p, double v) { p.cluster.latencyUs = v; });
-    addDouble(
-        form, tr("P2P bandwidth:"), 0, 1e5, 3, tr(" GB/s"),
-        [](const Project& p) { return p.cluster.bandwidthBytesPerUs / 1e3; },
-        [](Project& p, double v) { p.cluster.bandwidthBytesPerUs = v * 1e3; });
-    return group(tr("Cluster"), form);
+    m_binder
+        ->addInt(
+            form, tr("Data-parallel (dp):"), 1, 1 << 20, [](const Project& p) { return activeIn(p).dp; },
+            [](Project& p, int v) { activeIn(p).dp = v; })
+        ->setToolTip(tr("Replicas of the pipeline: the job uses ranks × dp devices; an expert-parallel group is formed "
+                        "across the replicas of one stage, so model.moe.ep must divide dp"));
+    m_binder
+        ->addInt(
+            form, tr("Microbatch size:"), 0, 1 << 16, [](const Project& p) { return activeIn(p).microbatchSize; },
+            [](Project& p, int v) { activeIn(p).microbatchSize = v; })
+        ->setSpecialValueText(tr("the model's"));
+    m_binder->addChoice(
+        form, tr("Recompute:"),
+        { { tr("the model's"), -1 }, { tr("none"), static_cast<int>(model::Recompute::None) },
+            { tr("selective"), static_cast<int>(model::Recompute::Selective) },
+            { tr("full"), static_cast<int>(model::Recompute::Full) } },
+        [](const Project& p) {
+            const auto& r = activeIn(p).recompute;
+            return r ? static_cast<int>(*r) : -1;
+        },
+        [](Project& p, int v) {
+            auto& r = activeIn(p).recompute;
+            if (v < 0)
+                r.reset();
+            else
+                r = static_cast<model::Recompute>(v);
+        });
+    auto* layout = new QVBoxLayout;
+    layout->addLayout(form);
+    layout->addWidget(m_message);
+    return group(tr("Active variant"), layout);
 }
 
 QWidget* ProjectPanel::setupCosts()
 {
     auto* form = new QFormLayout;
-    addDouble(
-        form, tr("Overlap factor:"), 0.1, 2.0, 3, QString(), [](const Project& p) { return p.costs.overlapFactor; },
-        [](Project& p, double v) { p.costs.overlapFactor = v; })
+    m_binder
+        ->addDouble(
+            form, tr("Overlap factor:"), 0.1, 2.0, 3, QString(), [](const Project& p) { return p.costs.overlapFactor; },
+            [](Project& p, double v) { p.costs.overlapFactor = v; })
         ->setToolTip(tr("An overlapped F&B slot takes factor × (F + B) unless a time is typed in the table"));
-    addDouble(
-        form, tr("Optimizer bytes/param:"), 0, 64, 1, QString(),
-        [](const Project& p) { return p.costs.optimizerBytesPerParameter; },
-        [](Project& p, double v) { p.costs.optimizerBytesPerParameter = v; })
-        ->setToolTip(tr("Optimizer state per parameter, e.g. 8 for Adam's two fp32 moments"));
+    m_binder
+        ->addDouble(
+            form, tr("Optimizer bytes/param:"), 0, 64, 1, QString(),
+            [](const Project& p) { return p.costs.optimizerBytesPerParameter; },
+            [](Project& p, double v) { p.costs.optimizerBytesPerParameter = v; })
+        ->setToolTip(tr("Optimizer state per parameter, e.g. 8 for Adam's two fp32 moments (used when the model's "
+                        "training state is not set)"));
     auto* table = new QTableView;
     table->setModel(m_costs);
     compactTable(table);
@@ -256,10 +212,13 @@ QWidget* ProjectPanel::setupCosts()
     return group(tr("Costs"), layout);
 }
 
+QString ProjectPanel::message() const
+{
+    return m_binder->message();
+}
+
 void ProjectPanel::refresh()
 {
-    for (const auto& r : m_refreshers)
-        r();
     refreshShape();
     selectActiveRow();
     m_removeButton->setEnabled(m_document->project().variants.size() > 1);

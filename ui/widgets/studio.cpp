@@ -3,8 +3,10 @@
 #include "widgets/compareview.h"
 #include "widgets/filecontroller.h"
 #include "widgets/mainwindow.h"
+#include "widgets/memorychart.h"
 #include "widgets/runworkspace.h"
 #include "widgets/theme.h"
+#include "widgets/timelineview.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -53,7 +55,18 @@ bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QS
         QStringLiteral("theme"), QObject::tr("Palette: system, light or dark."), QStringLiteral("mode"));
     const QCommandLineOption size(
         QStringLiteral("size"), QObject::tr("Screenshot size, e.g. 1600x1000."), QStringLiteral("WxH"));
-    parser.addOptions({ shot, compare, measured, theme, size });
+    const QCommandLineOption panel(QStringLiteral("panel"),
+        QObject::tr("Raise a panel first: project, model, cluster, partition, metrics, memory, run."),
+        QStringLiteral("name"));
+    const QCommandLineOption memoryView(QStringLiteral("memory-view"),
+        QObject::tr("The memory chart's view: all (every rank over time), ranks (every rank's parts at its peak) or "
+                    "a rank number."),
+        QStringLiteral("view"));
+    const QCommandLineOption zoomSlot(QStringLiteral("zoom-slot"),
+        QObject::tr("Zoom the timeline onto the slot at position P of rank R (an overlapped F&B slot then shows its "
+                    "two lanes)."),
+        QStringLiteral("R:P"));
+    parser.addOptions({ shot, compare, measured, theme, size, panel, memoryView, zoomSlot });
     if (!parser.parse(arguments)) {
         error = parser.errorText();
         return false;
@@ -70,6 +83,32 @@ bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QS
     if (parser.positionalArguments().size() > 1) {
         error = QObject::tr("one project at most (got %1)").arg(parser.positionalArguments().size());
         return false;
+    }
+    options.panel = parser.value(panel);
+    if (parser.isSet(memoryView)) {
+        const QString view = parser.value(memoryView);
+        bool number = false;
+        const int rank = view.toInt(&number);
+        if (view == QLatin1String("all"))
+            options.memoryView = -1;
+        else if (view == QLatin1String("ranks"))
+            options.memoryView = MemoryChart::kPerRankParts;
+        else if (number && rank >= 0)
+            options.memoryView = rank;
+        else {
+            error = QObject::tr("--memory-view: expected all, ranks or a rank number, got '%1'").arg(view);
+            return false;
+        }
+    }
+    if (parser.isSet(zoomSlot)) {
+        const QStringList rp = parser.value(zoomSlot).split(QLatin1Char(':'));
+        bool okRank = false, okPosition = false;
+        options.zoomRank = rp.value(0).toInt(&okRank);
+        options.zoomPosition = rp.value(1).toInt(&okPosition);
+        if (rp.size() != 2 || !okRank || !okPosition || options.zoomRank < 0 || options.zoomPosition < 0) {
+            error = QObject::tr("--zoom-slot: expected RANK:POSITION, got '%1'").arg(parser.value(zoomSlot));
+            return false;
+        }
     }
     if (parser.isSet(size)) {
         const QStringList wh = parser.value(size).split(QLatin1Char('x'));
@@ -101,7 +140,8 @@ bool saveImage(const QImage& image, const QString& path)
 
 int renderShots(MainWindow& window, const StudioOptions& options)
 {
-    if (!options.screenshot.isEmpty() && !saveImage(renderMainWindow(window, options.size), options.screenshot))
+    if (!options.screenshot.isEmpty()
+        && !saveImage(renderMainWindow(window, options.size, options), options.screenshot))
         return 2;
     if (!options.compareScreenshot.isEmpty()
         && !saveImage(renderCompareView(window, options.size), options.compareScreenshot))
@@ -111,10 +151,19 @@ int renderShots(MainWindow& window, const StudioOptions& options)
 
 } // namespace
 
-QImage renderMainWindow(MainWindow& window, const QSize& size)
+QImage renderMainWindow(MainWindow& window, const QSize& size, const StudioOptions& view)
 {
     settle(window, size);
     window.waitUntilIdle();
+    QApplication::processEvents();
+    if (!view.panel.isEmpty() && !window.raisePanel(view.panel))
+        std::fprintf(stderr, "dualpipe-studio: --panel: no panel named %s\n", qPrintable(view.panel));
+    if (view.memoryView)
+        window.memoryChart()->setRank(*view.memoryView);
+    if (view.zoomRank >= 0)
+        window.timeline()->zoomToBlock(view.zoomRank, view.zoomPosition);
+    QApplication::processEvents();
+    window.timeline()->replot();
     QApplication::processEvents();
     return window.grab().toImage();
 }

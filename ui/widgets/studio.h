@@ -5,6 +5,8 @@
 #include <QString>
 #include <QStringList>
 
+#include <optional>
+
 class QImage;
 
 namespace dps::ui {
@@ -18,6 +20,10 @@ struct StudioOptions {
     QString measured; ///< --measured FILE: overlay this measured.json (a run's trace) on the prediction
     QString theme; ///< --theme system|light|dark (default: the saved choice; light for screenshots)
     QSize size { 1600, 1000 }; ///< --size WxH of a screenshot
+    QString panel; ///< --panel NAME: raise that dock first ("model", "cluster", "project", ...)
+    std::optional<int> memoryView; ///< --memory-view all|ranks|N: MemoryChart::setRank's value (-1, -2, N)
+    int zoomRank = -1; ///< --zoom-slot R:P: zoom the timeline onto slot P of rank R (−1: fitted)
+    int zoomPosition = -1;
     bool headless() const { return !screenshot.isEmpty() || !compareScreenshot.isEmpty(); }
 };
 
@@ -35,8 +41,9 @@ void initStudioResources();
 /// Opens the window (or renders the screenshots) and runs the event loop; returns the exit code.
 int runStudio(const StudioOptions& options);
 
-/// Renders the whole main window at `size` after the simulation settled.
-QImage renderMainWindow(MainWindow& window, const QSize& size);
+/// Renders the whole main window at `size` after the simulation settled, with the panel, memory view and
+/// zoom of `view` (its panel, memoryView, zoomRank and zoomPosition; the defaults change nothing).
+QImage renderMainWindow(MainWindow& window, const QSize& size, const StudioOptions& view = {});
 /// Renders the comparison view at `size` after every variant and the sweep settled.
 QImage renderCompareView(MainWindow& window, const QSize& size);
 

@@ -21,6 +21,57 @@ void TimelinePlottable::setBlocks(std::shared_ptr<const BlockIndex> blocks, doub
     m_drag = {};
 }
 
+void TimelinePlottable::setCosts(std::shared_ptr<const CostModel> costs)
+{
+    m_costs = std::move(costs);
+    m_layouts.clear();
+}
+
+const OverlapLayout* TimelinePlottable::overlapLayout(int fStage, int bStage) const
+{
+    if (!m_costs)
+        return nullptr;
+    const auto key = std::make_pair(fStage, bStage);
+    auto it = m_layouts.find(key);
+    if (it == m_layouts.end()) {
+        OverlapLayout layout;
+        try {
+            layout = m_costs->overlapLayout(fStage, bStage);
+        } catch (const std::exception&) { // a stage the cost model does not list (an invalid order): flat
+        }
+        it = m_layouts.emplace(key, std::move(layout)).first;
+    }
+    return &it->second;
+}
+
+std::vector<TimelinePlottable::LaneRect> TimelinePlottable::laneRects(const TimelineBlock& block) const
+{
+    Frame f { timeMapping(), rowMapping(), {}, {}, 6.0 };
+    return laneRectsIn(f, block, rectIn(f, block));
+}
+
+std::vector<TimelinePlottable::LaneRect> TimelinePlottable::laneRectsIn(
+    const Frame& f, const TimelineBlock& block, const QRectF& rect) const
+{
+    std::vector<LaneRect> result;
+    if (!block.action.overlapped || rect.width() < kLaneMinWidthPx)
+        return result;
+    const OverlapLayout* layout = overlapLayout(block.action.op.stage, block.action.backward.stage);
+    if (!layout || layout->segments.empty())
+        return result;
+    const double middle = rect.center().y();
+    for (const LaneSegment& seg : layout->segments) {
+        const double x0 = std::max(f.time.toPixel(block.startUs + seg.startUs), rect.left());
+        const double x1 = std::min(f.time.toPixel(block.startUs + seg.endUs), rect.right());
+        if (x1 <= x0)
+            continue;
+        const bool compute = seg.lane == Chunk::Compute;
+        result.push_back(
+            { QRectF(QPointF(x0, compute ? rect.top() : middle), QPointF(x1, compute ? middle : rect.bottom())), seg });
+    }
+    return result;
+}
+
 void TimelinePlottable::setMeasuredBlocks(std::shared_ptr<const BlockIndex> measured)
 {
     m_measured = std::move(measured);
@@ -185,16 +236,61 @@ void TimelinePlottable::drawRank(QCPPainter* painter, const Frame& f, int rank) 
     painter->setOpacity(1.0);
 }
 
+bool TimelinePlottable::drawLanes(QCPPainter* painter, const Frame& f, const TimelineBlock& b, const QRectF& rect) const
+{
+    const std::vector<LaneRect> lanes = laneRectsIn(f, b, rect);
+    if (lanes.empty())
+        return false;
+    // The lanes' own idle time stays visible: the block's background is the idle colour, unhatched.
+    painter->fillRect(rect, m_colors.idle);
+    const QColor forward = kindColor(b.action.op.kind);
+    const QColor backward = kindColor(b.action.backward.kind);
+    // Each half's microbatch is written once, in its widest compute piece.
+    const LaneRect* widest[2] = { nullptr, nullptr };
+    for (const LaneRect& lane : lanes) {
+        const LaneRect*& w = widest[lane.segment.backwardHalf ? 1 : 0];
+        if (lane.segment.lane == Chunk::Compute && (!w || lane.rect.width() > w->rect.width()))
+            w = &lane;
+    }
+    for (const LaneRect& lane : lanes) {
+        const QColor kind = lane.segment.backwardHalf ? backward : forward;
+        const int microbatch = lane.segment.backwardHalf ? b.action.backward.microbatch : b.action.op.microbatch;
+        if (lane.segment.lane == Chunk::Compute) {
+            painter->fillRect(lane.rect, kind);
+            if (&lane == widest[lane.segment.backwardHalf ? 1 : 0])
+                drawLabel(painter, f, lane.rect, microbatch, kind);
+        } else {
+            // Communication: a light tint of the half's colour, cross-hatched in the colour itself.
+            const double share = m_colors.dark ? 0.5 : 0.4;
+            const auto mix = [&](int a, int c) { return static_cast<int>(a * share + c * (1.0 - share)); };
+            const QColor tint(mix(kind.red(), m_colors.background.red()),
+                mix(kind.green(), m_colors.background.green()), mix(kind.blue(), m_colors.background.blue()));
+            painter->fillRect(lane.rect, tint);
+            painter->fillRect(lane.rect, QBrush(kind.darker(120), Qt::DiagCrossPattern));
+        }
+        if (lane.rect.width() >= 4.0) {
+            painter->setBrush(Qt::NoBrush);
+            painter->setPen(QPen(kind.darker(150), 1.0));
+            painter->drawRect(lane.rect.adjusted(0, 0, -1, -1));
+        }
+    }
+    painter->setPen(QPen(m_colors.axis, 1.0, Qt::DotLine));
+    painter->drawLine(QPointF(rect.left(), rect.center().y()), QPointF(rect.right(), rect.center().y()));
+    return true;
+}
+
 void TimelinePlottable::drawBlock(QCPPainter* painter, const Frame& f, const TimelineBlock& b, const QRectF& rect) const
 {
     const QColor first = kindColor(b.action.op.kind);
     const QColor second = b.action.overlapped ? kindColor(b.action.backward.kind) : first;
     const QRectF top(rect.topLeft(), QPointF(rect.right(), rect.center().y()));
     const QRectF bottom(QPointF(rect.left(), rect.center().y()), rect.bottomRight());
-    if (b.action.overlapped) {
+    // Zoomed in far enough, an overlapped slot with a two-lane layout is drawn (and labelled) piece by piece.
+    const bool lanes = b.action.overlapped && drawLanes(painter, f, b, rect);
+    if (!lanes && b.action.overlapped) {
         painter->fillRect(top, first);
         painter->fillRect(bottom, second);
-    } else {
+    } else if (!lanes) {
         painter->fillRect(rect, first);
     }
     if (b.invalid) {
@@ -202,10 +298,10 @@ void TimelinePlottable::drawBlock(QCPPainter* painter, const Frame& f, const Tim
         hatch.setAlpha(150);
         painter->fillRect(rect, QBrush(hatch, Qt::BDiagPattern));
     }
-    if (b.action.overlapped) {
+    if (!lanes && b.action.overlapped) {
         drawLabel(painter, f, top, b.action.op.microbatch, first);
         drawLabel(painter, f, bottom, b.action.backward.microbatch, second);
-    } else {
+    } else if (!lanes) {
         drawLabel(painter, f, rect, b.action.op.microbatch, first);
     }
     painter->setBrush(Qt::NoBrush);

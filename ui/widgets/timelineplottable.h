@@ -2,15 +2,23 @@
 // The one QCustomPlot plottable that draws a whole timeline lane: for each rank a row with its idle band
 // and every block of the visible time range (coloured by kind, overlapped F&B as two halves of one slot,
 // labelled with the microbatch), the marks of invalid blocks, the hovered block, a block being dragged,
-// and, optionally, a second set of measured blocks drawn as outlines over the predicted ones.
-// Drawing and hit-testing both go through TimeMapping/RowMapping.
+// and, optionally, a second set of measured blocks drawn as outlines over the predicted ones. Zoomed in so
+// far that an overlapped F&B slot is wider than kLaneMinWidthPx, a slot whose cost model lays it out on two
+// lanes (CostModel::overlapLayout: an MoE model's expert all-to-all beside the other half's compute) is drawn
+// as those lanes: compute in the upper half, communication in the lower half, each piece coloured by the half
+// (forward or backward) it belongs to. Drawing and hit-testing both go through TimeMapping/RowMapping.
 #include "document/blockindex.h"
 #include "document/timemapping.h"
 #include "widgets/theme.h"
 
+#include "sim/costmodel.h"
+
 #include <qcustomplot.h>
 
+#include <map>
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace dps::ui {
 
@@ -30,6 +38,23 @@ public:
     /// The blocks to draw; `makespanUs` ends the idle band of every row.
     void setBlocks(std::shared_ptr<const BlockIndex> blocks, double makespanUs);
     const BlockIndex* blocks() const { return m_blocks.get(); }
+    /// The cost model the blocks were timed with (the snapshot's Prediction::costs), for the lanes of
+    /// overlapped slots; null draws every slot flat.
+    void setCosts(std::shared_ptr<const CostModel> costs);
+    /// Narrowest overlapped slot, in pixels, drawn as its two lanes.
+    static constexpr double kLaneMinWidthPx = 60.0;
+    /// One piece of an overlapped slot's lanes on screen: its pixel rectangle and the piece.
+    struct LaneRect {
+        QRectF rect;
+        LaneSegment segment;
+    };
+    /// The lanes of `block` as drawn now: empty unless it is an overlapped slot wider than kLaneMinWidthPx whose
+    /// layout has segments (each segment at the block's start + its startUs; compute in the upper half of the
+    /// block, communication in the lower).
+    std::vector<LaneRect> laneRects(const TimelineBlock& block) const;
+    /// The layout of an overlapped slot (cached per stage pair until the costs change); null without costs.
+    const OverlapLayout* overlapLayout(int fStage, int bStage) const;
+
     /// Measured blocks (a run's timeline) drawn beside the predicted ones: with them each row's band is
     /// split, predicted blocks above, measured ones below (light fill, outlined, the wait for data hatched
     /// at the block's start); null hides them.
@@ -80,6 +105,9 @@ private:
     void drawIdle(QCPPainter* painter, const Frame& f, int rank) const;
     void drawRank(QCPPainter* painter, const Frame& f, int rank) const;
     void drawBlock(QCPPainter* painter, const Frame& f, const TimelineBlock& block, const QRectF& rect) const;
+    /// Draws the lanes of an overlapped block; false (nothing drawn) when it has none at this zoom.
+    bool drawLanes(QCPPainter* painter, const Frame& f, const TimelineBlock& block, const QRectF& rect) const;
+    std::vector<LaneRect> laneRectsIn(const Frame& f, const TimelineBlock& block, const QRectF& rect) const;
     void drawLabel(QCPPainter* painter, const Frame& f, const QRectF& rect, int microbatch, const QColor& fill) const;
     void drawMeasured(QCPPainter* painter, const Frame& f, int rank) const;
     void drawMeasuredBlock(QCPPainter* painter, const Frame& f, const TimelineBlock& block) const;
@@ -90,6 +118,8 @@ private:
 
     std::shared_ptr<const BlockIndex> m_blocks;
     std::shared_ptr<const BlockIndex> m_measured;
+    std::shared_ptr<const CostModel> m_costs;
+    mutable std::map<std::pair<int, int>, OverlapLayout> m_layouts;
     double m_makespanUs = 0.0;
     int m_rowOffset = 0;
     QString m_title;

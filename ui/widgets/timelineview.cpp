@@ -144,6 +144,7 @@ void TimelineView::rebuildLanes(const std::vector<SnapshotPtr>& lanes, bool titl
         auto* p = new TimelinePlottable(xAxis, yAxis);
         p->setColors(m_colors);
         p->setBlocks(std::shared_ptr<const BlockIndex>(s, &s->blocks), laneMakespan(*s));
+        p->setCosts(std::shared_ptr<const CostModel>(s, &s->costs));
         if (titled) {
             p->setTitle(QStringLiteral("%1 — %2, %3 ranks, %4 microbatches")
                             .arg(QString::fromStdString(s->variantName),
@@ -213,6 +214,19 @@ void TimelineView::zoomBy(double factor)
     const QCPRange r = xAxis->range();
     const TimeMapping m = TimeMapping(r.lower, r.upper, 0, 1).zoomed(factor, r.center());
     xAxis->setRange(m.startUs(), m.endUs());
+    replot(rpQueuedReplot);
+}
+
+void TimelineView::zoomToBlock(int rank, int position, double share)
+{
+    const TimelinePlottable* p = lane(0);
+    const TimelineBlock* b = p && p->blocks() ? p->blocks()->block(rank, position) : nullptr;
+    if (!b || share <= 0.0)
+        return;
+    const double width = std::max(b->endUs - b->startUs, 1e-3) / std::min(share, 1.0);
+    const double centre = (b->startUs + b->endUs) / 2.0;
+    m_userZoomed = true;
+    xAxis->setRange(centre - width / 2.0, centre + width / 2.0);
     replot(rpQueuedReplot);
 }
 
@@ -314,6 +328,7 @@ QString TimelineView::tooltipFor(const Hit& hit) const
         text += tr("<br>overlapped with ") + opLine(b->action.backward);
     text += tr("<br>start %1 · end %2 · %3")
                 .arg(formatTime(b->startUs), formatTime(b->endUs), formatTime(b->endUs - b->startUs));
+    text += communicationLine(s, *b);
     text += tr("<br>waited for: %1").arg(QString::fromStdString(describeWait(s, b->rank, b->position)).toHtmlEscaped());
     if (hit.lane == 0)
         text += measuredTooltip(*b);
@@ -322,6 +337,29 @@ QString TimelineView::tooltipFor(const Hit& hit) const
     if (m_editable)
         text += tr("<br><i>drag along the row to move it in the order</i>");
     return text;
+}
+
+QString TimelineView::communicationLine(const SimulationSnapshot& s, const TimelineBlock& b) const
+{
+    const auto stageCount = static_cast<int>(s.costs.stages.size());
+    if (b.action.overlapped) {
+        const int fStage = b.action.op.stage;
+        const int bStage = b.action.backward.stage;
+        if (fStage < 0 || fStage >= stageCount || bStage < 0 || bStage >= stageCount)
+            return {};
+        const OverlapLayout layout = s.costs.overlapLayout(fStage, bStage);
+        if (layout.commUs <= 0.0)
+            return {};
+        return tr("<br>expert all-to-all %1, of which hidden under compute %2 (%3); exposed %4")
+            .arg(formatTime(layout.commUs), formatTime(layout.hiddenCommUs),
+                formatPercent(layout.hiddenCommUs / layout.commUs), formatTime(layout.commUs - layout.hiddenCommUs));
+    }
+    const int stage = b.action.op.stage;
+    if (stage < 0 || stage >= stageCount || s.costs.stages[stage].a2aBytes <= 0.0 || b.action.op.kind == OpKind::W)
+        return {};
+    return tr("<br>expert all-to-all: %1 leave the device per forward (dispatch + combine; the backward sends them "
+              "back), waited for in this slot")
+        .arg(formatBytes(s.costs.stages[stage].a2aBytes));
 }
 
 QString TimelineView::tooltipAt(const QPointF& pos) const
@@ -469,12 +507,15 @@ TimelineLegend::TimelineLegend(QWidget* parent)
     : QWidget(parent)
 {
     m_entries = { { tr("F forward"), 0 }, { tr("I backward (inputs)"), 1 }, { tr("W backward (weights)"), 2 },
-        { tr("B full backward"), 3 }, { tr("F&B overlapped"), 4 }, { tr("idle"), 5 }, { tr("invalid"), 6 } };
+        { tr("B full backward"), 3 }, { tr("F&B overlapped"), 4 }, { tr("all-to-all (zoomed F&B: lower lane)"), 7 },
+        { tr("idle"), 5 }, { tr("invalid"), 6 } };
     QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Preferred);
     policy.setHeightForWidth(true);
     setSizePolicy(policy);
-    setToolTip(tr("An overlapped F&B slot runs a forward (upper half) and a backward (lower half) at once. Numbers "
-                  "are microbatches; hover a block for its stage, times and what it waited for."));
+    setToolTip(tr("An overlapped F&B slot runs a forward (upper half) and a backward (lower half) at once. Zoomed in, "
+                  "a slot of an expert-parallel model shows its two lanes: compute above, the all-to-all below (blue: "
+                  "the forward half's, red: the backward half's). Numbers are microbatches; hover a block for its "
+                  "stage, times and what it waited for."));
 }
 
 int TimelineLegend::entryWidth(const Entry& entry) const
@@ -525,6 +566,12 @@ void TimelineLegend::paintSwatch(QPainter& p, const QRect& swatch, int kind) con
     } else if (kind == 4) {
         p.fillRect(swatch.adjusted(0, 0, 0, -swatch.height() / 2), kindColor(OpKind::F));
         p.fillRect(swatch.adjusted(0, swatch.height() / 2, 0, 0), kindColor(OpKind::B));
+    } else if (kind == 7) {
+        const QColor f = kindColor(OpKind::F);
+        p.fillRect(swatch,
+            QColor((f.red() * 2 + colors.background.red() * 3) / 5, (f.green() * 2 + colors.background.green() * 3) / 5,
+                (f.blue() * 2 + colors.background.blue() * 3) / 5));
+        p.fillRect(swatch, QBrush(f.darker(120), Qt::DiagCrossPattern));
     } else if (kind == 5) {
         p.fillRect(swatch, colors.idle);
         p.fillRect(swatch, QBrush(colors.idleHatch, Qt::BDiagPattern));

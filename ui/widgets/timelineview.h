@@ -3,7 +3,8 @@
 // one lane, the comparison stacks one per variant on the same time axis). Zoom with the wheel or +/−,
 // pan by dragging empty space or with the arrow keys, Home (or 0) fits. In an editable view a block can be
 // dragged along its row: blockMoveRequested says where it was dropped. Hovering shows the action, its
-// start and end and what it waited for.
+// start and end, what it waited for and, for a model with expert parallelism, its all-to-all (an overlapped
+// slot: the communication time and how much of it the other half's compute hides).
 #include "document/snapshot.h"
 #include "widgets/theme.h"
 #include "widgets/timelineplottable.h"
@@ -43,6 +44,9 @@ public:
     void fitAll();
     /// Zooms the time axis by `factor` (> 1 zooms in) around the centre of the view.
     void zoomBy(double factor);
+    /// Zooms and pans so the block at `position` of `rank` (lane 0) is centred and takes `share` of the
+    /// visible span (e.g. 0.5); nothing when there is no such block.
+    void zoomToBlock(int rank, int position, double share = 0.5);
     /// Pans by a fraction of the visible span (positive: later).
     void panBy(double fraction);
     /// Centre of a block in widget pixels (lane 0), for tests; (-1, -1) when it does not exist.
@@ -90,6 +94,8 @@ private:
     void finishDrag(const QPointF& pos);
     bool sameShape(const std::vector<SnapshotPtr>& lanes) const;
     QString measuredTooltip(const TimelineBlock& predicted) const;
+    /// The tooltip's all-to-all line of a block ("" without expert parallelism).
+    QString communicationLine(const SimulationSnapshot& s, const TimelineBlock& b) const;
 
     std::vector<Lane> m_lanes;
     ChartColors m_colors;
@@ -122,7 +128,7 @@ protected:
 private:
     struct Entry {
         QString label;
-        int kind; ///< 0-3 an op kind, 4 overlapped, 5 idle, 6 invalid
+        int kind; ///< 0-3 an op kind, 4 overlapped, 5 idle, 6 invalid, 7 all-to-all (an F&B slot's lower lane)
     };
     /// Top-left of each entry when laid out in rows of `width` pixels.
     std::vector<QPoint> layoutEntries(int width) const;

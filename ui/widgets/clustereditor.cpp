@@ -1,0 +1,222 @@
+#include "widgets/clustereditor.h"
+
+#include "widgets/fieldbinder.h"
+
+#include "project/presets.h"
+#include "project/transformercost.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <set>
+
+namespace dps::ui {
+
+ClusterEditor::ClusterEditor(ProjectDocument* document, QWidget* parent)
+    : QWidget(parent)
+    , m_document(document)
+    , m_message(createMessageLabel())
+    , m_binder(new FieldBinder(document, m_message, this))
+{
+    auto* header = new QFormLayout;
+    m_preset = new QComboBox;
+    m_preset->addItem(tr("(typed by hand)"), QString());
+    for (const PresetInfo& info : devicePresets()) {
+        m_preset->addItem(QString::fromStdString(info.id), QString::fromStdString(info.id));
+        QString tip = QString::fromStdString(info.title);
+        for (const auto& source : info.sources)
+            tip += QStringLiteral("\n• ") + QString::fromStdString(source);
+        m_preset->setItemData(m_preset->count() - 1, tip, Qt::ToolTipRole);
+    }
+    m_preset->setToolTip(tr("Choosing a device preset replaces the cluster (undo with Ctrl+Z)"));
+    connect(m_preset, qOverload<int>(&QComboBox::activated), this, [this](int index) {
+        const QString id = m_preset->itemData(index).toString();
+        if (id.isEmpty())
+            refresh();
+        else
+            choosePreset(id);
+    });
+    header->addRow(tr("Device preset:"), m_preset);
+
+    auto* device = new QFormLayout;
+    device->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    m_binder
+        ->addDouble(
+            device, tr("Peak:"), 0.001, 1e5, 3, tr(" TFLOP/s"),
+            [](const Project& p) { return p.cluster.deviceFlops / 1e12; },
+            [](Project& p, double v) { p.cluster.deviceFlops = v * 1e12; })
+        ->setToolTip(tr("Dense peak FLOP/s of one device at the model's dtype"));
+    QDoubleSpinBox* fp8 = m_binder->addDouble(
+        device, tr("FP8 peak:"), 0, 1e5, 3, tr(" TFLOP/s"),
+        [](const Project& p) { return p.cluster.deviceFlopsFp8 / 1e12; },
+        [](Project& p, double v) { p.cluster.deviceFlopsFp8 = v * 1e12; });
+    fp8->setSpecialValueText(tr("none"));
+    fp8->setToolTip(tr("Dense FP8 peak, informational: the costs use the peak above"));
+    m_binder
+        ->addDouble(
+            device, tr("Efficiency:"), 1, 100, 1, tr(" %"), [](const Project& p) { return p.cluster.efficiency * 100; },
+            [](Project& p, double v) { p.cluster.efficiency = v / 100; })
+        ->setToolTip(tr("Fraction of the peak the GEMMs reach"));
+    m_binder->addDouble(
+        device, tr("Memory:"), 0.001, 1e5, 3, tr(" GB"),
+        [](const Project& p) { return p.cluster.memoryPerDeviceBytes / 1e9; },
+        [](Project& p, double v) { p.cluster.memoryPerDeviceBytes = v * 1e9; });
+    auto* deviceBox = new QGroupBox(tr("Device"));
+    deviceBox->setLayout(device);
+
+    auto* nodes = new QFormLayout;
+    nodes->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    m_binder
+        ->addInt(
+            nodes, tr("GPUs per node:"), 0, 1 << 16, [](const Project& p) { return p.cluster.gpusPerNode; },
+            [](Project& p, int v) { p.cluster.gpusPerNode = v; })
+        ->setSpecialValueText(tr("all on one node"));
+    m_binder
+        ->addInt(
+            nodes, tr("Nodes:"), 0, 1 << 20, [](const Project& p) { return p.cluster.nodes; },
+            [](Project& p, int v) { p.cluster.nodes = v; })
+        ->setSpecialValueText(tr("as many as needed"));
+    m_binder->addDouble(
+        nodes, tr("Intra-node latency:"), 0, 1e6, 2, tr(" µs"), [](const Project& p) { return p.cluster.latencyUs; },
+        [](Project& p, double v) { p.cluster.latencyUs = v; });
+    m_binder
+        ->addDouble(
+            nodes, tr("Intra-node bandwidth:"), 0, 1e5, 3, tr(" GB/s"),
+            [](const Project& p) { return p.cluster.bandwidthBytesPerUs / 1e3; },
+            [](Project& p, double v) { p.cluster.bandwidthBytesPerUs = v * 1e3; })
+        ->setSpecialValueText(tr("unlimited"));
+    m_binder->addDouble(
+        nodes, tr("Inter-node latency:"), 0, 1e6, 2, tr(" µs"),
+        [](const Project& p) { return p.cluster.interNodeLatencyUs; },
+        [](Project& p, double v) { p.cluster.interNodeLatencyUs = v; });
+    m_binder
+        ->addDouble(
+            nodes, tr("Inter-node bandwidth:"), 0, 1e5, 3, tr(" GB/s"),
+            [](const Project& p) { return p.cluster.interNodeBandwidthBytesPerUs / 1e3; },
+            [](Project& p, double v) { p.cluster.interNodeBandwidthBytesPerUs = v * 1e3; })
+        ->setSpecialValueText(tr("unlimited"));
+    m_binder
+        ->addDouble(
+            nodes, tr("All-to-all compute share:"), 0, 99, 1, tr(" %"),
+            [](const Project& p) { return p.cluster.commComputeShare * 100; },
+            [](Project& p, double v) { p.cluster.commComputeShare = v / 100; })
+        ->setToolTip(tr("Share of the device's compute the expert all-to-all takes while it runs beside compute in an "
+                        "overlapped F&B slot (DeepSeek-V3 report §3.2.2: 20 of 132 SMs = 15.2 %)"));
+    auto* nodesBox = new QGroupBox(tr("Nodes and links"));
+    nodesBox->setLayout(nodes);
+    nodesBox->setToolTip(tr("Devices are numbered node by node; a pipeline hop or an expert-parallel exchange between "
+                            "nodes takes the inter-node link (bandwidth per device)"));
+
+    m_placement = new QLabel;
+    m_placement->setWordWrap(true);
+    m_placement->setTextFormat(Qt::RichText);
+
+    auto* content = new QWidget;
+    auto* column = new QVBoxLayout(content);
+    column->setContentsMargins(6, 0, 6, 6);
+    column->addWidget(deviceBox);
+    column->addWidget(nodesBox);
+    column->addWidget(m_placement);
+    column->addStretch(1);
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 6, 0, 0);
+    auto* top = new QVBoxLayout;
+    top->setContentsMargins(6, 0, 6, 0);
+    top->addLayout(header);
+    top->addWidget(m_message);
+    layout->addLayout(top);
+    layout->addWidget(scroll, 1);
+    m_binder->onRefresh([this] { refresh(); });
+    refresh();
+}
+
+QString ClusterEditor::choosePreset(const QString& id)
+{
+    const QString error = m_document->applyDevicePreset(id);
+    m_binder->showMessage(error);
+    if (!error.isEmpty())
+        refresh();
+    return error;
+}
+
+QString ClusterEditor::message() const
+{
+    return m_binder->message();
+}
+
+QWidget* ClusterEditor::field(const QString& label) const
+{
+    return m_binder->field(label);
+}
+
+QString ClusterEditor::placementText() const
+{
+    return m_placement->text();
+}
+
+void ClusterEditor::refresh()
+{
+    const Project& p = m_document->project();
+    {
+        const QSignalBlocker block(m_preset);
+        int index = m_preset->findData(QString::fromStdString(p.cluster.device));
+        if (index < 0) {
+            m_preset->addItem(QString::fromStdString(p.cluster.device), QString::fromStdString(p.cluster.device));
+            index = m_preset->count() - 1;
+        }
+        m_preset->setCurrentIndex(index);
+    }
+    refreshPlacement();
+}
+
+void ClusterEditor::refreshPlacement()
+{
+    const Project& p = m_document->project();
+    const Variant& v = m_document->activeVariant();
+    const QString name = QString::fromStdString(v.name).toHtmlEscaped();
+    DevicePlacement placement;
+    try {
+        placement = placementOf(p, v);
+    } catch (const std::exception& e) {
+        m_placement->setText(tr("<b>%1</b>: %2").arg(name, QString::fromUtf8(e.what()).toHtmlEscaped()));
+        return;
+    }
+    // The job's devices are ranks × dp; the placement lays each rank's replicas (at least its EP group) on
+    // consecutive devices, which decides the nodes the pipeline and the EP group cross.
+    const int devices = v.ranks * v.dp;
+    const int laidOut = v.ranks * placement.replicas;
+    const std::set<int> nodes(placement.rankNode.begin(), placement.rankNode.end());
+    int crossing = 0;
+    for (std::size_t r = 1; r < placement.rankNode.size(); ++r)
+        crossing += placement.rankNode[r] != placement.rankNode[r - 1] ? 1 : 0;
+    const int gpn = p.cluster.gpusPerNode;
+    const int usedNodes = std::max(gpn > 0 ? (laidOut + gpn - 1) / gpn : 1, static_cast<int>(nodes.size()));
+    QString text = tr("<b>%1</b>: dp %2 × pp %3 = %4 devices").arg(name).arg(v.dp).arg(v.ranks).arg(devices);
+    if (placement.replicas > v.dp)
+        text += tr(", laid out as %1 replicas per rank (the expert-parallel group)").arg(placement.replicas);
+    text += gpn > 0 ? tr(", over %1 node(s) of %2").arg(usedNodes).arg(gpn) : tr(", on one node");
+    if (p.cluster.nodes > 0 && usedNodes > p.cluster.nodes)
+        text += tr(" — <b>more than the %1 available</b>").arg(p.cluster.nodes);
+    text += tr("; %1 of %2 pipeline hops cross nodes").arg(crossing).arg(std::max(0, v.ranks - 1));
+    const model::Moe& moe = p.model.transformer.moe;
+    if (p.model.kind == ModelKind::Transformer && moe.experts > 0 && moe.ep > 1)
+        text += tr("; an expert-parallel group of %1 spans %2 node(s), %3 of a device's %4 peers in its node")
+                    .arg(moe.ep)
+                    .arg(placement.ep.nodesSpanned)
+                    .arg(placement.ep.peersInNode)
+                    .arg(moe.ep - 1);
+    m_placement->setText(text + QLatin1Char('.'));
+}
+
+} // namespace dps::ui
