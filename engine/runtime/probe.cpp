@@ -315,17 +315,9 @@ ProbeOptions parseProbeArgs(const std::vector<std::string>& args)
                                        : ProbeOptions::Mode::P2p;
     o.bytes = { 8, 1024, 65536, 262144, 1048576, 4194304 };
     for (std::size_t i = 1; i < args.size(); ++i) {
-        std::string flag = args[i];
+        std::string flag;
         std::string value;
-        const auto eq = flag.find('=');
-        if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-            value = flag.substr(eq + 1);
-            flag.resize(eq);
-        } else if (i + 1 < args.size()) {
-            value = args[++i];
-        } else {
-            throw UsageError(flag + ": missing value");
-        }
+        takeFlag(args, i, flag, value);
         if (flag == "--shapes") {
             try {
                 o.shapes = launch::parseShapeList(value);

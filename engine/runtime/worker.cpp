@@ -438,21 +438,28 @@ int execute(const WorkerOptions& options, Comm& comm, RunState& s, Events& event
 
 } // namespace
 
+void takeFlag(const std::vector<std::string>& args, std::size_t& i, std::string& flag, std::string& value)
+{
+    flag = args[i];
+    value.clear();
+    const auto eq = flag.find('=');
+    if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+        value = flag.substr(eq + 1);
+        flag.resize(eq);
+    } else if (i + 1 < args.size()) {
+        value = args[++i];
+    } else {
+        throw UsageError(flag + ": missing value");
+    }
+}
+
 WorkerOptions parseWorkerArgs(const std::vector<std::string>& args)
 {
     WorkerOptions o;
     for (std::size_t i = 0; i < args.size(); ++i) {
-        std::string flag = args[i];
+        std::string flag;
         std::string value;
-        const auto eq = flag.find('=');
-        if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-            value = flag.substr(eq + 1);
-            flag.resize(eq);
-        } else if (i + 1 < args.size()) {
-            value = args[++i];
-        } else {
-            throw UsageError(flag + ": missing value");
-        }
+        takeFlag(args, i, flag, value);
         if (!applyFlag(o, flag, value))
             throw UsageError("unknown option '" + flag + "'");
     }

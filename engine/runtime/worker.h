@@ -39,6 +39,11 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/// Reads the flag at args[i] and its value, either "--flag=value" or "--flag value" (then advances i past
+/// the value): the one rule of every dpstudio-worker mode's arguments. Throws UsageError "<flag>: missing
+/// value" when the value is absent.
+void takeFlag(const std::vector<std::string>& args, std::size_t& i, std::string& flag, std::string& value);
+
 /// Parses the arguments after the program name. Throws UsageError.
 WorkerOptions parseWorkerArgs(const std::vector<std::string>& args);
 /// One line of usage text.
