@@ -143,11 +143,7 @@ ClusterEditor::ClusterEditor(ProjectDocument* document, QWidget* parent)
 
 QString ClusterEditor::choosePreset(const QString& id)
 {
-    const QString error = m_document->applyDevicePreset(id);
-    m_binder->showMessage(error);
-    if (!error.isEmpty())
-        refresh();
-    return error;
+    return m_binder->report(m_document->applyDevicePreset(id));
 }
 
 QString ClusterEditor::message() const

@@ -71,6 +71,14 @@ QString FieldBinder::message() const
     return m_message ? m_message->text() : QString();
 }
 
+QString FieldBinder::report(const QString& error)
+{
+    showMessage(error);
+    if (!error.isEmpty())
+        refresh();
+    return error;
+}
+
 void FieldBinder::refresh()
 {
     for (const auto& r : m_refreshers)

@@ -54,6 +54,10 @@ public:
     void showMessage(const QString& text);
     /// The message shown, "" when none.
     QString message() const;
+    /// Shows the outcome of an edit made outside the bound fields (e.g. choosing a preset): `error` empty =
+    /// applied; else the engine's reason, shown, and every widget put back to the project's value. Returns
+    /// `error`.
+    QString report(const QString& error);
     /// Puts every bound widget back to the project's value (signals blocked) and runs the extra refreshers.
     void refresh();
     /// Runs `refresher` at every refresh (e.g. to show or hide rows that depend on other fields).

@@ -384,11 +384,7 @@ QWidget* ModelEditor::field(const QString& label) const
 
 QString ModelEditor::choosePreset(const QString& id)
 {
-    const QString error = m_document->applyModelPreset(id);
-    m_binder->showMessage(error);
-    if (!error.isEmpty())
-        refresh();
-    return error;
+    return m_binder->report(m_document->applyModelPreset(id));
 }
 
 QString ModelEditor::message() const
