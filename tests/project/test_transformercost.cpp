@@ -5,6 +5,7 @@
 #include "project/modelcost.h"
 #include "project/project.h"
 #include "project/transformercost.h"
+#include "support/transformers.h"
 
 #include <gtest/gtest.h>
 
@@ -64,36 +65,7 @@ Project deepSeek(int ranks, int ep, int dp = 1)
 /// bf16, on 1 TFLOP/s at half of it; 1F1B on 4 ranks (2 layers a stage).
 Project smallDense()
 {
-    Project p;
-    p.model.kind = ModelKind::Transformer;
-    p.model.layers = 8;
-    p.model.hidden = 64;
-    p.model.ffn = 128;
-    p.model.seqLen = 32;
-    p.model.microbatchSize = 2;
-    p.model.dtype = DType::BF16;
-    model::Transformer& t = p.model.transformer;
-    t.layers = 8;
-    t.hidden = 64;
-    t.ffn = 128;
-    t.heads = 4;
-    t.kvHeads = 2;
-    t.headDim = 16;
-    t.vocab = 1000;
-    t.attention = model::Attention::GQA;
-    t.seqLen = 32;
-    t.microbatchSize = 2;
-    t.dtypeBytes = 2;
-    p.cluster.deviceFlops = 1e12;
-    p.cluster.efficiency = 0.5;
-    Variant v;
-    v.name = "1f1b";
-    v.kind = ScheduleKind::OneFOneB;
-    v.ranks = 4;
-    v.microbatches = 8;
-    p.variants = { v };
-    p.activeVariant = v.name;
-    return p;
+    return test::smallDenseTransformer(8, ScheduleKind::OneFOneB, 4, 8, "1f1b");
 }
 
 /// A small MoE model: 4 MoE layers, h 64, MHA 4 × 16, 8 experts of 32 (top-2), no shared expert, ep 4, vocab
