@@ -1,6 +1,7 @@
 #include "jsonreader.h"
 
 #include "base/errors.h"
+#include "base/json.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -22,15 +23,7 @@ JsonReader::JsonReader(const json& value, std::string path, const std::string& s
 
 json JsonReader::parse(const std::string& text, const std::string& source)
 {
-    try {
-        return json::parse(text);
-    } catch (const json::exception& e) { // parse_error, and out_of_range for a number like 1e400
-        std::string why = e.what();
-        const auto bracket = why.find("] ");
-        if (bracket != std::string::npos)
-            why = why.substr(bracket + 2);
-        throw FormatError(source + ": not valid JSON: " + why);
-    }
+    return parseJson(text, source);
 }
 
 int JsonReader::checkVersion(const json& root, const std::string& source, int newest)

@@ -727,7 +727,15 @@ void checkVariants(const Project& project)
         // Devices are numbered rank × max(dp, ep) + replica (transformercost.h), an int.
         const bool dpWins = v.dp >= ep;
         const std::string replicas = dpWins ? where + ".dp" : std::string("model.moe.ep");
-        checkedProduct({ { where + ".ranks", v.ranks }, { replicas, dpWins ? v.dp : ep } }, "devices", kIntRange);
+        const std::int64_t devices = checkedProduct(
+            { { where + ".ranks", v.ranks }, { replicas, dpWins ? v.dp : ep } }, "devices", kIntRange);
+        // A cluster that says how many nodes it has must hold the job.
+        const ClusterDesc& c = project.cluster;
+        if (c.nodes > 0 && c.gpusPerNode > 0 && devices > static_cast<std::int64_t>(c.nodes) * c.gpusPerNode)
+            throw FormatError(where + ": " + std::to_string(v.ranks) + " ranks × "
+                + (dpWins ? "dp " + std::to_string(v.dp) : "model.moe.ep " + std::to_string(ep)) + " = "
+                + std::to_string(devices) + " devices do not fit cluster.nodes " + std::to_string(c.nodes) + " × "
+                + "cluster.gpus_per_node " + std::to_string(c.gpusPerNode));
     }
 }
 
@@ -800,9 +808,12 @@ void validateProject(const Project& project)
 {
     checkModelAndTraining(project);
     checkVariants(project);
-    if (project.model.kind == ModelKind::Transformer)
+    if (project.model.kind == ModelKind::Transformer) {
         checkTransformerSizes(project);
-    else
+        // Every stage's sizes and times, as the prediction will build them (O(layers) per variant).
+        for (const Variant& v : project.variants)
+            (void)buildCostModel(project, v);
+    } else
         checkStageSizes(project);
     checkClusterAndCosts(project);
     checkNodeLink(project.cluster);

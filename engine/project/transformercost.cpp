@@ -189,7 +189,7 @@ DevicePlacement placementOf(const Project& project, const Variant& variant)
     // The EP group of device 0 (ep consecutive devices from a multiple of ep): exact for every group when
     // gpusPerNode divides ep or ep divides gpusPerNode.
     placement.ep.peersInNode = std::min(ep, gpusPerNode) - 1;
-    placement.ep.nodesSpanned = (ep + gpusPerNode - 1) / gpusPerNode;
+    placement.ep.nodesSpanned = static_cast<int>((static_cast<std::int64_t>(ep) + gpusPerNode - 1) / gpusPerNode);
     return placement;
 }
 

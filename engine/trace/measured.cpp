@@ -2,6 +2,7 @@
 
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "base/json.h"
 #include "project/project.h"
 
 #include <nlohmann/json.hpp>
@@ -269,12 +270,7 @@ std::vector<const MeasuredAction*> MeasuredTrace::actionsOf(int rank, int step) 
 
 MeasuredTrace parseMeasured(const std::string& text, const std::string& source)
 {
-    json root;
-    try {
-        root = json::parse(text);
-    } catch (const json::exception& e) { // parse_error, and out_of_range for a number too large for a double
-        throw FormatError(source + ": not valid JSON: " + e.what());
-    }
+    const json root = parseJson<json>(text, source);
     const Fields f(root, "", source);
     checkVersion(f, source);
     MeasuredTrace t;

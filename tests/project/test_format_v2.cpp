@@ -2,7 +2,9 @@
 // recompute on a variant. Format-1 files read as before and are written byte for byte as before.
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "project/predict.h"
 #include "project/project.h"
+#include "project/transformercost.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -435,6 +437,8 @@ const ErrorCase kErrors[] = {
             j["model"]["kv_heads"] = 7;
         },
         "model.heads: 7 does not divide model.hidden 256 (give model.head_dim)" },
+    { "TooFewNodes", [](json& j) { j["cluster"]["nodes"] = 3; },
+        "variants[0]: 4 ranks × dp 8 = 32 devices do not fit cluster.nodes 3 × cluster.gpus_per_node 8" },
     { "EpNotDividingDp", [](json& j) { j["variants"][0]["dp"] = 6; },
         "variants[0].dp: 6 is not a multiple of model.moe.ep 4 (an expert-parallel group is formed across the dp "
         "replicas of a stage)" },
@@ -542,4 +546,31 @@ TEST(FormatV2Errors, ANewerVersionNamesBoth)
     json j = moeJson();
     j["format_version"] = 3;
     EXPECT_EQ(errorOf(j), "p.dpstudio.json: format_version 3 is newer than this build reads (2)");
+}
+
+TEST(FormatV2Errors, DeepNestingIsMalformedJsonNotACrash)
+{
+    // 50,000 nested arrays: nlohmann parses them, but printing or walking them recursed once per level.
+    const std::string deep = std::string(50000, '[') + std::string(50000, ']');
+    for (const std::string& text : { deep, "{\"format_version\": 2, \"model\": {\"hidden\": " + deep + "}}" }) {
+        try {
+            parseProject(text, "deep.json");
+            FAIL() << "no error";
+        } catch (const FormatError& e) {
+            EXPECT_EQ(std::string(e.what()), "deep.json: not valid JSON: arrays and objects nested deeper than 64 levels");
+        }
+    }
+}
+
+TEST(FormatV2, AHugeNodeSizeHoldsTheWholeEpGroupInOneNode)
+{
+    // ep + gpus_per_node − 1 used to overflow an int (nodes spanned 0: an internal error).
+    json j = moeJson();
+    j["cluster"]["gpus_per_node"] = 2147483647;
+    j["cluster"].erase("nodes");
+    const Project p = parseProject(j.dump());
+    const DevicePlacement placement = placementOf(p, p.variants[0]);
+    EXPECT_EQ(placement.ep.nodesSpanned, 1);
+    EXPECT_EQ(placement.ep.peersInNode, 3);
+    EXPECT_TRUE(predict(p, p.variants[0]).valid());
 }
