@@ -26,39 +26,61 @@ double flatTime(const CostModel& costs, const StageCost& f, const StageCost& b)
     return costs.overlapFactor * (f.forwardUs + b.backward());
 }
 
-/// List-schedules the forward chain (half 0) and the backward chain (half 1) on the compute lane and the
-/// communication lane: the next chunk placed is, of the two halves' next chunks, the one that can start
-/// first (when its lane is free and its chain's previous chunk has ended), the forward half on a tie.
-/// Compute chunks last us / (1 − share). Calls onSegment(startUs, endUs, chunk, backwardHalf) for each
-/// chunk in placement order (each lane's chunks in time order) and returns the slot's duration (µs).
+/// Lays the forward chain (half 0) and the backward chain (half 1) on the compute lane and the communication
+/// lane, as time goes on: whenever a lane is free it takes the next chunk of a half whose previous chunk has
+/// ended and that belongs on that lane (the forward half first when both do). A communication chunk runs at
+/// its own speed; a compute chunk runs at full speed alone and at (1 − share) of it while the communication
+/// lane is busy (the all-to-all kernels hold that share of the SMs only while they run). Calls
+/// onSegment(startUs, endUs, chunk, backwardHalf) as each chunk ends (each lane's chunks in time order) and
+/// returns the slot's duration (µs).
 template <class OnSegment>
 double listSchedule(const Chunk* const chain[2], const std::size_t count[2], double share, OnSegment&& onSegment)
 {
+    struct Running {
+        int half = -1; ///< −1: the lane is free
+        const Chunk* chunk = nullptr;
+        double remainingUs = 0.0; ///< work left, in µs at full speed
+        double startUs = 0.0;
+    };
     std::size_t next[2] = { 0, 0 };
-    double chainReady[2] = { 0.0, 0.0 };
-    double laneFree[2] = { 0.0, 0.0 };
-    double endUs = 0.0;
-    while (next[0] < count[0] || next[1] < count[1]) {
-        int pick = -1;
-        double pickStart = 0.0;
-        for (int h = 0; h < 2; ++h) {
-            if (next[h] >= count[h])
-                continue;
-            const double start = std::max(laneFree[laneIndex(chain[h][next[h]])], chainReady[h]);
-            if (pick < 0 || start < pickStart) {
-                pick = h;
-                pickStart = start;
+    bool halfBusy[2] = { false, false };
+    Running lane[2];
+    double now = 0.0;
+    for (;;) {
+        for (int l = 0; l < 2; ++l) {
+            for (int h = 0; h < 2 && lane[l].half < 0; ++h) {
+                if (halfBusy[h] || next[h] >= count[h] || laneIndex(chain[h][next[h]]) != l)
+                    continue;
+                const Chunk& c = chain[h][next[h]++];
+                lane[l] = Running { h, &c, c.us, now };
+                halfBusy[h] = true;
             }
         }
-        const Chunk& c = chain[pick][next[pick]++];
-        const double duration = c.lane == Chunk::Comm ? c.us : c.us / (1.0 - share);
-        const double end = pickStart + duration;
-        laneFree[laneIndex(c)] = end;
-        chainReady[pick] = end;
-        endUs = std::max(endUs, end);
-        onSegment(pickStart, end, c, pick == 1);
+        if (lane[0].half < 0 && lane[1].half < 0)
+            return now; // a free lane always takes a ready chunk, so nothing is left
+        const double rate[2] = { lane[1].half >= 0 ? 1.0 - share : 1.0, 1.0 };
+        double step = 0.0;
+        bool first = true;
+        for (int l = 0; l < 2; ++l)
+            if (lane[l].half >= 0 && (first || lane[l].remainingUs / rate[l] < step)) {
+                step = lane[l].remainingUs / rate[l];
+                first = false;
+            }
+        now += step;
+        for (int l = 0; l < 2; ++l) {
+            if (lane[l].half < 0)
+                continue;
+            const double left = lane[l].remainingUs - step * rate[l];
+            // Ends now (up to rounding): the lane that set the step, and any that ends at the same time.
+            if (left <= 1e-12 * lane[l].chunk->us) {
+                onSegment(lane[l].startUs, now, *lane[l].chunk, lane[l].half == 1);
+                halfBusy[lane[l].half] = false;
+                lane[l] = Running {};
+            } else {
+                lane[l].remainingUs = left;
+            }
+        }
     }
-    return endUs;
 }
 
 /// The two chains of a slot laid on lanes; a half without a chain is one compute chunk of its time.
@@ -142,6 +164,10 @@ OverlapLayout CostModel::overlapLayout(const StageCost& f, const StageCost& b) c
             if (c.lane == Chunk::Comm)
                 layout.commUs += end - start;
         });
+    // In start order, the forward half first at equal starts (the order the chunks were taken).
+    std::stable_sort(layout.segments.begin(), layout.segments.end(), [](const LaneSegment& a, const LaneSegment& b) {
+        return a.startUs < b.startUs || (a.startUs == b.startUs && !a.backwardHalf && b.backwardHalf);
+    });
     layout.hiddenCommUs = hiddenCommunication(layout.segments);
     return layout;
 }

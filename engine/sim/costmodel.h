@@ -29,13 +29,49 @@ struct LaneSegment {
 /// An overlapped F&B slot laid out on its two lanes.
 struct OverlapLayout {
     double durationUs = 0.0;
-    std::vector<LaneSegment> segments; ///< empty when the slot is flat (no chains, or a typed time)
+    std::vector<LaneSegment> segments; ///< in start order, the forward half first at equal starts; empty when
+                                       ///< the slot is flat (no chains, or a typed time)
     double commUs = 0.0; ///< communication time in the slot
     double hiddenCommUs = 0.0; ///< of it, the time the compute lane was busy too (hidden communication)
 };
 
 /// Whether `chain` holds a communication chunk (then an overlapped slot is laid out on two lanes).
 bool hasCommunication(const std::vector<Chunk>& chain);
+
+/// Receives our engine's executor posts ahead of need (ExecutorOptions::receiveWindow, the worker's
+/// --recv-window): each holds a message buffer from its post until the op that consumes it (docs/memory.md).
+inline constexpr int kDefaultReceiveWindow = 8;
+
+/// What one op of a stage allocates in our engine's runtime, in bytes of live memory (docs/memory.md): the
+/// op's start is after its input is live (a received or handed-over message, or the copy of the first stage's
+/// input), its end before its output is sent.
+struct OpBuffers {
+    /// The most the op's own allocations hold above its start at any moment (≥ 0): the ledger it adds,
+    /// transient workspaces and the output it makes.
+    double highWaterBytes = 0.0;
+    /// Live bytes after the op − before it: the ledger's change, minus the input message it consumes, plus
+    /// the output message it makes.
+    double netBytes = 0.0;
+};
+
+/// The memory our engine's runtime allocates for a stage beyond the activation ledger: StageMath's
+/// workspaces and messages, the executor's data (engine/runtime; the rules in docs/memory.md). Set only for a
+/// model that runtime executes (the block model): a prediction with it on every stage counts what the run's
+/// counting allocator counts (CostModel::receiveWindow, the message plan of sim/messageplan.h, the replica
+/// gradient sum at the step's end), so the predicted peak is the measured one.
+struct EngineBuffers {
+    /// By OpKind (F, I, W, B) on a stage after the first: I and B make the input gradient sent back.
+    OpBuffers ops[4];
+    /// The same on the first stage: I and B make no input gradient.
+    OpBuffers firstStageOps[4];
+    /// One microbatch's input (bytes), used on the first stage only: the rank that runs F(0, m) holds it for
+    /// the whole step, and F copies it into a fresh buffer (its input) when it starts.
+    double inputBytes = 0.0;
+    /// One microbatch's target (bytes), on the last stage: held for the whole step by the rank running its F.
+    double targetBytes = 0.0;
+    /// The op's buffers on this stage (`firstStage`: stage 0).
+    const OpBuffers& op(int kind, bool firstStage) const { return firstStage ? firstStageOps[kind] : ops[kind]; }
+};
 
 /// Costs of one model stage for one microbatch.
 struct StageCost {
@@ -54,6 +90,9 @@ struct StageCost {
     std::optional<double> optimizerBytes; ///< optimizer state of the stage on one device (bytes); unset =
                                           ///< parameterCount × CostModel::optimizerBytesPerParameter
     double a2aBytes = 0.0; ///< expert all-to-all bytes leaving one device in one F (dispatch + combine)
+    /// What our engine's runtime allocates beyond the ledger (the block model); unset for a model it does not
+    /// run (a transformer), whose prediction counts the ledger and static memory only.
+    std::optional<EngineBuffers> engine;
 
     /// The stage's work for one microbatch as chains of compute and communication chunks (transformer models
     /// with expert parallelism); empty = flat: the slot is its time. When set, forwardUs is the sum of
@@ -84,6 +123,8 @@ struct CostModel {
     std::vector<int> rankNode;
     double interNodeLatencyUs = 0.0; ///< µs
     double interNodeBandwidthBytesPerUs = 0.0; ///< bytes/µs; 0 = unlimited
+    /// Receives the engine posts ahead of need (≥ 1); counted only when every stage has EngineBuffers.
+    int receiveWindow = kDefaultReceiveWindow;
 
     /// Time of an overlapped slot whose forward is stage fStage and backward stage bStage (µs):
     /// overlapLayout(fStage, bStage).durationUs, without allocating in the flat case. Throws std::out_of_range
@@ -93,10 +134,10 @@ struct CostModel {
     /// a stage the model does not list.
     double overlapTime(const StageCost& f, const StageCost& b) const;
     /// The slot laid out: a typed overlapUs of fStage wins (flat); stages without chains, or whose chains
-    /// hold no communication, take overlapFactor × (F + B) (flat); otherwise the two chains are list-scheduled
-    /// on a compute lane and a communication lane (each chunk starts when its lane is free and the chunk
-    /// before it in its own chain has ended; each lane takes whichever half's chunk can start first, the
-    /// forward half on a tie), compute chunks stretched by 1 / (1 − commComputeShare); a half without a chain
+    /// hold no communication, take overlapFactor × (F + B) (flat); otherwise the two chains are laid on a
+    /// compute lane and a communication lane as time goes on (a free lane takes the next chunk of a half whose
+    /// previous chunk has ended and that belongs on it, the forward half first), a compute chunk running at
+    /// (1 − commComputeShare) of its speed while the communication lane is busy; a half without a chain
     /// is one compute chunk of its time (F, or backward() of B). Segment times are µs from the slot's start.
     /// Throws std::out_of_range for a stage the model does not list.
     OverlapLayout overlapLayout(int fStage, int bStage) const;

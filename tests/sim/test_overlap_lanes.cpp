@@ -87,31 +87,30 @@ TEST(OverlapLanes, TwoChainsShareZero)
     expectSegment(l.segments[7], 40, 60, Chunk::Compute, true, 0);
 }
 
-// Share 0.25: compute chunks last us / 0.75, a = 10 / 0.75 = 13.33, b = 20 / 0.75 = 26.67. F C [0,a]; B M
-// [0,4]; F M [a,a+4] (B's C also ready at a: tie); B C [a,a+b] = [a,40]; F C [40,40+a] (B's M ready 40: tie);
-// B M [40,44]; F M [40+a,44+a] (B's C can start at 40+a too: tie); B C [40+a,40+a+b] = [53.33,80].
-// Duration 80; communication 16, all hidden.
-TEST(OverlapLanes, TwoChainsComputeSlowedByShare)
+// Share 0.25: a compute chunk runs at 0.75 of its speed while an all-to-all is in flight, at full speed
+// otherwise. F C10 from 0: 4 µs beside B's M4 [0,4] do 3 µs of work, the other 7 at full speed: [0,11]. At 11
+// B's C20 (F's next is communication) and F's M4 [11,15]: 3 µs of work by 15, 17 more: [11,32]. At 32 F's C10
+// and B's M4 [32,36]: [32,43]. At 43 B's C20 and F's M4 [43,47]: [43,64]. Duration 64 (share 0: 60; slowing
+// every compute chunk of the slot would give 80); communication 16, all hidden.
+TEST(OverlapLanes, TwoChainsComputeSlowedWhileTheAllToAllRuns)
 {
     CostModel c;
     c.stages = { moeStage(0) };
     c.commComputeShare = 0.25;
-    const double a = 10.0 / 0.75;
-    const double b = 20.0 / 0.75;
     const OverlapLayout l = c.overlapLayout(0, 0);
-    EXPECT_DOUBLE_EQ(l.durationUs, 80.0);
+    EXPECT_DOUBLE_EQ(l.durationUs, 64.0);
     EXPECT_DOUBLE_EQ(c.overlapTime(0, 0), l.durationUs);
     EXPECT_DOUBLE_EQ(l.commUs, 16.0);
     EXPECT_DOUBLE_EQ(l.hiddenCommUs, 16.0);
     ASSERT_EQ(l.segments.size(), 8u);
-    expectSegment(l.segments[0], 0, a, Chunk::Compute, false, 0);
+    expectSegment(l.segments[0], 0, 11, Chunk::Compute, false, 0);
     expectSegment(l.segments[1], 0, 4, Chunk::Comm, true, 1);
-    expectSegment(l.segments[2], a, a + 4, Chunk::Comm, false, 0);
-    expectSegment(l.segments[3], a, 40, Chunk::Compute, true, 1);
-    expectSegment(l.segments[4], 40, 40 + a, Chunk::Compute, false, 1);
-    expectSegment(l.segments[5], 40, 44, Chunk::Comm, true, 0);
-    expectSegment(l.segments[6], 40 + a, 44 + a, Chunk::Comm, false, 1);
-    expectSegment(l.segments[7], 40 + a, 40 + a + b, Chunk::Compute, true, 0);
+    expectSegment(l.segments[2], 11, 15, Chunk::Comm, false, 0);
+    expectSegment(l.segments[3], 11, 32, Chunk::Compute, true, 1);
+    expectSegment(l.segments[4], 32, 43, Chunk::Compute, false, 1);
+    expectSegment(l.segments[5], 32, 36, Chunk::Comm, true, 0);
+    expectSegment(l.segments[6], 43, 47, Chunk::Comm, false, 1);
+    expectSegment(l.segments[7], 43, 64, Chunk::Compute, true, 0);
 }
 
 // F chain [C 2, M 8, C 2]; the backward stage has no chain: one compute chunk of B = 3 (I 1 + W 2).
