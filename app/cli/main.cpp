@@ -7,7 +7,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -23,6 +25,25 @@ template <typename T> void setIf(CLI::Option* opt, const T& value, std::optional
 {
     if (opt->count() > 0)
         target = value;
+}
+
+/// A count flag's value (ranks, microbatches, layers, steps...): an integer from `minimum` to 2^31 − 1, with a
+/// plain message ("must be at least 1, got 0") instead of CLI11's range printed as a 300-digit number.
+CLI::Validator countValue(int minimum)
+{
+    return CLI::Validator(
+        [minimum](std::string& text) -> std::string {
+            long long v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+                return "must be an integer, got '" + text + "'";
+            if (v < minimum)
+                return "must be at least " + std::to_string(minimum) + ", got " + text;
+            if (v > std::numeric_limits<int>::max())
+                return "must be at most 2147483647, got " + text;
+            return {};
+        },
+        minimum > 0 ? "INT > 0" : "INT >= 0");
 }
 
 /// A cost flag's value: a finite number, at least 0 (or above 0 when `positive`), at most 1e12 (µs: 11 days;
@@ -63,6 +84,13 @@ struct CostOptionValues {
                   ->check(costValue(false));
         oov = cmd->add_option("--overlap-factor", overlap, "F&B slot = factor × (F + B)")->check(costValue(true));
         cmd->add_option("--costs", costsFile, "cost file written by `dpstudio calibrate`");
+    }
+    /// --this-machine and --profile (simulate, compare).
+    static void addMachine(CLI::App* cmd, CostFlags& flags)
+    {
+        auto* machine = cmd->add_flag("--this-machine", flags.thisMachine,
+            "predict a CPU run on this machine: its probed CPU profile (cached), the ranks sharing its cores");
+        cmd->add_option("--profile", flags.profile, "with --this-machine: this CPU profile instead")->needs(machine);
     }
     void collect(CostFlags& out) const
     {
@@ -129,6 +157,7 @@ int main(int argc, char** argv)
     cSim->add_option("--dialect", sim.dialect, "CSV dialect: auto, current, 2024")
         ->check(CLI::IsMember({ "auto", "current", "2024" }));
     simCosts.add(cSim, sim.costs.costsFile);
+    CostOptionValues::addMachine(cSim, sim.costs);
     cSim->add_flag("--json", sim.json, "print makespan_us, bubble_rate and per-rank figures as JSON");
     cSim->add_option("--trace", sim.trace, "write the predicted timeline as a Chrome trace (Perfetto)");
 
@@ -138,6 +167,7 @@ int main(int argc, char** argv)
     cCmp->add_option("project", cmp.project, "project file (default: the embedded default project)");
     cCmp->add_option("--schedules", cmp.schedules, "kinds to compare, e.g. dualpipe,dualpipev,1f1b")->delimiter(',');
     cmpCosts.add(cCmp, cmp.costs.costsFile);
+    CostOptionValues::addMachine(cCmp, cmp.costs);
     cCmp->add_flag("--json", cmp.json, "print the table as JSON");
 
     ExportArgs exp;
@@ -160,15 +190,15 @@ int main(int argc, char** argv)
         "init", "write a new project (no flags: the default project; --model/--device: from presets)");
     cIni->add_option("-o,--output", ini.output, "project file to create")->required();
     auto* oSched = cIni->add_option("--schedule", iniSchedule, "kind of the one variant: " + kinds);
-    auto* oRanks = cIni->add_option("--ranks", iniRanks, "ranks")->check(CLI::PositiveNumber);
-    auto* oMbs = cIni->add_option("--microbatches", iniMbs, "microbatches")->check(CLI::PositiveNumber);
-    auto* oV = cIni->add_option("--stages-per-rank", iniV, "stages per rank")->check(CLI::PositiveNumber);
-    auto* oLayers = cIni->add_option("--layers", iniLayers, "model layers (blocks)")->check(CLI::PositiveNumber);
-    auto* oHidden = cIni->add_option("--hidden", iniHidden, "hidden size")->check(CLI::PositiveNumber);
-    auto* oFfn = cIni->add_option("--ffn", iniFfn, "FFN size (default 4 × hidden)")->check(CLI::PositiveNumber);
-    auto* oSeq = cIni->add_option("--seq-len", iniSeq, "sequence length")->check(CLI::PositiveNumber);
+    auto* oRanks = cIni->add_option("--ranks", iniRanks, "ranks")->check(countValue(1));
+    auto* oMbs = cIni->add_option("--microbatches", iniMbs, "microbatches")->check(countValue(1));
+    auto* oV = cIni->add_option("--stages-per-rank", iniV, "stages per rank")->check(countValue(1));
+    auto* oLayers = cIni->add_option("--layers", iniLayers, "model layers (blocks)")->check(countValue(1));
+    auto* oHidden = cIni->add_option("--hidden", iniHidden, "hidden size")->check(countValue(1));
+    auto* oFfn = cIni->add_option("--ffn", iniFfn, "FFN size (default 4 × hidden)")->check(countValue(1));
+    auto* oSeq = cIni->add_option("--seq-len", iniSeq, "sequence length")->check(countValue(1));
     auto* oMbSize
-        = cIni->add_option("--microbatch-size", iniMbSize, "sequences per microbatch")->check(CLI::PositiveNumber);
+        = cIni->add_option("--microbatch-size", iniMbSize, "sequences per microbatch")->check(countValue(1));
     auto* oDtype = cIni->add_option("--dtype", iniDtype, "fp32 or bf16")->check(CLI::IsMember({ "fp32", "bf16" }));
     cIni->add_flag("--force", ini.force, "overwrite an existing file");
     std::string iniModel, iniDevice, iniRecompute;
@@ -178,11 +208,11 @@ int main(int argc, char** argv)
         "--microbatch-size override it");
     auto* oDevice = cIni->add_option("--device", iniDevice, "device preset, with --model: the cluster");
     auto* oNodes = cIni->add_option("--nodes", iniNodes, "with --model: nodes (overrides the device preset)")
-                       ->check(CLI::PositiveNumber);
+                       ->check(countValue(1));
     auto* oGpn = cIni->add_option("--gpus-per-node", iniGpn, "with --model: devices per node (overrides the preset)")
-                     ->check(CLI::PositiveNumber);
+                     ->check(countValue(1));
     auto* oDp = cIni->add_option("--dp", iniDp, "with --model: data-parallel replicas of the pipeline (default 1)")
-                    ->check(CLI::PositiveNumber);
+                    ->check(countValue(1));
     auto* oRecompute = cIni->add_option("--recompute", iniRecompute, "with --model: none, selective or full")
                            ->check(CLI::IsMember({ "none", "selective", "full" }));
 
@@ -191,17 +221,21 @@ int main(int argc, char** argv)
     cRun->add_option("project", run.project, "project file (*.dpstudio.json)")->required();
     cRun->add_option("--variant", run.variant, "variant (default: the active one)");
     cRun->add_option("--backend", run.backend, "auto, cpu, cuda")->check(CLI::IsMember({ "auto", "cpu", "cuda" }));
-    cRun->add_option("--steps", run.steps, "measured steps (default 3)")->check(CLI::PositiveNumber);
-    cRun->add_option("--warmup", run.warmup, "warm-up steps, not measured (default 1)")->check(CLI::NonNegativeNumber);
+    cRun->add_option("--steps", run.steps, "measured steps (default 3)")->check(countValue(1));
+    cRun->add_option("--warmup", run.warmup, "warm-up steps, not measured (default 1)")->check(countValue(0));
     cRun->add_option("--hostfile", run.hostfile, "Open MPI hostfile for several machines (TCP between hosts)");
     cRun->add_option("--timeout", run.timeoutS, "seconds before a hung run is ended (default 600)")
-        ->check(CLI::PositiveNumber);
-    cRun->add_option("--threads", run.threads, "BLAS threads per rank (default 1)")->check(CLI::PositiveNumber);
+        ->check(costValue(true));
+    cRun->add_option("--threads", run.threads, "BLAS threads per rank (default 1)")->check(countValue(1));
     cRun->add_flag(
         "--progress-json", run.progressJson, "progress stream (JSON lines) on stdout; humans' text on stderr");
     cRun->add_option("-o,--output", run.output, "measured trace (measured.json)")->required();
     cRun->add_option("--trace-dir", run.traceDir, "also write Chrome traces, one per rank and a combined one");
     cRun->add_option("--costs", run.costsFile, "cost file for the prediction printed at the end");
+    auto* oProfile = cRun->add_option("--profile", run.profile,
+        "CPU profile to predict a CPU run with (default: this machine's, probed once and cached)");
+    cRun->add_flag("--nominal", run.nominal, "predict for the project's devices, not for this machine")
+        ->excludes(oProfile);
 
     PresetsArgs pre;
     auto* cPre = app.add_subcommand("presets", "list the model and device presets `init --model/--device` take");

@@ -113,6 +113,9 @@ contains "$WORK/out" "model:        deepseek-v3 on h800: dp 1 × pp 16 = 16 devi
 # pipeline hop crosses nodes and 56 of a device's 63 EP peers sit on other nodes.
 contains "$WORK/out" "all-to-all over ep 64: 7 peers intra-node, 56 inter-node (8 nodes); pipeline hops: 15 of 15 inter-node" \
     "simulate names where the all-to-all goes"
+contains "$WORK/out" "(8 per node; ep 64 lays out 64 replicas per rank: 1024 devices on 128 nodes)" "the EP layout's size"
+# 16 × 4 MoE layers' activations of 17 microbatches in flight do not fit an 80 GB H800 (docs/model-library.md).
+contains "$WORK/out" "warning: does not fit: 16 of 16 ranks" "simulate warns when the peak exceeds the device"
 expect 0 "simulate deepseek-v3 dualpipe --json" -- "$DPS" simulate "$WORK/ds.dpstudio.json" --json
 cp "$WORK/out" "$WORK/ds-sim.json"
 expect 0 "simulate deepseek-v3 1f1b --json" -- "$DPS" simulate "$WORK/ds-1f1b.dpstudio.json" --json
@@ -237,6 +240,10 @@ contains "$WORK/err" "go with --model PRESET" "preset flags without --model"
 expect 2 "init --hidden with --model" -- "$DPS" init --model llama3-8b --device h800 --hidden 1024 \
     -o "$WORK/x.dpstudio.json"
 contains "$WORK/err" "--hidden: cannot be combined with --model" "fixed shape flag refused"
+expect 2 "init --dp 0" -- "$DPS" init --model llama3-8b --device h800 --dp 0 -o "$WORK/x.dpstudio.json"
+contains "$WORK/err" "--dp: must be at least 1, got 0" "a count flag's range in plain words"
+expect 2 "init --layers 1.5" -- "$DPS" init --layers 1.5 -o "$WORK/x.dpstudio.json"
+contains "$WORK/err" "--layers: must be an integer, got '1.5'" "a count flag must be an integer"
 expect 2 "init bad --recompute" -- "$DPS" init --model llama3-8b --device h800 --recompute some -o "$WORK/x.dpstudio.json"
 expect 1 "init more stages than layers" -- "$DPS" init --model llama3-8b --device h800 --schedule 1f1b --ranks 64 \
     --microbatches 64 -o "$WORK/x.dpstudio.json"
