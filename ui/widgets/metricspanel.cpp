@@ -243,7 +243,7 @@ void MetricsPanel::setSnapshot(const SnapshotPtr& snapshot)
     m_rows[4].second->setText(s.peakMemoryRank >= 0
             ? tr("%1 on rank %2").arg(formatBytes(s.peakMemoryBytes)).arg(s.peakMemoryRank)
             : QString());
-    m_rows[5].second->setText(tr("%1 activations").arg(inflight));
+    m_rows[5].second->setText(tr("%1 microbatches").arg(inflight));
     const QString count = paramsMax - paramsMin < 0.5
         ? formatCount(paramsMax)
         : tr("%1 – %2").arg(formatCount(paramsMin), formatCount(paramsMax));
