@@ -1,6 +1,7 @@
 #include "actionclock.h"
 
 #include <algorithm>
+#include <string>
 
 namespace dps::runtime {
 
@@ -51,15 +52,34 @@ void ActionClock::actionStarted()
         throw RuntimeError("action clock: an action started while another is open");
     recordAll(m_start);
     releaseAll(m_end);
+    m_used = { false, false };
     m_open = true;
+    m_endsRecorded = false;
     m_finished = false;
+}
+
+void ActionClock::laneUsed(Lane lane)
+{
+    if (lane < 0 || lane >= kLanes)
+        throw RuntimeError("action clock: lane " + std::to_string(lane) + " (expected 0 or 1)");
+    if (m_open)
+        m_used[static_cast<std::size_t>(lane)] = true;
+}
+
+void ActionClock::recordEnds()
+{
+    if (!m_open)
+        throw RuntimeError("action clock: end events recorded outside an action");
+    recordAll(m_end);
+    m_endsRecorded = true;
 }
 
 void ActionClock::actionFinished()
 {
     if (!m_open)
         throw RuntimeError("action clock: an action finished that never started");
-    recordAll(m_end);
+    if (!m_endsRecorded)
+        recordAll(m_end);
     m_open = false;
     m_finished = true;
 }
@@ -68,9 +88,12 @@ std::optional<ActionSpan> ActionClock::lastAction()
 {
     if (!m_finished)
         return std::nullopt;
+    const bool anyUsed = m_used[0] || m_used[1];
     ActionSpan span { 1e300, -1e300 };
     for (int lane = 0; lane < kLanes; ++lane) {
         const auto l = static_cast<std::size_t>(lane);
+        if (anyUsed && !m_used[l])
+            continue;
         span.startUs = std::min(span.startUs, 1000.0 * m_device.elapsedMs(m_origin[0], m_start[l]));
         span.endUs = std::max(span.endUs, 1000.0 * m_device.elapsedMs(m_origin[0], m_end[l]));
     }

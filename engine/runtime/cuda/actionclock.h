@@ -3,9 +3,13 @@
 //
 // The executor's clock is shared by all ranks: µs since the barrier that starts each step. After that
 // barrier the backend records an origin event on lane 0 (the lanes are idle, so it completes at once);
-// around an action it records a start and an end event on both lanes. Once the action's work is done
-// (synchronize), its start is the earliest start and its end the latest end over the lanes, each as the
-// event time elapsed since the origin, in µs. Events are recycled through the device's pool.
+// around an action it records a start and an end event on both lanes. The end events are recorded as soon
+// as the action's work is issued (recordEnds() from runConcurrently before it waits, or actionFinished(),
+// which the executor calls before synchronize()), so they complete with the lane's last operation, not
+// when the host is done waiting. Once the action's work is done (synchronize), its start is the earliest
+// start and its end the latest end over the lanes the action used (laneUsed(); both lanes when it used
+// none), each as the event time elapsed since the origin, in µs: a lane the action left idle would only
+// add the host's issue time. Events are recycled through the device's pool. docs/gpu.md.
 #include "runtime/backend.h"
 
 #include <array>
@@ -31,6 +35,9 @@ public:
 struct ActionSpan {
     double startUs = 0.0;
     double endUs = 0.0;
+
+    /// endUs − startUs: the action's device time, µs.
+    double durationUs() const { return endUs - startUs; }
 };
 
 class ActionClock {
@@ -47,7 +54,14 @@ public:
     /// Records start events on both lanes. Throws RuntimeError when an action is already open or no step
     /// has started.
     void actionStarted();
-    /// Records end events on both lanes. Throws RuntimeError when no action is open.
+    /// The open action issued work on `lane` (0 or 1); nothing when no action is open (work between actions,
+    /// e.g. uploads, is not timed). Throws RuntimeError for another lane.
+    void laneUsed(Lane lane);
+    /// The open action's work is all issued: records its end events on both lanes now (again, replacing
+    /// them, when called twice). Throws RuntimeError when no action is open.
+    void recordEnds();
+    /// Closes the action, recording its end events unless recordEnds() already did. Throws RuntimeError when
+    /// no action is open.
     void actionFinished();
     /// The last finished action's span; valid after its work completed (synchronize). nullopt before any.
     std::optional<ActionSpan> lastAction();
@@ -66,7 +80,9 @@ private:
     Events m_origin { -1, -1 };
     Events m_start { -1, -1 };
     Events m_end { -1, -1 };
+    std::array<bool, kLanes> m_used { false, false }; ///< lanes the current (or last) action issued work on
     bool m_open = false;
+    bool m_endsRecorded = false; ///< the open action's end events are recorded
     bool m_finished = false;
 };
 

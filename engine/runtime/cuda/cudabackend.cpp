@@ -85,7 +85,14 @@ public:
         give(pair.second);
     }
 
-    void synchronizeDevice() override { DPS_CUDA_CHECK(cudaDeviceSynchronize()); }
+    /// Our two lanes only, never cudaDeviceSynchronize: NCCL's stream on this device may hold a receive that
+    /// waits for a peer which in turn waits for this rank, and waiting for the whole device would deadlock.
+    /// Fences are recorded on these lanes only, so this is enough for every fence to pass.
+    void synchronizeStreams() override
+    {
+        for (cudaStream_t s : m_streams)
+            DPS_CUDA_CHECK(cudaStreamSynchronize(s));
+    }
 
     std::pair<std::size_t, std::size_t> deviceMemoryInfo() override
     {
@@ -199,6 +206,15 @@ struct CudaBackend::Impl {
         if (lane != 0 && lane != 1)
             throw RuntimeError("cuda backend: lane " + std::to_string(lane) + " (expected 0 or 1)");
         return streams[static_cast<std::size_t>(lane)];
+    }
+
+    /// The lane's stream for an operation about to be issued on it: the open action used the lane.
+    cudaStream_t issue(Lane lane)
+    {
+        cudaStream_t s = stream(lane);
+        if (clock)
+            clock->laneUsed(lane);
+        return s;
     }
 
     void createLanes()
@@ -334,26 +350,26 @@ void CudaBackend::gemm(Lane lane, Transpose transA, Transpose transB, int m, int
     const void* b, float beta, void* c)
 {
     // Row-major C (m×n) = op(A)·op(B) is column-major Cᵀ (n×m) = op(B)ᵀ·op(A)ᵀ: swap the operands.
-    const Impl& d = *m_impl;
+    Impl& d = *m_impl;
     const cudaDataType type = d.options.bf16 ? CUDA_R_16BF : CUDA_R_32F;
     const int lda = transA == Transpose::Yes ? m : k;
     const int ldb = transB == Transpose::Yes ? k : n;
     const cublasOperation_t opA = transA == Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t opB = transB == Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
-    d.stream(lane);
+    d.issue(lane);
     DPS_CUBLAS_CHECK(cublasGemmEx(d.handles[static_cast<std::size_t>(lane)], opB, opA, n, m, k, &alpha, b, type, ldb, a,
         type, lda, &beta, c, type, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void CudaBackend::geluForward(Lane lane, const void* in, void* out, std::size_t n)
 {
-    kernels::geluForward(m_impl->stream(lane), m_impl->element, in, out, n);
+    kernels::geluForward(m_impl->issue(lane), m_impl->element, in, out, n);
     DPS_CUDA_CHECK(cudaGetLastError());
 }
 
 void CudaBackend::geluBackward(Lane lane, const void* in, const void* gradOut, void* gradIn, std::size_t n)
 {
-    kernels::geluBackward(m_impl->stream(lane), m_impl->element, in, gradOut, gradIn, n);
+    kernels::geluBackward(m_impl->issue(lane), m_impl->element, in, gradOut, gradIn, n);
     DPS_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -364,7 +380,7 @@ void CudaBackend::mseLoss(Lane lane, const void* y, const void* target, std::siz
         synchronize(); // every slot of the ring is waiting to be delivered
     const std::size_t slot = d.nextLossSlot;
     d.nextLossSlot = (d.nextLossSlot + 1) % kLossSlots;
-    cudaStream_t s = d.stream(lane);
+    cudaStream_t s = d.issue(lane);
     kernels::mseLoss(s, d.element, y, target, n, grad, d.partials[static_cast<std::size_t>(lane)], d.lossDevice + slot);
     DPS_CUDA_CHECK(cudaGetLastError());
     DPS_CUDA_CHECK(
@@ -374,30 +390,30 @@ void CudaBackend::mseLoss(Lane lane, const void* y, const void* target, std::siz
 
 void CudaBackend::axpy(Lane lane, std::size_t n, float alpha, const void* x, void* y)
 {
-    kernels::axpy(m_impl->stream(lane), m_impl->element, n, alpha, x, y);
+    kernels::axpy(m_impl->issue(lane), m_impl->element, n, alpha, x, y);
     DPS_CUDA_CHECK(cudaGetLastError());
 }
 
 void CudaBackend::setZero(Lane lane, void* ptr, std::size_t bytes)
 {
-    DPS_CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, m_impl->stream(lane)));
+    DPS_CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, m_impl->issue(lane)));
 }
 
 void CudaBackend::copyHostToDevice(Lane lane, void* dst, const void* src, std::size_t bytes)
 {
-    DPS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, m_impl->stream(lane)));
+    DPS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, m_impl->issue(lane)));
 }
 
 void CudaBackend::copyDeviceToHost(Lane lane, void* dst, const void* src, std::size_t bytes)
 {
-    cudaStream_t s = m_impl->stream(lane);
+    cudaStream_t s = m_impl->issue(lane);
     DPS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
     DPS_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
 void CudaBackend::copyDeviceToDevice(Lane lane, void* dst, const void* src, std::size_t bytes)
 {
-    DPS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, m_impl->stream(lane)));
+    DPS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, m_impl->issue(lane)));
 }
 
 void CudaBackend::uploadFloats(Lane lane, void* dst, const float* src, std::size_t n)
@@ -409,7 +425,7 @@ void CudaBackend::uploadFloats(Lane lane, void* dst, const float* src, std::size
     // A float tensor of n elements is 2n bf16 elements of this backend.
     Tensor floats(*this, 2 * n, 1, MemoryCategory::Workspace);
     copyHostToDevice(lane, floats.data(), src, n * sizeof(float));
-    kernels::floatToBf16(m_impl->stream(lane), static_cast<const float*>(floats.data()), dst, n);
+    kernels::floatToBf16(m_impl->issue(lane), static_cast<const float*>(floats.data()), dst, n);
     DPS_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -420,7 +436,7 @@ void CudaBackend::downloadFloats(Lane lane, float* dst, const void* src, std::si
         return;
     }
     Tensor floats(*this, 2 * n, 1, MemoryCategory::Workspace);
-    kernels::bf16ToFloat(m_impl->stream(lane), src, static_cast<float*>(floats.data()), n);
+    kernels::bf16ToFloat(m_impl->issue(lane), src, static_cast<float*>(floats.data()), n);
     DPS_CUDA_CHECK(cudaGetLastError());
     copyDeviceToHost(lane, dst, floats.data(), n * sizeof(float));
 }
@@ -431,12 +447,18 @@ void CudaBackend::runConcurrently(const std::function<void(Lane)>& first, const 
     const std::function<void(Lane)>* tasks[2] = { &first, &second };
     for (Lane lane = 0; lane < 2; ++lane) {
         try {
+            // The lane's allocations count on that lane (MemoryCounter::LaneScope). The executor names the lane
+            // too, but in its own copy of backend.cpp: this module has its own, with its own thread_local.
+            const MemoryCounter::LaneScope counted(lane);
             (*tasks[lane])(lane);
         } catch (...) {
             if (!error)
                 error = std::current_exception();
         }
     }
+    // Both halves are issued: the action's end events go in now, ahead of the host's wait.
+    if (m_impl->clock->actionOpen())
+        m_impl->clock->recordEnds();
     m_impl->synchronizeLanes();
     if (error)
         std::rethrow_exception(error);
@@ -469,6 +491,12 @@ void CudaBackend::stepStarted()
 std::optional<ActionSpan> CudaBackend::lastActionSpan()
 {
     return m_impl->clock->lastAction();
+}
+
+std::optional<double> CudaBackend::lastActionDeviceUs()
+{
+    const std::optional<ActionSpan> span = m_impl->clock->lastAction();
+    return span ? std::optional<double>(span->durationUs()) : std::nullopt;
 }
 
 CudaMemoryInfo CudaBackend::deviceMemory() const

@@ -11,7 +11,8 @@
 //   lane 1 so they run concurrently on the device.
 // - Memory: a caching allocator (devicememory.h) that counts live bytes exactly in memory(); cuBLAS
 //   workspaces and loss scratch are fixed overhead outside the count (deviceMemory() reports them).
-// - Timing: CUDA events around every action (actionclock.h) on the step's clock.
+// - Timing: CUDA events around every action (actionclock.h) on the step's clock; the executor's compute_us
+//   of an action is the device span they measure (lastActionDeviceUs(), docs/gpu.md).
 // Part of the CUDA module (libdpstudio-cuda.so, builds with DPS_HAVE_CUDA): programs create it through the
 // module's table (cudamodule.h); dpstudio-gpucheck and the GPU tests link the module and use the class
 // directly. The header needs no CUDA headers.
@@ -76,7 +77,8 @@ public:
     void downloadFloats(Lane lane, float* dst, const void* src, std::size_t n) override;
 
     /// Issues first(0) then second(1) from this thread (both asynchronous, on two streams, so the device
-    /// runs them concurrently), then waits for both lanes. Rethrows the first exception.
+    /// runs them concurrently), records the open action's end events (ActionClock::recordEnds), then waits
+    /// for both lanes. Rethrows the first exception.
     void runConcurrently(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second) override;
     /// Waits for both lanes and delivers pending losses.
     void synchronize() override;
@@ -88,6 +90,8 @@ public:
     void stepStarted() override;
     /// The last finished action's device times in µs since stepStarted(); call after synchronize().
     std::optional<ActionSpan> lastActionSpan();
+    /// lastActionSpan()'s duration, µs (the executor's compute_us); nullopt before the step's first action.
+    std::optional<double> lastActionDeviceUs() override;
 
     CudaMemoryInfo deviceMemory() const;
     int device() const;

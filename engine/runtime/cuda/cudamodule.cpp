@@ -52,13 +52,6 @@ bool setNcclTransfers(Comm& comm, const std::vector<PlannedTransfer>& transfers,
 #endif
 }
 
-std::optional<ActionSpan> lastActionSpan(Backend& backend)
-{
-    if (auto* cuda = dynamic_cast<CudaBackend*>(&backend))
-        return cuda->lastActionSpan();
-    return std::nullopt;
-}
-
 const CudaRuntimeApi kRuntimeApi {
     .ncclBuilt = cudamodule::ncclBuilt(),
     .cudaVersionText = &cudamodule::cudaVersionText,
@@ -68,7 +61,6 @@ const CudaRuntimeApi kRuntimeApi {
     .createBackend = &createBackend,
     .createNcclComm = &createNcclComm,
     .setNcclTransfers = &setNcclTransfers,
-    .lastActionSpan = &lastActionSpan,
 };
 
 } // namespace

@@ -4,17 +4,16 @@
 // cudamodule.cpp; the host reaches it through cudaRuntime() (gpuinfo.h) and uses it in jobsetup.cpp only, so
 // nothing outside the module names CudaBackend's or NcclComm's symbols.
 //
-// Changing this struct means bumping kCudaModuleAbiVersion (base/gpus_module.h). Every function may throw
+// Changing this struct, or the Backend/Comm interfaces the module's objects implement, means bumping
+// kCudaModuleAbiVersion (base/gpus_module.h). Every function may throw
 // RuntimeError (naming rank, call, file and line for a failing CUDA, cuBLAS or NCCL call); the objects it
 // creates are destroyed by the host through their virtual destructors, which run the module's code.
-#include "actionclock.h"
 #include "cudabackend.h"
 #include "runtime/backend.h"
 #include "runtime/comm.h"
 #include "transfersequencer.h"
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +38,8 @@ struct CudaRuntimeApi {
     /// Collective: opens the connections to `peers`.
     bool (*setNcclTransfers)(Comm& comm, const std::vector<PlannedTransfer>& transfers, const std::vector<int>& peers)
         = nullptr;
-    /// The last finished action's device times (CudaBackend::lastActionSpan); nullopt for any other backend.
-    std::optional<ActionSpan> (*lastActionSpan)(Backend& backend) = nullptr;
+    // Device timing needs no entry: it is Backend's virtual interface (lastActionDeviceUs), which the
+    // executor calls on whatever backend it has.
 };
 
 } // namespace dps::runtime

@@ -25,7 +25,7 @@ CachingDeviceAllocator::~CachingDeviceAllocator()
 {
     std::lock_guard lock(m_mutex);
     try {
-        releaseCachedLocked();
+        releaseCachedLocked(false);
     } catch (...) {
     }
     if (!m_live.empty())
@@ -38,7 +38,7 @@ std::size_t CachingDeviceAllocator::roundUp(std::size_t bytes)
     return (bytes + kGranularity - 1) / kGranularity * kGranularity;
 }
 
-void* CachingDeviceAllocator::takeCached(std::size_t rounded)
+CachingDeviceAllocator::Block CachingDeviceAllocator::takeCached(std::size_t rounded)
 {
     auto [first, last] = m_cache.equal_range(rounded);
     for (auto it = first; it != last; ++it) {
@@ -48,23 +48,45 @@ void* CachingDeviceAllocator::takeCached(std::size_t rounded)
         m_device.releaseFence(it->second.fence);
         m_cache.erase(it);
         m_cachedBytes -= rounded;
-        return ptr;
+        return { ptr, rounded };
     }
-    return nullptr;
+    return {};
 }
 
-void* CachingDeviceAllocator::allocateRaw(std::size_t rounded, std::size_t requested)
+CachingDeviceAllocator::Block CachingDeviceAllocator::takeFitting(std::size_t rounded)
+{
+    for (auto it = m_cache.lower_bound(rounded); it != m_cache.end(); ++it) {
+        if (!m_device.fencePassed(it->second.fence))
+            continue;
+        const Block block { it->second.ptr, it->first };
+        m_device.releaseFence(it->second.fence);
+        m_cache.erase(it);
+        m_cachedBytes -= block.bytes;
+        return block;
+    }
+    return {};
+}
+
+CachingDeviceAllocator::Block CachingDeviceAllocator::allocateRaw(std::size_t rounded, std::size_t requested)
 {
     void* ptr = m_device.rawAllocate(rounded);
     if (!ptr && !m_cache.empty()) {
-        releaseCachedLocked();
+        // (1) A larger block we already hold, (2) the same after our lanes caught up, (3) empty the cache.
+        if (const Block block = takeFitting(rounded); block.ptr)
+            return block;
+        m_device.synchronizeStreams();
+        ++m_pressureSyncs;
+        if (const Block block = takeFitting(rounded); block.ptr)
+            return block;
+        releaseCachedLocked(true);
+        ++m_cacheFlushes;
         ptr = m_device.rawAllocate(rounded);
     }
     if (!ptr)
         throw RuntimeError(outOfMemoryText(requested));
     m_reservedBytes += rounded;
     ++m_rawAllocations;
-    return ptr;
+    return { ptr, rounded };
 }
 
 void* CachingDeviceAllocator::allocate(std::size_t bytes, MemoryCategory category)
@@ -73,13 +95,13 @@ void* CachingDeviceAllocator::allocate(std::size_t bytes, MemoryCategory categor
         throw RuntimeError("cuda allocator: allocation of 0 bytes");
     const std::size_t rounded = roundUp(bytes);
     std::lock_guard lock(m_mutex);
-    void* ptr = takeCached(rounded);
-    if (!ptr)
-        ptr = allocateRaw(rounded, bytes);
-    m_live.emplace(ptr, bytes);
+    Block block = takeCached(rounded);
+    if (!block.ptr)
+        block = allocateRaw(rounded, bytes);
+    m_live.emplace(block.ptr, Live { bytes, block.bytes });
     m_liveBytes += bytes;
     m_counter.add(category, bytes);
-    return ptr;
+    return block.ptr;
 }
 
 void CachingDeviceAllocator::deallocate(void* ptr, std::size_t bytes, MemoryCategory category)
@@ -88,22 +110,23 @@ void CachingDeviceAllocator::deallocate(void* ptr, std::size_t bytes, MemoryCate
     const auto it = m_live.find(ptr);
     if (it == m_live.end())
         throw RuntimeError("cuda allocator: freeing a pointer it did not allocate (or freeing it twice)");
-    if (it->second != bytes)
+    if (it->second.requested != bytes)
         throw RuntimeError("cuda allocator: freeing " + std::to_string(bytes) + " bytes of a block of "
-            + std::to_string(it->second) + " bytes");
+            + std::to_string(it->second.requested) + " bytes");
+    const std::size_t block = it->second.block;
     m_live.erase(it);
     m_liveBytes -= bytes;
     m_counter.remove(category, bytes);
-    const std::size_t rounded = roundUp(bytes);
-    m_cache.emplace(rounded, Cached { ptr, m_device.recordFence() });
-    m_cachedBytes += rounded;
+    m_cache.emplace(block, Cached { ptr, m_device.recordFence() });
+    m_cachedBytes += block;
 }
 
-void CachingDeviceAllocator::releaseCachedLocked()
+void CachingDeviceAllocator::releaseCachedLocked(bool lanesIdle)
 {
     if (m_cache.empty())
         return;
-    m_device.synchronizeDevice();
+    if (!lanesIdle)
+        m_device.synchronizeStreams();
     for (auto& [rounded, block] : m_cache) {
         m_device.releaseFence(block.fence);
         m_device.rawFree(block.ptr);
@@ -116,7 +139,7 @@ void CachingDeviceAllocator::releaseCachedLocked()
 void CachingDeviceAllocator::releaseCached()
 {
     std::lock_guard lock(m_mutex);
-    releaseCachedLocked();
+    releaseCachedLocked(false);
 }
 
 std::string CachingDeviceAllocator::outOfMemoryText(std::size_t requested) const
@@ -148,6 +171,18 @@ std::size_t CachingDeviceAllocator::rawAllocations() const
 {
     std::lock_guard lock(m_mutex);
     return m_rawAllocations;
+}
+
+std::size_t CachingDeviceAllocator::pressureSyncs() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_pressureSyncs;
+}
+
+std::size_t CachingDeviceAllocator::cacheFlushes() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_cacheFlushes;
 }
 
 } // namespace dps::runtime

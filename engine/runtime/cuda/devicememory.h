@@ -3,9 +3,16 @@
 //
 // Live bytes are counted exactly as requested, per category, in the backend's MemoryCounter, so measured
 // memory matches the simulator's ledger. Freed blocks are cached by size (rounded to 512 bytes) and reused,
-// because cudaFree synchronizes the whole device and would serialize the two lanes; a freed block is reused
-// only after a fence recorded at its release has passed on every stream (work still queued may read it).
-// When the device is out of memory the cache is emptied (after synchronizing) and the allocation retried.
+// because cudaFree may synchronize the whole device and would serialize the two lanes; a freed block is
+// reused only after a fence recorded at its release (on the backend's compute lanes) has passed (work still
+// queued there may read it).
+//
+// When the device is out of memory: (1) the smallest cached block at least as large whose fence passed is
+// taken (no device call at all); (2) else the compute lanes are waited for (synchronizeStreams(): our own
+// streams, never the whole device, where NCCL's stream may hold a receive that waits for a peer that waits
+// for us) and (1) is tried again; (3) else every cached block is freed and the allocation retried. Buffers
+// NCCL's stream uses are released to the cache only once its work on them is done, so waiting for the
+// compute lanes is enough for every fence to pass. docs/gpu.md has the remaining caveat of step (3).
 #include "runtime/backend.h"
 
 #include <cstddef>
@@ -28,14 +35,15 @@ public:
     /// Raw device memory; nullptr when the device is out of memory (other failures throw RuntimeError).
     virtual void* rawAllocate(std::size_t bytes) = 0;
     virtual void rawFree(void* ptr) = 0;
-    /// Marks the point after all work issued so far on every stream.
+    /// Marks the point after all work issued so far on the backend's compute streams.
     virtual Fence recordFence() = 0;
     /// Whether the device has passed the fence (never blocks).
     virtual bool fencePassed(Fence fence) = 0;
     /// The fence is no longer needed.
     virtual void releaseFence(Fence fence) = 0;
-    /// Waits until all issued work is done.
-    virtual void synchronizeDevice() = 0;
+    /// Waits until all work issued on the streams fences are recorded on is done (then every fence has
+    /// passed); never waits for other streams of the device (NCCL's).
+    virtual void synchronizeStreams() = 0;
     /// Free and total device memory (cudaMemGetInfo), for messages.
     virtual std::pair<std::size_t, std::size_t> deviceMemoryInfo() = 0;
 };
@@ -53,8 +61,9 @@ public:
     CachingDeviceAllocator(const CachingDeviceAllocator&) = delete;
     CachingDeviceAllocator& operator=(const CachingDeviceAllocator&) = delete;
 
-    /// `bytes` > 0 counted under `category`. Throws RuntimeError naming the size, live, cached and free
-    /// device bytes when the device is out of memory even after emptying the cache.
+    /// `bytes` > 0 counted under `category`. Under memory pressure takes a larger cached block, waits for the
+    /// compute lanes, then empties the cache (file comment). Throws RuntimeError naming the size, live and
+    /// free device bytes when the device is out of memory even after emptying the cache.
     void* allocate(std::size_t bytes, MemoryCategory category);
     /// Frees a block from allocate(). `category` is the block's current category (Tensor::recategorize
     /// moves counts without telling the allocator). Throws RuntimeError for an unknown pointer or a size
@@ -72,6 +81,9 @@ public:
     std::size_t cachedBytes() const;
     /// Number of raw device allocations so far (reuse keeps it flat).
     std::size_t rawAllocations() const;
+    /// Times the out-of-memory path waited for the compute lanes, and times it emptied the cache.
+    std::size_t pressureSyncs() const;
+    std::size_t cacheFlushes() const;
 
     static std::size_t roundUp(std::size_t bytes);
 
@@ -80,21 +92,34 @@ private:
         void* ptr = nullptr;
         DeviceMemoryApi::Fence fence = 0;
     };
+    struct Live {
+        std::size_t requested = 0; ///< bytes counted
+        std::size_t block = 0; ///< bytes of the block (≥ roundUp(requested) when a larger one was taken)
+    };
+    struct Block {
+        void* ptr = nullptr;
+        std::size_t bytes = 0;
+    };
 
-    void* takeCached(std::size_t rounded);
-    void* allocateRaw(std::size_t rounded, std::size_t requested);
-    void releaseCachedLocked();
+    Block takeCached(std::size_t rounded);
+    /// The smallest cached block of at least `rounded` bytes whose fence passed; {} when none.
+    Block takeFitting(std::size_t rounded);
+    Block allocateRaw(std::size_t rounded, std::size_t requested);
+    /// Frees every cached block; waits for the compute lanes first unless `lanesIdle` (just waited for).
+    void releaseCachedLocked(bool lanesIdle);
     std::string outOfMemoryText(std::size_t requested) const;
 
     DeviceMemoryApi& m_device;
     MemoryCounter& m_counter;
     mutable std::mutex m_mutex;
-    std::map<void*, std::size_t> m_live; ///< pointer → requested bytes
+    std::map<void*, Live> m_live;
     std::multimap<std::size_t, Cached> m_cache; ///< rounded size → free block, oldest first
     std::size_t m_liveBytes = 0;
     std::size_t m_reservedBytes = 0;
     std::size_t m_cachedBytes = 0;
     std::size_t m_rawAllocations = 0;
+    std::size_t m_pressureSyncs = 0;
+    std::size_t m_cacheFlushes = 0;
 };
 
 } // namespace dps::runtime

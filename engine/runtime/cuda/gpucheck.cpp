@@ -1,27 +1,45 @@
 // dpstudio-gpucheck: the measuring half of scripts/gpu-check.sh. Each subcommand prints rows of the check's
-// table on stdout, one per line, tab-separated: CHECK, MEASURED, THRESHOLD, PASS|FAIL|SKIPPED; human notes go
-// to stderr. Exit status: 0 when every row passed or was skipped, 1 when a row failed, 2 for bad arguments.
+// one table on stdout, one per line, tab-separated: CHECK, MEASURED, THRESHOLD, PASS|FAIL|SKIPPED|INFO; the
+// CHECK starts with its section's number (the table is sorted by it); human notes go to stderr. Exit status:
+// 0 when every row passed, was skipped or is reported (INFO), 1 when a row failed, 2 for bad arguments.
 //
-//   kernels                        each kernel and GEMM against the CPU backend, fp32 and bf16
-//   gemm [--hidden H] [--tokens T] the model's GEMMs against a large square GEMM, TFLOP/s
-//   correctness --label L --measured M.json --dtype fp32|bf16 [--comm C]
-//                                  a run's correctness check with the CUDA thresholds
-//   compare --label L --project P --costs C.json --measured M.json
-//                                  measured makespan against the calibrated prediction; overlap vs F + B
-// correctness and compare also take --error TEXT: the run did not happen; print FAIL rows saying why.
+//   1 kernels                    each kernel and GEMM against the CPU backend, fp32 and bf16
+//   2 reference --project P --dtype D [--microbatches N]
+//                                the project's whole model, sequentially, on the GPU against the CPU backend:
+//                                loss and gradient errors with the worker's CUDA thresholds
+//   2 correctness --label L --measured M.json --dtype fp32|bf16 [--comm C]
+//                                a pipelined run's correctness check (against the sequential run on its GPU)
+//   3 gemm [--hidden H --tokens T --ffn F] [--device PRESET]
+//                                TFLOP/s of one layer's six GEMMs at those shapes against the device preset's
+//                                peak (resources/presets/devices/): bf16 must reach the preset's efficiency
+//   4 overlap [--hidden H --tokens T --ffn F --layers L --dtype D]
+//                                one stage's F, its B, and both overlapped on the two lanes: the slot's time
+//                                against F + B (device time, CUDA events)
+//   5 compare --label L --project P --first M1.json --costs C.json --measured M2.json
+//                                the first run's makespan against the project's (device preset) prediction,
+//                                the second run's against the prediction calibrated on the first; the
+//                                overlapped slots of the run against F + B as the calibration fits them
 //   make-project --out P --kind K --ranks R --microbatches M [--layers N --hidden H --ffn F --seq S
-//                --microbatch-size B --dtype D]
-//                                  writes a project for the runs
-// Every measuring subcommand takes --skip REASON: print its rows as SKIPPED with the reason (the dry run).
-#include "cudabackend.h"
-#include "gpuinfo.h"
-#include "project/project.h"
-#include "runtime/cpubackend.h"
-#include "sim/calibrate.h"
-#include "trace/measured.h"
-#include "launch/report.h"
+//                --microbatch-size B --dtype D --device PRESET]
+//                                writes a project for the runs (the cluster of the device preset)
+// correctness and compare also take --error TEXT: the run did not happen; print FAIL rows saying why. Every
+// measuring subcommand takes --skip REASON: print its rows as SKIPPED with the reason (the dry run). --device
+// auto (the default) picks the preset from the first GPU's name (presetForGpu below), h200 without a GPU.
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "base/hostinfo.h"
+#include "cudabackend.h"
+#include "gpuinfo.h"
+#include "launch/report.h"
+#include "project/presets.h"
+#include "project/project.h"
+#include "runtime/correctness.h"
+#include "runtime/cpubackend.h"
+#include "runtime/stagemath.h"
+#include "sim/calibrate.h"
+#include "trace/measured.h"
+
+#include <algorithm>
 
 #include <cmath>
 #include <cstdio>
@@ -52,6 +70,20 @@ void row(const std::string& check, const std::string& measured, const std::strin
 void skippedRow(const std::string& check, const std::string& threshold, const std::string& reason)
 {
     std::cout << check << '\t' << reason << '\t' << threshold << "\tSKIPPED\n";
+}
+
+void reportedRow(const std::string& check, const std::string& measured)
+{
+    std::cout << check << '\t' << measured << "\treported\tINFO\n";
+}
+
+/// Why the GPU rows cannot run: --skip's reason, else "no GPU" when none is visible; "" to run them.
+std::string skipReason(const std::string& requested)
+{
+    std::string why = requested;
+    if (why.empty() && listGpus(&why).empty())
+        why = why.empty() ? "no GPU" : why;
+    return why;
 }
 
 std::string number(const char* format, double value)
@@ -93,7 +125,13 @@ public:
     int integer(const std::string& name, int fallback) const
     {
         const std::string value = get(name);
-        return value.empty() ? fallback : std::stoi(value);
+        if (value.empty())
+            return fallback;
+        try {
+            return std::stoi(value);
+        } catch (const std::exception&) {
+            throw UsageError("--" + name + ": expected an integer, got '" + value + "'");
+        }
     }
     bool has(const std::string& name) const { return m_values.count(name) > 0; }
 
@@ -257,9 +295,7 @@ int runKernels(const Args& args)
         const std::string dtype = bf16 ? "bf16" : "fp32";
         const double tolerance = bf16 ? 1e-2 : 1e-5;
         const std::string threshold = "rel. error <= " + number("%.0e", tolerance);
-        std::string why = args.get("skip");
-        if (why.empty() && listGpus(&why).empty())
-            why = why.empty() ? "no GPU" : why;
+        const std::string why = skipReason(args.get("skip"));
         std::unique_ptr<KernelBench> bench;
         for (const KernelRow& r : kernelRows()) {
             const std::string check = "1 kernel " + r.name + " " + dtype;
@@ -275,9 +311,93 @@ int runKernels(const Args& args)
     return 0;
 }
 
-// ------------------------------------------------------------------ GEMM throughput
+// ------------------------------------------------------------------ the device preset
 
-/// Seconds per call of `body` on lane 0, from CUDA events, after `warmup` untimed calls.
+/// The device preset of a GPU by its name ("NVIDIA H200" → h200); "" when no preset matches. The names are
+/// those nvidia-smi and cudaGetDeviceProperties give (H100 PCIe has lower clocks than the SXM preset: close
+/// enough for the check, and said in its row).
+std::string presetForGpu(const std::string& name)
+{
+    const std::pair<const char*, const char*> table[] = {
+        { "H200", "h200" },
+        { "H100", "h100-sxm" },
+        { "H800", "h800" },
+        { "B200", "b200" },
+        { "A100", "a100-80g" },
+        { "MI300X", "mi300x" },
+    };
+    for (const auto& [needle, preset] : table)
+        if (name.find(needle) != std::string::npos)
+            return preset;
+    return "";
+}
+
+/// --device: a preset id, or auto (the first GPU's preset, else h200 with a note on stderr).
+std::string devicePresetId(const Args& args)
+{
+    const std::string requested = args.get("device", "auto");
+    if (requested != "auto")
+        return requested;
+    const auto gpus = listGpus();
+    const std::string found = gpus.empty() ? std::string() : presetForGpu(gpus.front().name);
+    if (found.empty())
+        std::cerr << "gpucheck: no device preset for "
+                  << (gpus.empty() ? std::string("this machine (no GPU)") : gpus.front().name) << ": using h200\n";
+    return found.empty() ? "h200" : found;
+}
+
+// ------------------------------------------------------------------ the model against the CPU reference
+
+/// The project's model as one stage (the same arithmetic as any partition: stages run one after another).
+ModelSpec wholeModel(const Project& p)
+{
+    ModelSpec spec;
+    spec.hidden = p.model.hidden;
+    spec.ffn = p.model.ffn;
+    spec.tokens = p.model.microbatchSize * p.model.seqLen;
+    spec.partition = { p.model.layers };
+    spec.seed = p.seed;
+    return spec;
+}
+
+int runModelReference(const Args& args)
+{
+    const bool bf16 = args.get("dtype", "fp32") == "bf16";
+    const std::string dtype = bf16 ? "bf16" : "fp32";
+    const Thresholds limits = thresholdsFor("cuda", bf16 ? DType::BF16 : DType::FP32);
+    const std::string check = "2 model on the GPU vs the CPU reference, " + dtype;
+    const std::string threshold = "loss <= " + number("%.0e", limits.loss) + ", grad <= " + number("%.0e", limits.grad);
+    const std::string why = skipReason(args.get("skip"));
+    if (!why.empty()) {
+        skippedRow(check, threshold, why);
+        return 0;
+    }
+    const ModelSpec spec = wholeModel(loadProject(args.required("project")));
+    std::vector<int> microbatches(static_cast<std::size_t>(args.integer("microbatches", 4)));
+    for (std::size_t m = 0; m < microbatches.size(); ++m)
+        microbatches[m] = static_cast<int>(m);
+    CudaBackend gpu(CudaBackendOptions { 0, bf16 });
+    CpuBackend cpu(std::max(1, cpuCoreCount()));
+    const Reference onGpu = runReference(gpu, spec, microbatches);
+    const Reference onCpu = runReference(cpu, spec, microbatches);
+    double lossError = 0.0;
+    for (const auto& [m, loss] : onCpu.losses)
+        lossError = std::max(lossError, dps::runtime::relativeError(onGpu.losses.at(m), loss));
+    double gradError = 0.0;
+    for (int l = 0; l < spec.totalLayers(); ++l)
+        for (const Matrix which : { Matrix::W1, Matrix::W2 })
+            gradError = std::max(gradError,
+                gradientMetric(onGpu.stages[0]->gradient(gpu, l, which), onCpu.stages[0]->gradient(cpu, l, which)));
+    row(check,
+        "loss " + number("%.1e", lossError) + ", grad " + number("%.1e", gradError) + " ("
+            + std::to_string(spec.totalLayers()) + " layers, " + std::to_string(microbatches.size()) + " microbatches)",
+        threshold, lossError <= limits.loss && gradError <= limits.grad);
+    return 0;
+}
+
+// ------------------------------------------------------------------ GEMM throughput against the preset's peak
+
+/// Seconds per call of `body`, from CUDA events (the action clock), after `warmup` untimed calls.
 double timeGemms(CudaBackend& gpu, const std::function<void()>& body, int warmup, int repeats)
 {
     for (int i = 0; i < warmup; ++i)
@@ -289,12 +409,12 @@ double timeGemms(CudaBackend& gpu, const std::function<void()>& body, int warmup
         body();
     gpu.actionFinished();
     gpu.synchronize();
-    const auto span = gpu.lastActionSpan();
-    return span ? (span->endUs - span->startUs) * 1e-6 / repeats : 0.0;
+    const auto us = gpu.lastActionDeviceUs();
+    return us ? *us * 1e-6 / repeats : 0.0;
 }
 
-/// TFLOP/s of the six GEMMs of one layer's F, I and W (T tokens, hidden h, ffn f) and of an n×n×n GEMM.
-std::pair<double, double> gemmThroughput(bool bf16, int tokens, int hidden, int ffn, int square)
+/// TFLOP/s of the six GEMMs of one layer's F, I and W (T tokens, hidden h, ffn f), as StageMath issues them.
+double layerGemmTflops(bool bf16, int tokens, int hidden, int ffn)
 {
     CudaBackend gpu(CudaBackendOptions { 0, bf16 });
     auto t = [&](int rows, int cols) {
@@ -306,62 +426,145 @@ std::pair<double, double> gemmThroughput(bool bf16, int tokens, int hidden, int 
         gpu.setZero(0, tensor->data(), tensor->bytes());
     const auto N = Transpose::No;
     const auto T = Transpose::Yes;
-    const int T_ = tokens;
-    const double layerSeconds = timeGemms(
+    const double seconds = timeGemms(
         gpu,
         [&] {
-            gpu.gemm(0, N, T, T_, ffn, hidden, 1.0f, x.data(), w1.data(), 0.0f, h.data()); // F: H = X·W1ᵀ
-            gpu.gemm(0, N, T, T_, hidden, ffn, 1.0f, h.data(), w2.data(), 0.0f, y.data()); // F: Y = A·W2ᵀ
-            gpu.gemm(0, N, N, T_, ffn, hidden, 1.0f, y.data(), w2.data(), 0.0f, h.data()); // I: dA = dY·W2
-            gpu.gemm(0, N, N, T_, hidden, ffn, 1.0f, h.data(), w1.data(), 0.0f, x.data()); // I: dX = dH·W1
-            gpu.gemm(0, T, N, hidden, ffn, T_, 1.0f, y.data(), h.data(), 1.0f, dw2.data()); // W: dW2 += dYᵀ·A
-            gpu.gemm(0, T, N, ffn, hidden, T_, 1.0f, h.data(), x.data(), 1.0f, dw1.data()); // W: dW1 += dHᵀ·X
+            gpu.gemm(0, N, T, tokens, ffn, hidden, 1.0f, x.data(), w1.data(), 0.0f, h.data()); // F: H = X·W1ᵀ
+            gpu.gemm(0, N, T, tokens, hidden, ffn, 1.0f, h.data(), w2.data(), 0.0f, y.data()); // F: Y = A·W2ᵀ
+            gpu.gemm(0, N, N, tokens, ffn, hidden, 1.0f, y.data(), w2.data(), 0.0f, h.data()); // I: dA = dY·W2
+            gpu.gemm(0, N, N, tokens, hidden, ffn, 1.0f, h.data(), w1.data(), 0.0f, x.data()); // I: dX = dH·W1
+            gpu.gemm(0, T, N, hidden, ffn, tokens, 1.0f, y.data(), h.data(), 1.0f, dw2.data()); // W: dW2 += dYᵀ·A
+            gpu.gemm(0, T, N, ffn, hidden, tokens, 1.0f, h.data(), x.data(), 1.0f, dw1.data()); // W: dW1 += dHᵀ·X
         },
         2, 5);
-    const double layerFlops = 6.0 * 2.0 * tokens * static_cast<double>(hidden) * ffn;
-    Tensor a = t(square, square), b = t(square, square), c = t(square, square);
-    for (Tensor* tensor : { &a, &b, &c })
-        gpu.setZero(0, tensor->data(), tensor->bytes());
-    const double squareSeconds = timeGemms(
-        gpu, [&] { gpu.gemm(0, N, N, square, square, square, 1.0f, a.data(), b.data(), 0.0f, c.data()); }, 2, 5);
-    const double squareFlops = 2.0 * std::pow(static_cast<double>(square), 3);
-    return { layerFlops / layerSeconds * 1e-12, squareFlops / squareSeconds * 1e-12 };
+    const double flops = 6.0 * 2.0 * tokens * static_cast<double>(hidden) * ffn;
+    return seconds > 0 ? flops / seconds * 1e-12 : 0.0;
 }
 
 int runGemm(const Args& args)
 {
-    const int hidden = args.integer("hidden", 4096);
-    const int tokens = args.integer("tokens", 4096);
-    const int square = args.integer("square", 8192);
-    std::string why = args.get("skip");
-    if (why.empty() && listGpus(&why).empty())
-        why = why.empty() ? "no GPU" : why;
-    for (const bool bf16 : { false, true }) {
-        const std::string check = std::string("3 model GEMMs h=") + std::to_string(hidden) + " T="
-            + std::to_string(tokens) + " vs " + std::to_string(square) + "^3, " + (bf16 ? "bf16" : "fp32 (TF32 off)");
-        const std::string threshold = ">= 70% of the square GEMM";
+    const int hidden = args.integer("hidden", 2048);
+    const int tokens = args.integer("tokens", 2048);
+    const int ffn = args.integer("ffn", 4 * hidden);
+    const std::string preset = devicePresetId(args);
+    const ClusterDesc device = devicePreset(preset);
+    const double peak = device.deviceFlops * 1e-12;
+    const std::string shapes
+        = "h=" + std::to_string(hidden) + " T=" + std::to_string(tokens) + " f=" + std::to_string(ffn);
+    const std::string why = skipReason(args.get("skip"));
+    for (const bool bf16 : { true, false }) {
+        const std::string check
+            = std::string("3 GEMM TFLOP/s, a layer's six at ") + shapes + ", " + (bf16 ? "bf16" : "fp32 (TF32 off)");
+        // The preset's peak is the dense BF16 tensor-core figure: bf16 must reach the efficiency the
+        // prediction assumes; fp32 without TF32 runs on the CUDA cores and is reported against the same peak.
+        const std::string threshold = bf16 ? ">= " + number("%.0f", 100 * device.efficiency) + "% of the " + preset
+                + " peak " + number("%.1f", peak) + " (its efficiency)"
+                                           : "reported";
         if (!why.empty()) {
             skippedRow(check, threshold, why);
             continue;
         }
-        const auto [model, reference] = gemmThroughput(bf16, tokens, hidden, 4 * hidden, square);
-        const double ratio = reference > 0 ? model / reference : 0.0;
-        row(check,
-            number("%.1f", model) + " vs " + number("%.1f", reference) + " TFLOP/s = " + number("%.0f%%", 100 * ratio),
-            threshold, ratio >= 0.70);
+        const double tflops = layerGemmTflops(bf16, tokens, hidden, ffn);
+        const std::string measured = number("%.1f", tflops) + " TFLOP/s = " + number("%.1f%%", 100 * tflops / peak)
+            + " of " + number("%.1f", peak);
+        if (bf16)
+            row(check, measured, threshold, tflops >= device.efficiency * peak);
+        else
+            reportedRow(check, measured + " (the " + preset + " peak is dense BF16)");
     }
     return 0;
 }
 
-// ------------------------------------------------------------------ runs: correctness, calibrated prediction
+// ------------------------------------------------------------------ F&B overlap
+
+/// Median of a few values.
+double middle(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+int runOverlap(const Args& args)
+{
+    const int hidden = args.integer("hidden", 2048);
+    const int tokens = args.integer("tokens", 2048);
+    const int ffn = args.integer("ffn", 4 * hidden);
+    const int layers = args.integer("layers", 4);
+    const bool bf16 = args.get("dtype", "bf16") == "bf16";
+    const std::string check = "4 overlapped F&B slot vs F + B, a stage of " + std::to_string(layers)
+        + " layers h=" + std::to_string(hidden) + " T=" + std::to_string(tokens) + ", " + (bf16 ? "bf16" : "fp32");
+    const std::string why = skipReason(args.get("skip"));
+    if (!why.empty()) {
+        skippedRow(check, "reported", why);
+        return 0;
+    }
+    CudaBackend gpu(CudaBackendOptions { 0, bf16 });
+    ModelSpec spec;
+    spec.hidden = hidden;
+    spec.ffn = ffn;
+    spec.tokens = tokens;
+    spec.partition = { layers, layers };
+    spec.seed = 1;
+    const StageParams params(gpu, spec, 1); // a middle stage: it sends its input gradient back
+    const StageMath math(gpu, spec);
+    const std::vector<float> input = microbatchInput(spec, 0);
+    auto tensor = [&] {
+        Tensor x(
+            gpu, static_cast<std::size_t>(tokens), static_cast<std::size_t>(hidden), MemoryCategory::Communication);
+        gpu.uploadFloats(0, x.data(), input.data(), x.elements());
+        return x;
+    };
+    auto timed = [&](const std::function<void()>& body) {
+        gpu.actionStarted("timed");
+        body();
+        gpu.actionFinished();
+        gpu.synchronize();
+        return gpu.lastActionDeviceUs().value_or(0.0);
+    };
+    std::vector<double> forward, backward, overlapped;
+    gpu.stepStarted();
+    for (int repeat = 0; repeat < 6; ++repeat) {
+        SavedActivations a, b, c;
+        double loss = 0.0;
+        // Inputs and output gradients are uploaded before the timed regions: only the stage's work is timed.
+        Tensor inputs[3] = { tensor(), tensor(), tensor() };
+        Tensor gradients[3] = { tensor(), tensor(), tensor() };
+        gpu.synchronize();
+        const double f = timed([&] { math.forward(0, params, std::move(inputs[0]), a, false, nullptr, &loss); });
+        math.forward(0, params, std::move(inputs[2]), c, false, nullptr, &loss);
+        const double bw = timed([&] { math.backward(0, params, a, std::move(gradients[0]), true); });
+        const double fb = timed([&] {
+            gpu.runConcurrently(
+                [&](Lane lane) { math.forward(lane, params, std::move(inputs[1]), b, false, nullptr, &loss); },
+                [&](Lane lane) { math.backward(lane, params, c, std::move(gradients[2]), true); });
+        });
+        math.backward(0, params, b, std::move(gradients[1]), true);
+        gpu.synchronize();
+        if (repeat == 0)
+            continue; // warm-up: first cuBLAS calls, the allocator's first blocks
+        forward.push_back(f);
+        backward.push_back(bw);
+        overlapped.push_back(fb);
+    }
+    const double f = middle(forward);
+    const double b = middle(backward);
+    const double fb = middle(overlapped);
+    const double ratio = f + b > 0 ? fb / (f + b) : 0.0;
+    reportedRow(check,
+        "F " + number("%.3f", f / 1000) + " ms + B " + number("%.3f", b / 1000) + " ms; F&B "
+            + number("%.3f", fb / 1000) + " ms = " + number("%.2f", ratio) + " x (F + B), gain "
+            + number("%+.1f%%", 100 * (1 - ratio)));
+    return 0;
+}
+
+// ------------------------------------------------------------------ runs: correctness, predicted makespan
 
 int runCorrectness(const Args& args)
 {
     const std::string label = "2 " + args.required("label");
     const bool bf16 = args.get("dtype", "fp32") == "bf16";
-    const double lossLimit = bf16 ? 1e-2 : 1e-5;
-    const double gradLimit = bf16 ? 1e-3 : 1e-8;
-    const std::string threshold = "loss <= " + number("%.0e", lossLimit) + ", grad <= " + number("%.0e", gradLimit);
+    const Thresholds limits = thresholdsFor("cuda", bf16 ? DType::BF16 : DType::FP32);
+    const std::string threshold = "loss <= " + number("%.0e", limits.loss) + ", grad <= " + number("%.0e", limits.grad);
     if (args.has("skip")) {
         skippedRow(label, threshold, args.get("skip"));
         return 0;
@@ -374,8 +577,8 @@ int runCorrectness(const Args& args)
     const auto& c = trace.correctness;
     const std::string expectedComm = args.get("comm");
     const bool sameComm = expectedComm.empty() || expectedComm == trace.comm;
-    const bool pass
-        = c.passed && trace.backend == "cuda" && sameComm && c.maxLossError <= lossLimit && c.maxGradError <= gradLimit;
+    const bool pass = c.passed && trace.backend == "cuda" && sameComm && c.maxLossError <= limits.loss
+        && c.maxGradError <= limits.grad;
     row(label,
         "loss " + number("%.1e", c.maxLossError) + ", grad " + number("%.1e", c.maxGradError) + " (" + trace.backend
             + ", " + trace.comm + ")",
@@ -386,37 +589,53 @@ int runCorrectness(const Args& args)
     return 0;
 }
 
+/// "1234 us vs 1300 us (-5.1%)"; the error is (measured − predicted) / predicted.
+std::string versus(double measured, double predicted, double* error)
+{
+    *error = predicted > 0 ? (measured - predicted) / predicted : 1.0;
+    return number("%.0f", measured) + " us measured vs " + number("%.0f", predicted) + " us predicted ("
+        + number("%+.1f%%", 100 * *error) + ")";
+}
+
 int runCompare(const Args& args)
 {
-    const std::string label = "4 " + args.required("label");
+    const std::string label = "5 " + args.required("label");
+    const std::string presetCheck = label + ": makespan, device preset prediction";
+    const std::string calibratedCheck = label + ": makespan, calibrated prediction (second run)";
+    const std::string overlapCheck = "4 " + args.required("label") + ": overlapped slots vs F + B (calibration fit)";
     if (args.has("skip")) {
-        skippedRow(label + ": makespan vs calibrated", "within 10%", args.get("skip"));
-        skippedRow(label + ": overlapped slot vs F+B", "reported", args.get("skip"));
+        skippedRow(presetCheck, "reported", args.get("skip"));
+        skippedRow(calibratedCheck, "within 10%", args.get("skip"));
+        skippedRow(overlapCheck, "reported", args.get("skip"));
         return 0;
+    }
+    const Project project = loadProject(args.required("project"));
+    if (!args.get("first").empty()) {
+        const MeasuredTrace first = loadMeasured(args.get("first"));
+        const SimResult predicted
+            = launch::predictRun(project, first.variant.empty() ? project.activeVariant : first.variant, "cuda");
+        double error = 0.0;
+        const std::string text = versus(first.medianMakespanUs(), predicted.makespanUs, &error);
+        reportedRow(
+            presetCheck, text + " [" + (project.cluster.device.empty() ? "typed" : project.cluster.device) + "]");
     }
     if (args.has("error")) {
-        row(label + ": makespan vs calibrated", args.get("error"), "within 10%", false);
+        row(calibratedCheck, args.get("error"), "within 10%", false);
         return 0;
     }
-    Project project = loadProject(args.required("project"));
-    const CostsFile costs = parseCostsFile(
-        readTextFile(args.required("costs")),
-        args.get("costs"));
-    applyCostsFile(project.costs, costs);
+    Project calibrated = project;
+    applyCostsFile(calibrated.costs, parseCostsFile(readTextFile(args.required("costs")), args.get("costs")));
     const MeasuredTrace measured = loadMeasured(args.required("measured"));
-    const SimResult predicted
-        = launch::predictRun(project, measured.variant.empty() ? project.activeVariant : measured.variant, "cuda");
-    const double actual = measured.medianMakespanUs();
-    const double error = predicted.makespanUs > 0 ? (actual - predicted.makespanUs) / predicted.makespanUs : 1.0;
-    row(label + ": makespan vs calibrated",
-        number("%.0f", actual) + " us vs " + number("%.0f", predicted.makespanUs) + " us ("
-            + number("%+.1f%%", 100 * error) + ")",
-        "within 10%", std::abs(error) <= 0.10);
+    const SimResult predicted = launch::predictRun(
+        calibrated, measured.variant.empty() ? calibrated.activeVariant : measured.variant, "cuda");
+    double error = 0.0;
+    const std::string text = versus(measured.medianMakespanUs(), predicted.makespanUs, &error);
+    row(calibratedCheck, text, "within 10%", std::abs(error) <= 0.10);
     const Calibration fit = calibrate(measuredSlots(measured), measuredStageCount(measured, &project));
-    const std::string overlap = fit.overlapSamples > 0 ? number("%.2f", fit.costs.overlapFactor.value_or(0.0))
-            + " x (F + B) over " + std::to_string(fit.overlapSamples) + " slots"
-                                                       : std::string("no overlapped slots measured");
-    std::cout << label << ": overlapped slot vs F+B\t" << overlap << "\treported\tINFO\n";
+    reportedRow(overlapCheck,
+        fit.overlapSamples > 0 ? number("%.2f", fit.costs.overlapFactor.value_or(0.0)) + " x (F + B) over "
+                + std::to_string(fit.overlapSamples) + " slots"
+                               : std::string("no overlapped slots measured"));
     return 0;
 }
 
@@ -426,6 +645,8 @@ int makeProject(const Args& args)
 {
     Project p = defaultProject();
     p.name = "gpu check";
+    if (args.has("device"))
+        p.cluster = devicePreset(devicePresetId(args));
     p.model.layers = args.integer("layers", 8);
     p.model.hidden = args.integer("hidden", 256);
     p.model.ffn = args.integer("ffn", 4 * p.model.hidden);
@@ -450,8 +671,8 @@ int makeProject(const Args& args)
 int usage(const std::string& message)
 {
     std::cerr << "dpstudio-gpucheck: " << message << "\n"
-              << "usage: dpstudio-gpucheck kernels|gemm|correctness|compare|make-project [--name value]... "
-                 "[--skip REASON]\n";
+              << "usage: dpstudio-gpucheck kernels|reference|gemm|overlap|correctness|compare|make-project "
+                 "[--name value]... [--skip REASON]\n";
     return 2;
 }
 
@@ -464,7 +685,9 @@ int main(int argc, char** argv)
     const std::string command = argv[1];
     const std::map<std::string, std::function<int(const Args&)>> commands {
         { "kernels", runKernels },
+        { "reference", runModelReference },
         { "gemm", runGemm },
+        { "overlap", runOverlap },
         { "correctness", runCorrectness },
         { "compare", runCompare },
         { "make-project", makeProject },

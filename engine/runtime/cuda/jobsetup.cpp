@@ -149,15 +149,4 @@ Job setUpJob(Comm& mpi, BackendChoice backend, bool bf16, int cpuThreads)
     return job;
 }
 
-void markStepStarted(Backend& backend)
-{
-    backend.stepStarted(); // virtual: the cuda backend records the step's origin event, others do nothing
-}
-
-std::optional<ActionSpan> lastDeviceSpan(Backend& backend)
-{
-    const CudaRuntimeApi* api = cudaRuntime();
-    return api && backend.name() == "cuda" ? api->lastActionSpan(backend) : std::nullopt;
-}
-
 } // namespace dps::runtime

@@ -2,7 +2,6 @@
 // Turning a Selection (selection.h) into this rank's backend and communication. Host code (target
 // dps::cuda): the cuda backend and NCCL come from the CUDA module's table (cudamodule.h, loaded at run time);
 // without the module, asking for them throws RuntimeError("CUDA backend not available: …").
-#include "actionclock.h"
 #include "runtime/backend.h"
 #include "runtime/comm.h"
 #include "schedule/schedule.h"
@@ -12,7 +11,6 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <optional>
 
 namespace dps::runtime {
 
@@ -51,11 +49,6 @@ SelectionRequest cudaRequest(BackendChoice backend);
 
 /// setCheckRank(rank) in this program and in the CUDA module, when it is loaded (it has its own copy).
 void nameCheckRank(int rank);
-
-/// Device timing (no-ops unless `backend` is the cuda backend): marks the step's origin right after its
-/// barrier, and gives the last action's device times in µs since that origin (after synchronize()).
-void markStepStarted(Backend& backend);
-std::optional<ActionSpan> lastDeviceSpan(Backend& backend);
 
 /// What NcclComm::setTransfers needs on `rank`: its transfers in the order of the schedule's transfer plan
 /// (deriveTransferPlan), each with the executor's tag (`tagOf`) and `messageBytes`, and the ranks to connect

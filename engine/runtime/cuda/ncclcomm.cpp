@@ -18,21 +18,113 @@
 
 namespace dps::runtime {
 
+namespace {
+
+/// NCCL groups and CUDA events on the communicator's stream (OrderedP2p's device).
+class NcclDevice final : public P2pDevice {
+public:
+    ~NcclDevice() override
+    {
+        for (cudaEvent_t e : m_events)
+            cudaEventDestroy(e);
+    }
+
+    void attach(ncclComm_t comm, cudaStream_t stream)
+    {
+        m_comm = comm;
+        m_stream = stream;
+    }
+    ncclComm_t comm() const { return m_comm; }
+    cudaStream_t stream() const { return m_stream; }
+    /// After ncclCommAbort: every later call fails instead of using the aborted communicator.
+    void detach() { m_comm = nullptr; }
+
+    void issue(const std::vector<SequencerCommand>& batch) override
+    {
+        using K = SequencerCommand::Kind;
+        requireComm();
+        const bool transfers
+            = std::any_of(batch.begin(), batch.end(), [](const auto& c) { return c.kind != K::CopyFromStaging; });
+        if (transfers) {
+            DPS_NCCL_CHECK(ncclGroupStart());
+            try {
+                for (const auto& c : batch) {
+                    if (c.kind == K::Send)
+                        DPS_NCCL_CHECK(ncclSend(c.source, c.bytes, ncclUint8, c.peer, m_comm, m_stream));
+                    else if (c.kind == K::Receive)
+                        DPS_NCCL_CHECK(ncclRecv(c.data, c.bytes, ncclUint8, c.peer, m_comm, m_stream));
+                }
+            } catch (...) {
+                ncclGroupEnd(); // leave no group open on this thread: the error, not a dangling group, is seen
+                throw;
+            }
+            DPS_NCCL_CHECK(ncclGroupEnd());
+        }
+        // Stream order: the copies run after the group's receives into staging have completed.
+        for (const auto& c : batch)
+            if (c.kind == K::CopyFromStaging)
+                DPS_CUDA_CHECK(cudaMemcpyAsync(c.data, c.source, c.bytes, cudaMemcpyDeviceToDevice, m_stream));
+    }
+
+    Marker mark() override
+    {
+        Marker m = -1;
+        if (!m_free.empty()) {
+            m = m_free.back();
+            m_free.pop_back();
+        } else {
+            cudaEvent_t e = nullptr;
+            DPS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            m_events.push_back(e);
+            m = static_cast<Marker>(m_events.size() - 1);
+        }
+        DPS_CUDA_CHECK(cudaEventRecord(m_events[static_cast<std::size_t>(m)], m_stream));
+        return m;
+    }
+
+    bool passed(Marker marker) override
+    {
+        const cudaError_t rc = cudaEventQuery(m_events.at(static_cast<std::size_t>(marker)));
+        if (rc == cudaErrorNotReady) {
+            requireComm();
+            ncclResult_t async = ncclSuccess;
+            DPS_NCCL_CHECK(ncclCommGetAsyncError(m_comm, &async));
+            DPS_NCCL_CHECK(async);
+            return false;
+        }
+        DPS_CUDA_CHECK(rc);
+        return true;
+    }
+
+    void release(Marker marker) override { m_free.push_back(marker); }
+
+private:
+    void requireComm() const
+    {
+        if (!m_comm)
+            throw RuntimeError("nccl: the communicator was aborted or never created");
+    }
+
+    ncclComm_t m_comm = nullptr;
+    cudaStream_t m_stream = nullptr;
+    std::vector<cudaEvent_t> m_events;
+    std::vector<Marker> m_free;
+};
+
+} // namespace
+
 struct NcclComm::Impl {
     Comm& bootstrap;
     CudaBackend& backend;
-    ncclComm_t comm = nullptr;
-    cudaStream_t stream = nullptr;
-    TransferSequencer sequencer;
-    std::map<RequestId, cudaEvent_t> eventOf; ///< issued requests → event after their group
-    std::map<cudaEvent_t, int> eventUsers;
-    std::vector<cudaEvent_t> freeEvents;
+    NcclDevice device; ///< declared before p2p: p2p gives its markers back to it
+    OrderedP2p p2p;
     double timeoutS = 0.0;
 
     Impl(Comm& bootstrapComm, CudaBackend& cudaBackend)
         : bootstrap(bootstrapComm)
         , backend(cudaBackend)
-        , sequencer([this](std::size_t bytes) { return backend.allocate(bytes, MemoryCategory::Communication); },
+        , p2p(
+              device, [this](std::size_t bytes) { return backend.allocate(bytes, MemoryCategory::Communication); },
               [this](void* ptr, std::size_t bytes) { backend.deallocate(ptr, bytes, MemoryCategory::Communication); })
     {
     }
@@ -47,95 +139,18 @@ struct NcclComm::Impl {
         if (bytes.size() != sizeof id)
             throw RuntimeError("nccl: the unique id broadcast arrived with " + std::to_string(bytes.size()) + " bytes");
         std::memcpy(&id, bytes.data(), sizeof id);
-        DPS_CUDA_CHECK(cudaSetDevice(backend.device()));
+        DPS_CUDA_CHECK(cudaSetDevice(backend.device())); // ncclCommInitRank: the rank's device must be current
+        cudaStream_t stream = nullptr;
         DPS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        device.attach(nullptr, stream);
+        ncclComm_t comm = nullptr;
         DPS_NCCL_CHECK(ncclCommInitRank(&comm, bootstrap.size(), id, bootstrap.rank()));
+        device.attach(comm, stream);
     }
 
-    cudaEvent_t takeEvent()
-    {
-        if (!freeEvents.empty()) {
-            cudaEvent_t e = freeEvents.back();
-            freeEvents.pop_back();
-            return e;
-        }
-        cudaEvent_t e = nullptr;
-        DPS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-        return e;
-    }
-
-    /// Issues what the sequencer hands out: one NCCL group, then copies out of staging, then one event.
-    void pump(RequestId waitingFor)
-    {
-        const auto commands = sequencer.next(waitingFor);
-        if (commands.empty())
-            return;
-        issueGroup(commands);
-        for (const auto& c : commands)
-            if (c.kind == SequencerCommand::Kind::CopyFromStaging)
-                DPS_CUDA_CHECK(cudaMemcpyAsync(c.data, c.source, c.bytes, cudaMemcpyDeviceToDevice, stream));
-        cudaEvent_t done = takeEvent();
-        DPS_CUDA_CHECK(cudaEventRecord(done, stream));
-        int users = 0;
-        for (const auto& c : commands)
-            if (c.request != kNoRequest) {
-                eventOf[c.request] = done;
-                ++users;
-            }
-        if (users == 0)
-            freeEvents.push_back(done); // staged receives only: nobody waits on this event
-        else
-            eventUsers[done] = users;
-    }
-
-    void issueGroup(const std::vector<SequencerCommand>& commands)
-    {
-        using K = SequencerCommand::Kind;
-        const bool any
-            = std::any_of(commands.begin(), commands.end(), [](const auto& c) { return c.kind != K::CopyFromStaging; });
-        if (!any)
-            return;
-        DPS_NCCL_CHECK(ncclGroupStart());
-        for (const auto& c : commands) {
-            if (c.kind == K::Send)
-                DPS_NCCL_CHECK(ncclSend(c.source, c.bytes, ncclUint8, c.peer, comm, stream));
-            else if (c.kind == K::Receive)
-                DPS_NCCL_CHECK(ncclRecv(c.data, c.bytes, ncclUint8, c.peer, comm, stream));
-        }
-        DPS_NCCL_CHECK(ncclGroupEnd());
-    }
-
-    /// Whether the request's event has passed; throws when NCCL reported an asynchronous error.
-    bool passed(RequestId request)
-    {
-        const auto it = eventOf.find(request);
-        if (it == eventOf.end())
-            throw RuntimeError(
-                "nccl: rank " + std::to_string(bootstrap.rank()) + ": unknown request " + std::to_string(request));
-        const cudaError_t rc = cudaEventQuery(it->second);
-        if (rc == cudaErrorNotReady) {
-            ncclResult_t async = ncclSuccess;
-            DPS_NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
-            DPS_NCCL_CHECK(async);
-            return false;
-        }
-        DPS_CUDA_CHECK(rc);
-        return true;
-    }
-
-    void finish(RequestId request)
-    {
-        const auto it = eventOf.find(request);
-        cudaEvent_t e = it->second;
-        eventOf.erase(it);
-        if (--eventUsers[e] == 0) {
-            eventUsers.erase(e);
-            freeEvents.push_back(e);
-        }
-        sequencer.release(request);
-    }
-
-    /// Opens connections with a tiny exchange with every peer, all in one group (both sides do the same).
+    /// Opens connections with a tiny exchange with every peer, all in one group (both sides do the same):
+    /// NCCL connects every channel to a peer on the first operation with it, which involves the peer's host,
+    /// so it must not happen for the first time in the middle of a step.
     void connect(const std::vector<int>& peers)
     {
         if (peers.empty())
@@ -143,44 +158,60 @@ struct NcclComm::Impl {
         void* buffer = nullptr;
         const std::size_t bytes = 2 * peers.size() * 4;
         DPS_CUDA_CHECK(cudaMalloc(&buffer, bytes));
-        DPS_CUDA_CHECK(cudaMemsetAsync(buffer, 0, bytes, stream));
-        auto* base = static_cast<char*>(buffer);
-        DPS_NCCL_CHECK(ncclGroupStart());
-        for (std::size_t i = 0; i < peers.size(); ++i) {
-            DPS_NCCL_CHECK(ncclSend(base + 8 * i, 4, ncclUint8, peers[i], comm, stream));
-            DPS_NCCL_CHECK(ncclRecv(base + 8 * i + 4, 4, ncclUint8, peers[i], comm, stream));
+        try {
+            DPS_CUDA_CHECK(cudaMemsetAsync(buffer, 0, bytes, device.stream()));
+            auto* base = static_cast<char*>(buffer);
+            std::vector<SequencerCommand> batch;
+            for (std::size_t i = 0; i < peers.size(); ++i) {
+                using K = SequencerCommand::Kind;
+                batch.push_back({ K::Send, kNoRequest, peers[i], 0, nullptr, base + 8 * i, 4 });
+                batch.push_back({ K::Receive, kNoRequest, peers[i], 0, base + 8 * i + 4, nullptr, 4 });
+            }
+            device.issue(batch);
+            DPS_CUDA_CHECK(cudaStreamSynchronize(device.stream()));
+        } catch (...) {
+            cudaFree(buffer);
+            throw;
         }
-        DPS_NCCL_CHECK(ncclGroupEnd());
-        DPS_CUDA_CHECK(cudaStreamSynchronize(stream));
         DPS_CUDA_CHECK(cudaFree(buffer));
+    }
+
+    void abortComm()
+    {
+        if (device.comm())
+            ncclCommAbort(device.comm());
+        device.detach();
     }
 };
 
 NcclComm::NcclComm(Comm& bootstrap, CudaBackend& backend)
     : m_impl(std::make_unique<Impl>(bootstrap, backend))
 {
-    m_impl->join();
+    try {
+        m_impl->join();
+    } catch (...) {
+        if (m_impl->device.stream())
+            cudaStreamDestroy(m_impl->device.stream()); // the destructor does not run for a failed constructor
+        throw;
+    }
 }
 
 NcclComm::~NcclComm()
 {
     Impl& d = *m_impl;
-    if (d.stream)
-        cudaStreamSynchronize(d.stream);
-    for (auto& [e, users] : d.eventUsers)
-        cudaEventDestroy(e);
-    for (cudaEvent_t e : d.freeEvents)
-        cudaEventDestroy(e);
-    if (d.comm)
-        ncclCommDestroy(d.comm);
-    if (d.stream)
-        cudaStreamDestroy(d.stream);
+    if (d.device.stream())
+        cudaStreamSynchronize(d.device.stream());
+    if (d.device.comm())
+        ncclCommDestroy(d.device.comm());
+    d.device.detach();
+    if (d.device.stream())
+        cudaStreamDestroy(d.device.stream());
 }
 
 void NcclComm::setTransfers(std::vector<PlannedTransfer> transfers, const std::vector<int>& peers)
 {
     Impl& d = *m_impl;
-    d.sequencer.setPlan(std::move(transfers));
+    d.p2p.setPlan(std::move(transfers));
     std::set<int> others(peers.begin(), peers.end());
     others.erase(rank());
     d.connect({ others.begin(), others.end() });
@@ -213,44 +244,33 @@ int NcclComm::maxTag() const
 
 RequestId NcclComm::isend(const void* data, std::size_t bytes, int peer, int tag)
 {
-    const RequestId id = m_impl->sequencer.add(true, const_cast<void*>(data), bytes, peer, tag);
-    m_impl->pump(kNoRequest);
-    return id;
+    return m_impl->p2p.isend(data, bytes, peer, tag);
 }
 
 RequestId NcclComm::irecv(void* data, std::size_t bytes, int peer, int tag)
 {
-    const RequestId id = m_impl->sequencer.add(false, data, bytes, peer, tag);
-    m_impl->pump(kNoRequest);
-    return id;
+    return m_impl->p2p.irecv(data, bytes, peer, tag);
 }
 
 void NcclComm::wait(RequestId request)
 {
     Impl& d = *m_impl;
-    d.pump(request);
+    d.p2p.beginWait(request);
     const auto start = std::chrono::steady_clock::now();
-    while (!d.passed(request)) {
+    while (!d.p2p.poll(request)) {
         const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (d.timeoutS > 0 && waited > d.timeoutS) {
-            ncclCommAbort(d.comm);
-            d.comm = nullptr;
+            d.abortComm();
             throw RuntimeError("nccl: rank " + std::to_string(rank()) + " waited " + std::to_string(waited)
                 + " s for a transfer; the communicator was aborted");
         }
         std::this_thread::yield();
     }
-    d.finish(request);
 }
 
 bool NcclComm::test(RequestId request)
 {
-    Impl& d = *m_impl;
-    d.pump(request);
-    if (!d.sequencer.issued(request) || !d.passed(request))
-        return false;
-    d.finish(request);
-    return true;
+    return m_impl->p2p.test(request);
 }
 
 void NcclComm::barrier()
@@ -275,16 +295,14 @@ void NcclComm::reduceSum(double* data, std::size_t count, int root)
 
 void NcclComm::abort(int exitCode)
 {
-    if (m_impl->comm)
-        ncclCommAbort(m_impl->comm);
-    m_impl->comm = nullptr;
+    m_impl->abortComm();
     m_impl->bootstrap.abort(exitCode);
     std::abort(); // the bootstrap's abort does not return either; this tells the compiler
 }
 
 std::size_t NcclComm::stagingBuffers() const
 {
-    return m_impl->sequencer.stagingBuffers();
+    return m_impl->p2p.stagingBuffers();
 }
 
 } // namespace dps::runtime

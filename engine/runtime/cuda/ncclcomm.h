@@ -1,16 +1,21 @@
 #pragma once
-// Comm over NCCL for ranks that each have their own GPU: one communicator (its unique id broadcast over the
-// bootstrap comm, normally MPI), ncclSend/ncclRecv in group calls on a dedicated stream, device buffers.
+// Comm over NCCL for ranks that each have their own GPU: one communicator (rank 0's ncclGetUniqueId
+// broadcast over the bootstrap comm, normally MPI; ncclCommInitRank on every rank with its device set),
+// ncclSend/ncclRecv in group calls on a dedicated stream, device buffers.
 //
-// NCCL has no tags: it matches sends and receives in issue order per rank pair, a large send waits until its
-// receive is issued, and one communicator's operations run one after another. So this comm issues the
-// executor's tagged messages in the order of the transfer plan (transferorder.h) through a
+// NCCL has no tags: it matches sends and receives between two ranks in issue order, a send or receive
+// blocks its stream on the GPU until the peer's counterpart runs, and one communicator's operations run one
+// after another. So this comm issues the executor's tagged messages in the order of the transfer plan
+// (transferorder.h) through OrderedP2p (orderedp2p.h, the host logic, tested without a GPU), which uses a
 // TransferSequencer (transfersequencer.h); receives the executor has not posted yet when the order reaches
-// them go to staging buffers (counted as Communication memory). Collectives (barrier, gather, broadcast,
-// reduceSum) and abort go through the bootstrap comm.
+// them go to staging buffers (counted as Communication memory). The executor orders its compute against
+// this stream through the host: it sends only after synchronize() and computes on a received buffer only
+// after wait() saw the transfer's event pass. Collectives (barrier, gather, broadcast, reduceSum) and abort
+// go through the bootstrap comm. docs/gpu.md.
 //
 // Part of the CUDA module (libdpstudio-cuda.so) in builds with DPS_HAVE_NCCL; programs create it through the
 // module's table (cudamodule.h). Needs no NCCL header.
+#include "orderedp2p.h"
 #include "runtime/comm.h"
 #include "transfersequencer.h"
 
@@ -25,8 +30,8 @@ class CudaBackend;
 class NcclComm final : public Comm {
 public:
     /// Collective over `bootstrap`: rank 0 creates the unique id, every rank joins the communicator on
-    /// `backend`'s device. Throws RuntimeError (rank, call, file, line) when NCCL fails. Both must outlive
-    /// this comm.
+    /// `backend`'s device (set current first, as ncclCommInitRank requires). Throws RuntimeError (rank,
+    /// call, file, line) when NCCL fails. Both must outlive this comm.
     NcclComm(Comm& bootstrap, CudaBackend& backend);
     ~NcclComm() override;
     NcclComm(const NcclComm&) = delete;

@@ -138,7 +138,7 @@ void TransferSequencer::issueUnplanned(std::vector<SequencerCommand>& group)
     m_unplanned.clear();
 }
 
-std::vector<SequencerCommand> TransferSequencer::next(RequestId waitingFor)
+std::vector<SequencerCommand> TransferSequencer::next(RequestId waitingFor, bool mustIssue)
 {
     std::vector<SequencerCommand> group;
     std::vector<SequencerCommand> copies;
@@ -151,14 +151,17 @@ std::vector<SequencerCommand> TransferSequencer::next(RequestId waitingFor)
         const Request& r = waited->second;
         if (r.planned) {
             const PlannedTransfer& front = m_plan[m_front];
-            throw RuntimeError("nccl: waiting for " + describe(r.send, r.peer, r.tag)
-                + ", but the transfer order needs " + describe(front.send, front.peer, front.tag)
-                + " first and it has not been posted (the executor left the schedule's order)");
+            if (mustIssue)
+                throw RuntimeError("nccl: waiting for " + describe(r.send, r.peer, r.tag)
+                    + ", but the transfer order needs " + describe(front.send, front.peer, front.tag)
+                    + " first and it has not been posted (the executor left the schedule's order)");
+        } else if (m_front != 0) {
+            if (mustIssue)
+                throw RuntimeError("nccl: " + describe(r.send, r.peer, r.tag)
+                    + " is not in the transfer plan and the step's planned transfers are not finished");
+        } else {
+            issueUnplanned(group);
         }
-        if (m_front != 0)
-            throw RuntimeError("nccl: " + describe(r.send, r.peer, r.tag)
-                + " is not in the transfer plan and the step's planned transfers are not finished");
-        issueUnplanned(group);
     }
     group.insert(group.end(), copies.begin(), copies.end());
     return group;

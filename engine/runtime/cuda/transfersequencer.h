@@ -63,12 +63,17 @@ public:
     RequestId add(bool send, void* data, std::size_t bytes, int peer, int tag);
 
     /// What to issue now; `waitingFor` is the request the caller is about to wait on or test (kNoRequest
-    /// when only pumping). Throws RuntimeError when `waitingFor` can never be issued because the plan needs a
-    /// send first that the executor has not posted (the executor broke the schedule's order).
-    std::vector<SequencerCommand> next(RequestId waitingFor = kNoRequest);
+    /// when only pumping). An unplanned `waitingFor` is issued (with every other pending unplanned one) when
+    /// no planned transfer is half-way through the sequence. With `mustIssue` (a blocking wait) throws
+    /// RuntimeError when `waitingFor` cannot be issued now: the plan needs a send first that the executor has
+    /// not posted (the executor broke the schedule's order), or it is unplanned and the step's planned
+    /// transfers are not finished. Without it (a test, which never blocks) such a request simply stays.
+    std::vector<SequencerCommand> next(RequestId waitingFor = kNoRequest, bool mustIssue = true);
 
     /// Whether a request has been handed out by next() (then the device completes it).
     bool issued(RequestId request) const;
+    /// Whether a request was added and not yet released.
+    bool known(RequestId request) const { return m_requests.count(request) > 0; }
     /// Forgets a completed request and frees its staging buffer, if any.
     void release(RequestId request);
 

@@ -79,6 +79,54 @@ TEST(ActionClock, AnOverlappedSlotEndsWhenItsSlowerLaneEnds)
     EXPECT_DOUBLE_EQ(span->endUs, 4500.0);
 }
 
+TEST(ActionClock, AnActionIsTimedOnTheLanesItUsed)
+{
+    // One half on lane 0; lane 1 stays idle, so its events complete when the host records them: at the
+    // action's start (before lane 0 finished an earlier copy) and once everything is issued.
+    FakeEvents events;
+    ActionClock clock(events);
+    clock.stepStarted();
+    events.setLaneTime(0, 1.2); // lane 0 still copies the input until 1.2 ms
+    events.setLaneTime(1, 1.0);
+    clock.actionStarted();
+    clock.laneUsed(0);
+    events.setLaneTime(0, 3.0);
+    events.setLaneTime(1, 1.1);
+    clock.actionFinished();
+    const auto span = clock.lastAction();
+    ASSERT_TRUE(span.has_value());
+    EXPECT_DOUBLE_EQ(span->startUs, 1200.0);
+    EXPECT_DOUBLE_EQ(span->endUs, 3000.0);
+    EXPECT_DOUBLE_EQ(span->durationUs(), 1800.0);
+    clock.laneUsed(1); // between actions: not counted
+    clock.actionStarted();
+    EXPECT_THROW(clock.laneUsed(2), RuntimeError);
+}
+
+TEST(ActionClock, EndsRecordedWhenTheWorkIsIssuedAreNotMovedByTheHostsWait)
+{
+    // runConcurrently records the ends once both halves are issued; the executor's actionFinished() after
+    // the host waited must not record them again at the later time.
+    FakeEvents events;
+    ActionClock clock(events);
+    clock.stepStarted();
+    clock.actionStarted();
+    clock.laneUsed(0);
+    clock.laneUsed(1);
+    events.setLaneTime(0, 2.0);
+    events.setLaneTime(1, 2.5);
+    clock.recordEnds();
+    events.setLaneTime(0, 9.0); // the host's wait and whatever followed
+    events.setLaneTime(1, 9.0);
+    clock.actionFinished();
+    EXPECT_EQ(events.recorded, 1 + 2 + 2);
+    const auto span = clock.lastAction();
+    ASSERT_TRUE(span.has_value());
+    EXPECT_DOUBLE_EQ(span->startUs, 0.0);
+    EXPECT_DOUBLE_EQ(span->endUs, 2500.0);
+    EXPECT_THROW(clock.recordEnds(), RuntimeError); // no action open
+}
+
 TEST(ActionClock, EventsAreRecycledAndNeverPileUp)
 {
     FakeEvents events;

@@ -8,9 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 using namespace dps::runtime;
@@ -200,7 +202,28 @@ TEST_P(CudaBackendTest, LanesRunBothHalvesAndTheClockSpansThem)
     ASSERT_TRUE(span.has_value());
     EXPECT_GE(span->startUs, 0.0);
     EXPECT_GT(span->endUs, span->startUs);
+    ASSERT_TRUE(m_gpu->lastActionDeviceUs().has_value()); // the executor's compute_us
+    EXPECT_DOUBLE_EQ(*m_gpu->lastActionDeviceUs(), span->durationUs());
     EXPECT_EQ(download(*m_gpu, c0), download(*m_gpu, c1));
+}
+
+TEST_P(CudaBackendTest, TheDeviceSpanEndsWithTheWorkNotWithTheHostsWait)
+{
+    // As the executor does: the work issued, actionFinished(), then the host is late to synchronize.
+    const int m = 256;
+    auto [ag, ac] = both(randomFloats(static_cast<std::size_t>(m * m), 12), m, m);
+    Tensor c(*m_gpu, m, m, MemoryCategory::Workspace);
+    m_gpu->synchronize();
+    m_gpu->stepStarted();
+    m_gpu->actionStarted("0F0");
+    m_gpu->gemm(0, Transpose::No, Transpose::No, m, m, m, 1.0f, ag.data(), ag.data(), 0.0f, c.data());
+    m_gpu->actionFinished();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    m_gpu->synchronize();
+    const auto us = m_gpu->lastActionDeviceUs();
+    ASSERT_TRUE(us.has_value());
+    EXPECT_GT(*us, 0.0);
+    EXPECT_LT(*us, 100000.0) << "a 256³ GEMM, timed on the device, not the host's 200 ms";
 }
 
 TEST_P(CudaBackendTest, AThrowingHalfStillLetsTheOtherFinish)

@@ -1,5 +1,5 @@
 // The CUDA backend's allocator accounting and reuse (devicememory.h) on a fake device: host memory, fences
-// that pass when the test says so, and a capacity limit.
+// that pass when the test says so (or when the lanes are waited for), and a capacity limit.
 #include "runtime/backend.h"
 #include "runtime/cuda/devicememory.h"
 
@@ -50,7 +50,7 @@ public:
         if (!m_open.erase(fence))
             ADD_FAILURE() << "fence " << fence << " released twice";
     }
-    void synchronizeDevice() override
+    void synchronizeStreams() override
     {
         m_passedBelow = m_next;
         ++syncs;
@@ -144,10 +144,48 @@ TEST(DeviceMemory, OutOfMemoryEmptiesTheCacheThenRetries)
     allocator.deallocate(a, 4096, MemoryCategory::Activation); // cached, its fence not passed
     void* b = allocator.allocate(6000, MemoryCategory::Activation); // needs the cached block's room
     EXPECT_NE(b, nullptr);
-    EXPECT_EQ(device.syncs, 1);
+    EXPECT_EQ(device.syncs, 1); // the lanes, once: no cached block is large enough, so the cache goes
+    EXPECT_EQ(device.frees, 1);
+    EXPECT_EQ(allocator.pressureSyncs(), 1u);
+    EXPECT_EQ(allocator.cacheFlushes(), 1u);
     EXPECT_EQ(allocator.cachedBytes(), 0u);
+    EXPECT_EQ(allocator.reservedBytes(), 6144u);
     EXPECT_EQ(device.openFences(), 0u);
     allocator.deallocate(b, 6000, MemoryCategory::Activation);
+}
+
+TEST(DeviceMemory, UnderPressureALargerCachedBlockServesBeforeAnyWaitOrFree)
+{
+    FakeDevice device(8192);
+    MemoryCounter counter;
+    CachingDeviceAllocator allocator(device, counter);
+    void* p = allocator.allocate(2048, MemoryCategory::Parameter);
+    void* a = allocator.allocate(6000, MemoryCategory::Activation); // a 6144-byte block: the device is full
+    allocator.deallocate(a, 6000, MemoryCategory::Activation);
+    device.catchUp(); // the work that read `a` is done
+    // 3072 bytes: no cached block of that size, no room on the device; the 6144-byte block serves.
+    void* c = allocator.allocate(3000, MemoryCategory::Workspace);
+    EXPECT_EQ(c, a);
+    EXPECT_EQ(device.syncs, 0);
+    EXPECT_EQ(device.frees, 0);
+    EXPECT_EQ(device.allocations, 2);
+    EXPECT_EQ(counter.total(), 2048u + 3000u); // the count stays the bytes asked for
+    EXPECT_EQ(allocator.reservedBytes(), 8192u);
+    EXPECT_EQ(allocator.cachedBytes(), 0u);
+    // Freed, it goes back to the cache as the 6144-byte block it is.
+    allocator.deallocate(c, 3000, MemoryCategory::Workspace);
+    EXPECT_EQ(allocator.cachedBytes(), 6144u);
+    // Its fence has not passed: the lanes are waited for (not the device), and the block serves again.
+    void* d = allocator.allocate(6000, MemoryCategory::Activation);
+    EXPECT_EQ(d, a);
+    EXPECT_EQ(device.syncs, 1);
+    EXPECT_EQ(device.frees, 0);
+    EXPECT_EQ(allocator.pressureSyncs(), 1u);
+    EXPECT_EQ(allocator.cacheFlushes(), 0u);
+    EXPECT_EQ(counter.total(), 2048u + 6000u);
+    allocator.deallocate(d, 6000, MemoryCategory::Activation);
+    allocator.deallocate(p, 2048, MemoryCategory::Parameter);
+    EXPECT_EQ(counter.total(), 0u);
 }
 
 TEST(DeviceMemory, OutOfMemoryForRealNamesTheFigures)

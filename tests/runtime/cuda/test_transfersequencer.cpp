@@ -1,11 +1,15 @@
-// NcclComm's host-side ordering (TransferSequencer): unit cases, and every generated schedule run by
-// simulated executors that behave like RankExecutor (receives posted ahead in the order they are needed,
-// sends after each slot, tests after each slot, the replica exchange after each step) over a simulated NCCL
-// (one serial stream of groups per rank, FIFO matching per rank pair, blocking sends and receives).
+// NcclComm's host half without a GPU: the issue order (TransferSequencer) and the request bookkeeping
+// (OrderedP2p: groups, markers, wait and test) as unit cases, and every generated schedule run by simulated
+// executors that drive OrderedP2p as RankExecutor drives NcclComm (receives posted ahead in the order they
+// are needed, sends after each slot, tests after each slot, the replica exchange after each step) over a
+// simulated NCCL with its documented semantics: per rank one stream on which each group starts once the
+// previous one completed, sends and receives between two ranks matched in issue order, a send or receive
+// blocking until its counterpart is issued.
+#include "base/errors.h"
 #include "runtime/backend.h"
+#include "runtime/cuda/orderedp2p.h"
 #include "runtime/cuda/transferorder.h"
 #include "runtime/cuda/transfersequencer.h"
-#include "base/errors.h"
 #include "schedule/generator.h"
 
 #include <gtest/gtest.h>
@@ -125,6 +129,26 @@ TEST(TransferSequencer, UnplannedMessagesGoTogetherOnceTheStepIsDone)
     EXPECT_TRUE(seq.issued(out));
 }
 
+TEST(TransferSequencer, ATestNeverForcesWhatOnlyAWaitMay)
+{
+    Staging staging;
+    TransferSequencer seq(staging.allocate(), staging.release());
+    seq.setPlan({ { true, 1, 5, 8 }, { true, 1, 6, 8 }, { false, 1, 7, 8 } });
+    const RequestId later = seq.add(true, g_buffers[0], 8, 1, 6);
+    EXPECT_TRUE(seq.next(later, false).empty()); // behind the unposted send of tag 5: stays, no error
+    EXPECT_FALSE(seq.issued(later));
+    EXPECT_THROW(seq.next(later, true), RuntimeError);
+    seq.add(true, g_buffers[1], 8, 1, 5);
+    EXPECT_EQ(seq.next(kNoRequest, false).size(), 2u);
+    // Half-way through the step: an unplanned message is not issued by a test, and is an error to wait on.
+    const RequestId unplanned = seq.add(false, g_buffers[2], 8, 1, 99);
+    EXPECT_TRUE(seq.next(unplanned, false).empty());
+    EXPECT_FALSE(seq.issued(unplanned));
+    EXPECT_THROW(seq.next(unplanned, true), RuntimeError);
+    EXPECT_TRUE(seq.known(unplanned));
+    EXPECT_FALSE(seq.known(12345));
+}
+
 TEST(TransferSequencer, RefusesDuplicatesAndWrongSizes)
 {
     Staging staging;
@@ -174,6 +198,7 @@ public:
     {
         if (batch.empty())
             return;
+        ++m_enqueued[rank];
         auto& stream = m_streams[static_cast<std::size_t>(rank)];
         stream.push_back(Batch { batch, 0 });
         if (stream.size() == 1)
@@ -181,6 +206,9 @@ public:
     }
 
     bool complete(int rank, RequestId request) const { return m_done.count({ rank, request }) > 0; }
+    /// Batches rank `rank` has issued, and of those the ones the device finished (in stream order).
+    int enqueued(int rank) const { return m_enqueued.count(rank) ? m_enqueued.at(rank) : 0; }
+    int retired(int rank) const { return m_retired.count(rank) ? m_retired.at(rank) : 0; }
 
     /// Matches what can be matched; returns whether anything moved.
     bool progress()
@@ -245,6 +273,7 @@ private:
 
     void retire(int rank)
     {
+        ++m_retired[rank];
         auto& stream = m_streams[static_cast<std::size_t>(rank)];
         for (const auto& c : stream.front().commands)
             if (c.request != kNoRequest)
@@ -256,7 +285,45 @@ private:
     std::map<std::pair<int, int>, std::deque<Pending>> m_sends; ///< (from, to) → active sends in order
     std::map<std::pair<int, int>, std::deque<Pending>> m_receives;
     std::set<std::pair<int, RequestId>> m_done;
+    std::map<int, int> m_enqueued;
+    std::map<int, int> m_retired;
     std::vector<std::string> m_errors;
+};
+
+/// OrderedP2p's device for one rank of the fake NCCL: a marker passes once every batch issued before it has
+/// finished, as a CUDA event recorded on the stream after them does.
+class FakeP2pDevice final : public P2pDevice {
+public:
+    FakeP2pDevice(FakeNccl& nccl, int rank)
+        : m_nccl(nccl)
+        , m_rank(rank)
+    {
+    }
+
+    void issue(const std::vector<SequencerCommand>& batch) override
+    {
+        if (batch.empty())
+            ADD_FAILURE() << "rank " << m_rank << ": an empty batch was issued";
+        m_nccl.enqueue(m_rank, batch);
+    }
+    Marker mark() override
+    {
+        m_after[m_next] = m_nccl.enqueued(m_rank);
+        return m_next++;
+    }
+    bool passed(Marker marker) override { return m_nccl.retired(m_rank) >= m_after.at(marker); }
+    void release(Marker marker) override
+    {
+        if (!m_after.erase(marker))
+            ADD_FAILURE() << "rank " << m_rank << ": marker " << marker << " released twice";
+    }
+    std::size_t held() const { return m_after.size(); }
+
+private:
+    FakeNccl& m_nccl;
+    int m_rank;
+    Marker m_next = 0;
+    std::map<Marker, int> m_after; ///< marker → batches that must finish first
 };
 
 /// One rank's executor, as RankExecutor drives its Comm, over a TransferSequencer and the fake NCCL.
@@ -265,10 +332,10 @@ public:
     FakeExecutor(const Schedule& s, int rank, const TransferPlan& plan, FakeNccl& nccl, Staging& staging)
         : m_s(s)
         , m_rank(rank)
-        , m_nccl(nccl)
-        , m_seq(staging.allocate(), staging.release())
+        , m_device(nccl, rank)
+        , m_p2p(m_device, staging.allocate(), staging.release())
     {
-        m_seq.setPlan(plannedTransfersOf(
+        m_p2p.setPlan(plannedTransfersOf(
             plan, rank,
             [&](const Transfer& t) {
                 return messageTag(s, t.consumer.stage, t.consumer.microbatch, t.gradient() ? 1 : 0);
@@ -294,6 +361,10 @@ public:
         return "rank " + std::to_string(m_rank) + " step " + std::to_string(m_step) + " slot " + std::to_string(m_slot)
             + " phase " + std::to_string(static_cast<int>(m_phase));
     }
+
+    /// What is left once done: requests not released, markers held (0 and 0 when all went well).
+    std::size_t outstanding() const { return m_p2p.outstanding(); }
+    std::size_t markersHeld() const { return m_p2p.markersHeld() + m_device.held(); }
 
 private:
     enum class Phase { Inputs, EndSends, Replica, ReplicaWait };
@@ -331,39 +402,28 @@ private:
         postReceives(kWindow - 1);
     }
 
-    void pump(RequestId waitingFor) { m_nccl.enqueue(m_rank, m_seq.next(waitingFor)); }
-
     void postReceives(std::size_t through)
     {
         while (m_nextPost < m_incoming.size() && m_nextPost <= through) {
             const Incoming& in = m_incoming[m_nextPost++];
-            m_posted[in.tag] = m_seq.add(false, g_buffers[0], kBytes, in.peer, in.tag);
-            pump(kNoRequest);
+            m_posted[in.tag] = m_p2p.irecv(g_buffers[0], kBytes, in.peer, in.tag);
         }
     }
 
-    /// Blocking wait: pumps once when it starts, then only polls (as NcclComm::wait does).
+    /// NcclComm::wait, cut where it spins: beginWait once, then poll until done.
     bool waitFor(RequestId r)
     {
         if (m_waiting != r) {
             m_waiting = r;
-            pump(r);
+            m_p2p.beginWait(r);
         }
-        if (!m_nccl.complete(m_rank, r))
+        if (!m_p2p.poll(r))
             return false;
-        m_seq.release(r);
         m_waiting = kNoRequest;
         return true;
     }
 
-    bool test(RequestId r)
-    {
-        pump(r);
-        if (!m_seq.issued(r) || !m_nccl.complete(m_rank, r))
-            return false;
-        m_seq.release(r);
-        return true;
-    }
+    bool test(RequestId r) { return m_p2p.test(r); }
 
     int inputsOf(const Action& a) const
     {
@@ -395,8 +455,7 @@ private:
             const int dest = m_s.placement.rankOf(stage, op.microbatch);
             if (dest == m_rank)
                 continue;
-            m_sends.push_back(m_seq.add(true, g_buffers[1], kBytes, dest, messageTag(m_s, stage, op.microbatch, kind)));
-            pump(kNoRequest);
+            m_sends.push_back(m_p2p.isend(g_buffers[1], kBytes, dest, messageTag(m_s, stage, op.microbatch, kind)));
         }
         std::erase_if(m_sends, [this](RequestId r) { return test(r); });
     }
@@ -434,10 +493,8 @@ private:
             for (int peer = 0; peer < m_s.ranks; ++peer) {
                 if (peer == m_rank || !holds(peer, stage))
                     continue;
-                m_replicaReceives.push_back(m_seq.add(false, g_buffers[2], 2 * kBytes, peer, tagBase + stage));
-                pump(kNoRequest);
-                m_sends.push_back(m_seq.add(true, g_buffers[3], 2 * kBytes, peer, tagBase + stage));
-                pump(kNoRequest);
+                m_replicaReceives.push_back(m_p2p.irecv(g_buffers[2], 2 * kBytes, peer, tagBase + stage));
+                m_sends.push_back(m_p2p.isend(g_buffers[3], 2 * kBytes, peer, tagBase + stage));
             }
         m_phase = Phase::ReplicaWait;
         return true;
@@ -486,8 +543,8 @@ private:
 
     const Schedule& m_s;
     int m_rank;
-    FakeNccl& m_nccl;
-    TransferSequencer m_seq;
+    FakeP2pDevice m_device;
+    OrderedP2p m_p2p;
     std::vector<Incoming> m_incoming;
     std::map<int, RequestId> m_posted;
     std::vector<RequestId> m_sends;
@@ -520,9 +577,13 @@ std::string runAll(const Schedule& s)
     std::string problems;
     for (const auto& e : nccl.errors())
         problems += e + "; ";
-    for (const auto& r : ranks)
+    for (const auto& r : ranks) {
         if (!r->done())
             problems += "stuck: " + r->state() + "; ";
+        else if (r->outstanding() != 0 || r->markersHeld() != 0)
+            problems += r->state() + ": " + std::to_string(r->outstanding()) + " requests and "
+                + std::to_string(r->markersHeld()) + " markers left; ";
+    }
     ranks.clear();
     if (staging.live != 0)
         problems += std::to_string(staging.live) + " staging buffers leaked; ";
@@ -549,4 +610,57 @@ TEST(TransferSequencer, EveryGeneratedScheduleRunsTwoStepsOverFifoNccl)
             ++runs;
         }
     EXPECT_GE(runs, 30);
+}
+
+TEST(OrderedP2p, StagedReceivesCopiesAndMarkersAreAllGivenBack)
+{
+    FakeNccl nccl(2);
+    Staging staging;
+    FakeP2pDevice device0(nccl, 0);
+    FakeP2pDevice device1(nccl, 1);
+    {
+        OrderedP2p rank0(device0, staging.allocate(), staging.release());
+        OrderedP2p rank1(device1, staging.allocate(), staging.release());
+        rank0.setPlan({ { true, 1, 10, 64 }, { true, 1, 12, 64 } });
+        rank1.setPlan({ { false, 0, 10, 64 }, { false, 0, 12, 64 } });
+        // Rank 1 posts the second message's receive first: the first is received into staging ahead of it,
+        // in the same group, and the two share the group's marker (only the posted one holds it).
+        const RequestId late = rank1.irecv(g_buffers[4], 64, 0, 12);
+        EXPECT_EQ(rank1.stagingBuffers(), 1u);
+        EXPECT_EQ(rank1.markersHeld(), 1u);
+        EXPECT_FALSE(rank1.test(late)); // nothing sent yet
+        const RequestId a = rank0.isend(g_buffers[5], 64, 1, 10);
+        const RequestId b = rank0.isend(g_buffers[6], 64, 1, 12);
+        EXPECT_EQ(rank0.markersHeld(), 2u); // two groups: the second send was posted after the first went
+        EXPECT_TRUE(nccl.progress());
+        rank1.beginWait(late);
+        EXPECT_TRUE(rank1.poll(late));
+        const RequestId first = rank1.irecv(g_buffers[7], 64, 0, 10); // copied out of staging
+        EXPECT_TRUE(rank1.test(first));
+        EXPECT_EQ(rank1.stagingBuffers(), 0u);
+        EXPECT_EQ(staging.live, 0);
+        EXPECT_TRUE(rank0.test(a));
+        rank0.beginWait(b);
+        EXPECT_TRUE(rank0.poll(b));
+        EXPECT_EQ(rank0.markersHeld() + rank1.markersHeld(), 0u);
+        EXPECT_EQ(rank0.outstanding() + rank1.outstanding(), 0u);
+    }
+    EXPECT_EQ(device0.held() + device1.held(), 0u);
+    EXPECT_TRUE(nccl.errors().empty());
+}
+
+TEST(OrderedP2p, UnknownRequestsAndPollsBeforeIssueAreRefused)
+{
+    FakeNccl nccl(2);
+    Staging staging;
+    FakeP2pDevice device(nccl, 0);
+    OrderedP2p p2p(device, staging.allocate(), staging.release());
+    p2p.setPlan({ { true, 1, 1, 8 }, { true, 1, 2, 8 } });
+    EXPECT_THROW(p2p.beginWait(42), RuntimeError);
+    EXPECT_THROW(p2p.test(42), RuntimeError);
+    const RequestId second = p2p.isend(g_buffers[8], 8, 1, 2); // behind the unposted send of tag 1
+    EXPECT_FALSE(p2p.test(second));
+    EXPECT_THROW(p2p.poll(second), RuntimeError);
+    EXPECT_THROW(p2p.beginWait(second), RuntimeError); // the executor left the order: named, not a hang
+    EXPECT_EQ(p2p.markersHeld(), 0u);
 }
