@@ -93,7 +93,10 @@ Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOpti
         p.error = invalidReason(p.report);
         return p;
     }
-    p.sim = simulate(s, p.costs, { options.recordTiming, options.recordMemory });
+    const SimOptions simOptions { options.recordTiming, options.recordMemory };
+    p.sim = options.cores > 0 && options.cores < peakComputeThreads(s)
+        ? simulateSharedCores(s, p.costs, SharedCoresOptions { options.cores, WaitingRanks::Auto }, simOptions)
+        : simulate(s, p.costs, simOptions);
     if (p.sim.deadlocked) {
         p.error = "deadlock: " + p.sim.deadlockMessage;
         return p;

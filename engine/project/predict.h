@@ -5,6 +5,7 @@
 // closed form → summary figures, each figure computed here once.
 #include "project.h"
 #include "schedule/validator.h"
+#include "sim/sharedcores.h"
 #include "sim/simulator.h"
 
 #include <functional>
@@ -23,6 +24,10 @@ struct PredictOptions {
     bool fp32Tensors = false; ///< tensors of 4 bytes whatever the model's dtype (what a CPU run moves); predict only
     bool recordTiming = true; ///< per-slot timing (SimResult::timing) for timelines and traces
     bool recordMemory = true; ///< memory curves (RankResult::memory); the peaks are always computed
+    /// Cores every rank of the run shares on one host; 0 (or less) = every rank has a device of its own. When
+    /// 0 < cores < peakComputeThreads(schedule) (a rank with an overlapped F&B slot counts 2), the timing is
+    /// simulateSharedCores()'s (docs/shared-cores.md), with Open MPI's rule for waiting ranks; else simulate()'s.
+    int cores = 0;
 
     /// Peaks and totals only, no timelines: what a comparison, a sweep or a run report needs.
     static PredictOptions peaksOnly(CostAdjuster adjust = {});
