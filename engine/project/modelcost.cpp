@@ -3,6 +3,7 @@
 #include "base/checked.h"
 #include "base/errors.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace dps {
@@ -112,7 +113,49 @@ StageCost blockStageCost(const ModelDesc& model, const ClusterDesc& cluster, int
         "parameters", kExactCount));
     cost.gradientBytes = cost.parameterBytes;
     cost.messageBytes = static_cast<double>(messageBytes);
+    // One T×f tensor (H, GELU(H), dH): within keptBytes when the stage has a layer, so exact; unused without.
+    const double ffnTensorBytes
+        = static_cast<double>(seq) * static_cast<double>(mb) * static_cast<double>(f) * static_cast<double>(e);
+    cost.engine = blockEngineBuffers(layers, lastStage, static_cast<double>(messageBytes), ffnTensorBytes);
     return cost;
+}
+
+EngineBuffers blockEngineBuffers(int layers, bool lastStage, double tokenHiddenBytes, double tokenFfnBytes)
+{
+    const double n = layers;
+    const double th = tokenHiddenBytes;
+    const double tf = tokenFfnBytes;
+    constexpr int kF = static_cast<int>(OpKind::F);
+    constexpr int kI = static_cast<int>(OpKind::I);
+    constexpr int kW = static_cast<int>(OpKind::W);
+    constexpr int kB = static_cast<int>(OpKind::B);
+    EngineBuffers b;
+    b.inputBytes = th;
+    b.targetBytes = lastStage ? th : 0.0;
+    for (const bool first : { false, true }) {
+        OpBuffers* ops = first ? b.firstStageOps : b.ops;
+        const double dx = first ? 0.0 : th; // the input gradient I and B make and send back
+        if (layers == 0) {
+            // F passes its input on (the last stage makes dL/dY, then frees the input); I and B pass dY on.
+            ops[kF] = { lastStage ? th : 0.0, 0.0 };
+            ops[kI] = { 0.0, dx - th };
+            ops[kW] = { 0.0, 0.0 };
+            ops[kB] = { 0.0, dx - th };
+            continue;
+        }
+        // F, per layer: H (T×f, kept), GELU(H) (T×f, workspace), Y (T×h); then GELU(H) is freed. The last
+        // layer peaks at (n−1)(tf+th) + 2tf + th; the last stage then makes dL/dY (th) while Y is live.
+        ops[kF] = { n * (tf + th) + (lastStage ? std::max(tf, th) : tf), n * (tf + th) };
+        // I, per layer from the top: dH (tf), A = GELU(H) (tf), H freed (tf), dX (th, except the first stage's
+        // first layer): each layer adds tf + th, the last one peaks at + 2tf, or tf + dx after its dX.
+        ops[kI] = { (n - 1) * (tf + th) + tf + std::max(tf, dx), n * tf + (n - 1) * th + dx };
+        // W frees everything I kept (2n(th+tf)); it allocates nothing.
+        ops[kW] = { 0.0, -2.0 * n * (th + tf) };
+        // B, per layer from the top: GELU(H) then dA/dH in place (tf), dX (th, except the first stage's first
+        // layer), then X, H, dY and that buffer are freed: only the top layer reaches tf + its dX.
+        ops[kB] = { tf + (layers > 1 ? th : dx), -n * (tf + th) - th + dx };
+    }
+    return b;
 }
 
 void checkStageSettings(const StageCost& stage, const Project& project, std::string_view layersField)

@@ -11,7 +11,10 @@
 //   after F, until I or B:  X (T×h, the layer input) + H (T×f, the pre-GELU)        = T·(h+f)
 //   after I, until W:       X (T×h) + A = GELU(H) (T×f) + dH (T×f) + dY (T×h)       = 2·T·(h+f)
 //   last stage, extra:      dL/dY of the final output (T×h), made in F (the loss), freed by I or B
-// Transient workspaces and communication buffers are not counted.
+// Beyond the ledger, the runtime's own buffers (StageCost::engine, blockEngineBuffers below): each op's
+// workspaces and messages, the inputs and targets, the receive buffers posted ahead, the send buffers until
+// their release and the replica gradient sum. With them a prediction's peak is the run's measured peak to the
+// byte (docs/memory.md defines both; tests/runtime checks it on every schedule kind).
 // Message per stage boundary: T × h × dtype bytes (the same for the gradient coming back).
 // Parameters per layer: 2·h·f; gradients the same size.
 //
@@ -63,8 +66,21 @@ int computeBytes(const ModelDesc& model, bool cpuBackend);
 ///   n·2·T·(h+f)·e bytes kept from I until W ≤ 2^53 (it bounds the activation live after F as well);
 ///   n·2·h·f·2e bytes of parameters and gradients ≤ 2^53;
 ///   F = I = W time ≤ 2^53 µs (names cluster.device_flops and cluster.efficiency).
+/// Sets StageCost::engine to blockEngineBuffers of the stage (the runtime's buffers in `bytesPerElement`).
 StageCost blockStageCost(const ModelDesc& model, const ClusterDesc& cluster, int layers, bool lastStage,
     int bytesPerElement, std::string_view layersField = "layers");
+
+/// What the runtime allocates per op of a block-model stage of `layers` layers beyond the ledger (the
+/// StageCost::engine of blockStageCost; rules and the code each follows: docs/memory.md). th = bytes of one T×h
+/// tensor (input, output, message, dY), tf = of one T×f tensor (H, GELU(H), dH); n = layers ≥ 1, dx = th on a
+/// stage after the first (I and B make the input gradient), 0 on the first:
+///   F: high-water n(tf+th) + tf (last stage: n(tf+th) + max(tf, th), dL/dY made while Y is live); net n(tf+th)
+///   I: high-water (n−1)(tf+th) + tf + max(tf, dx);  net n·tf + (n−1)·th + dx
+///   W: high-water 0;  net −2n(th+tf)
+///   B: high-water tf + (n > 1 ? th : dx);  net −n(tf+th) − th + dx
+/// A stage without layers passes its messages on: F high-water th on the last stage (dL/dY), else 0, net 0;
+/// I and B net dx − th. Never throws.
+EngineBuffers blockEngineBuffers(int layers, bool lastStage, double tokenHiddenBytes, double tokenFfnBytes);
 
 /// Checks what the project's cost settings add to a stage built by blockStageCost: a message's wire time
 /// (message bytes ÷ bandwidth, the costs' bandwidth when set, else the cluster's) ≤ 2^53 µs, and parameters,

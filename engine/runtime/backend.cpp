@@ -9,15 +9,42 @@ std::size_t index(MemoryCategory category)
 {
     return static_cast<std::size_t>(category);
 }
+
+/// The lane the calling thread allocates for (MemoryCounter::LaneScope).
+thread_local int t_lane = 0;
+
+/// Raises `peak` to at least `value`.
+void raise(std::atomic<std::int64_t>& peak, std::int64_t value)
+{
+    std::int64_t current = peak.load(std::memory_order_relaxed);
+    while (value > current && !peak.compare_exchange_weak(current, value, std::memory_order_relaxed)) { }
+}
 } // namespace
+
+MemoryCounter::LaneScope::LaneScope(int lane)
+    : m_previous(t_lane)
+{
+    t_lane = lane == 1 ? 1 : 0;
+}
+
+MemoryCounter::LaneScope::~LaneScope()
+{
+    t_lane = m_previous;
+}
 
 void MemoryCounter::add(MemoryCategory category, std::size_t bytes)
 {
     const auto n = static_cast<std::int64_t>(bytes);
     m_live[index(category)].fetch_add(n, std::memory_order_relaxed);
     const std::int64_t total = m_total.fetch_add(n, std::memory_order_relaxed) + n;
-    std::int64_t peak = m_peak.load(std::memory_order_relaxed);
-    while (total > peak && !m_peak.compare_exchange_weak(peak, total, std::memory_order_relaxed)) { }
+    raise(m_peak, total);
+    if (m_lanes.load(std::memory_order_relaxed)) {
+        // Only the lane's own thread writes its counters.
+        auto& net = m_laneNet[static_cast<std::size_t>(t_lane)];
+        const std::int64_t now = net.load(std::memory_order_relaxed) + n;
+        net.store(now, std::memory_order_relaxed);
+        raise(m_laneHigh[static_cast<std::size_t>(t_lane)], now);
+    }
 }
 
 void MemoryCounter::remove(MemoryCategory category, std::size_t bytes)
@@ -25,6 +52,29 @@ void MemoryCounter::remove(MemoryCategory category, std::size_t bytes)
     const auto n = static_cast<std::int64_t>(bytes);
     m_live[index(category)].fetch_sub(n, std::memory_order_relaxed);
     m_total.fetch_sub(n, std::memory_order_relaxed);
+    if (m_lanes.load(std::memory_order_relaxed)) {
+        auto& net = m_laneNet[static_cast<std::size_t>(t_lane)];
+        net.store(net.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+    }
+}
+
+void MemoryCounter::beginLanes()
+{
+    for (int lane = 0; lane < 2; ++lane) {
+        m_laneNet[static_cast<std::size_t>(lane)].store(0, std::memory_order_relaxed);
+        m_laneHigh[static_cast<std::size_t>(lane)].store(0, std::memory_order_relaxed);
+    }
+    m_lanesBase = m_total.load(std::memory_order_relaxed);
+    m_lanes.store(true, std::memory_order_release);
+}
+
+std::size_t MemoryCounter::endLanes()
+{
+    m_lanes.store(false, std::memory_order_release);
+    const std::int64_t bound
+        = m_lanesBase + m_laneHigh[0].load(std::memory_order_acquire) + m_laneHigh[1].load(std::memory_order_acquire);
+    raise(m_peak, bound);
+    return static_cast<std::size_t>(bound);
 }
 
 void MemoryCounter::move(MemoryCategory from, MemoryCategory to, std::size_t bytes)

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace dps::runtime {
@@ -36,23 +37,50 @@ enum class MemoryCategory : std::uint8_t {
 };
 inline constexpr int kMemoryCategoryCount = 6;
 
-/// Live bytes per category; thread-safe; counts the bytes requested (not rounded).
+/// Live bytes per category; thread-safe; counts the bytes requested (not rounded). The measured memory of a
+/// run (docs/memory.md): everything allocated and not yet freed, and its high-water mark.
 class MemoryCounter {
 public:
+    /// Names the lane of an overlapped slot the calling thread allocates for, while it lives (beginLanes).
+    class LaneScope {
+    public:
+        explicit LaneScope(int lane);
+        ~LaneScope();
+        LaneScope(const LaneScope&) = delete;
+        LaneScope& operator=(const LaneScope&) = delete;
+
+    private:
+        int m_previous;
+    };
+
     void add(MemoryCategory category, std::size_t bytes);
     void remove(MemoryCategory category, std::size_t bytes);
     /// Moves `bytes` from one category to another (the total is unchanged).
     void move(MemoryCategory from, MemoryCategory to, std::size_t bytes);
     std::size_t live(MemoryCategory category) const;
     std::size_t total() const;
-    /// Highest total since the last resetPeak().
+    /// Highest total since the last resetPeak(), where the two lanes of an overlapped slot count at their
+    /// bound (endLanes).
     std::size_t peak() const;
+    /// Makes the peak the current total.
     void resetPeak();
+    /// Starts counting the two lanes of an overlapped slot apart: from now on each allocation and free also
+    /// counts on the lane of the calling thread's LaneScope (lane 0 without one).
+    void beginLanes();
+    /// Ends what beginLanes() started and returns the lanes' bound (bytes): the total at beginLanes() plus
+    /// each lane's highest net allocation since, the largest total any interleaving of the two threads'
+    /// allocations reaches (the larger order, docs/memory.md). The peak becomes at least the bound, so it does
+    /// not depend on how the threads happened to interleave.
+    std::size_t endLanes();
 
 private:
     std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> m_live {};
     std::atomic<std::int64_t> m_total { 0 };
     std::atomic<std::int64_t> m_peak { 0 };
+    std::atomic<bool> m_lanes { false };
+    std::int64_t m_lanesBase = 0; ///< total at beginLanes()
+    std::array<std::atomic<std::int64_t>, 2> m_laneNet {}; ///< per lane: allocated − freed since beginLanes()
+    std::array<std::atomic<std::int64_t>, 2> m_laneHigh {}; ///< per lane: highest m_laneNet since beginLanes()
 };
 
 enum class Transpose : std::uint8_t { No, Yes };
@@ -115,8 +143,15 @@ public:
     /// Timing hook: called right after the barrier that starts a step (the origin of the step's clock).
     virtual void stepStarted() { }
     /// Timing hooks around an action's computation (e.g. device events, NVTX ranges); no-ops by default.
+    /// The executor calls actionFinished() once the action's work is issued, before synchronize().
     virtual void actionStarted(const std::string& label) { }
     virtual void actionFinished() { }
+    /// The last finished action's computation as the device measured it, in µs: from the start of its first
+    /// operation to the end of its last, over the lanes it used (cuda: CUDA events recorded by
+    /// actionStarted() and actionFinished(), docs/gpu.md). Valid after synchronize(). nullopt where the
+    /// backend has no clock of its own (cpu: the host's clock is the measure) or no action finished in this
+    /// step yet. Never throws for that; a failing device call throws RuntimeError.
+    virtual std::optional<double> lastActionDeviceUs() { return std::nullopt; }
 
 protected:
     MemoryCounter m_memory;

@@ -133,6 +133,11 @@ std::map<std::int64_t, std::vector<double>> transferSamples(const std::vector<Me
         const auto it = key ? produced.find(*key) : produced.end();
         if (it == produced.end() || it->second.rank == a.rank)
             continue;
+        // Only a slot that started before its producer ended waited for the transfer itself. One that started
+        // later found the message there and "waited" only for the receive call (in a real run: copying it out
+        // of the sender's memory), and start + wait − producer end would be the idle gap between the two.
+        if (a.startUs >= it->second.endUs)
+            continue;
         bySize[a.bytesReceived].push_back(a.startUs + a.waitUs - it->second.endUs);
     }
     return bySize;

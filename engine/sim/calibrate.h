@@ -49,8 +49,10 @@ int slotStageCount(const std::vector<MeasuredSlot>& slots);
 ///   (end − start − wait) of the single-op slots of that kind; a kind never run alone is left unset.
 /// - overlap_factor: median over overlapped slots of busy ÷ (F of the forward stage + B of the backward
 ///   stage), from the fitted values (B = I + W where B never ran alone), as CostModel::overlapTime uses it.
-/// - p2p: for each single-op slot that waited for a message from another rank, the transfer time
-///   start + wait − end of the producing slot (same step); the median per message size, then least
+/// - p2p: for each single-op slot that waited for a message from another rank and started before the
+///   producing slot (same step) ended, the transfer time start + wait − end of the producing slot (a slot
+///   that started later found the message there: its wait is the receive call's, not the transfer's); the
+///   median per message size, then least
 ///   squares time = latency + bytes ÷ bandwidth over the sizes (one size: latency = its median, bandwidth
 ///   unlimited, i.e. 0). Negative fits are clamped to 0.
 /// Times are rounded to 1 ns, the overlap factor to 1e-4, bandwidth to 1e-3 bytes/µs.

@@ -10,6 +10,8 @@
 // microbatch; nothing is allocated per action.
 #include "simulator.h"
 
+#include "messageplan.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -54,6 +56,8 @@ struct StageTable {
     double interNodeTransferUs = 0.0; ///< the same over the inter-node link
     double staticBytes = 0.0; ///< parameters + gradients + optimizer state
     double parameterBytes = 0.0;
+    double gradientBytes = 0.0; ///< what the replica gradient sum receives per other holder (engine buffers)
+    const EngineBuffers* engine = nullptr; ///< the runtime's buffers, when the cost model has them
 };
 
 /// One production of a (stage, microbatch) — its forward, or its gradient (I or B) — with the ranks
@@ -108,6 +112,24 @@ struct RankState {
     int peakInflight = 0;
     WaitKind waitKind = WaitKind::None;
     Op waitOp; ///< the op whose input is missing
+};
+
+/// A receive of the engine's message plan, compacted for the hot loop.
+struct EngineReceive {
+    std::int32_t slotHalf = 0; ///< the consuming slot × 2 + half
+    double bytes = 0.0; ///< its buffer
+    double releaseBytes = 0.0; ///< the send buffers it frees (planMessages' releasedBy)
+};
+
+/// Per-rank state of the engine's buffers (CostModel with EngineBuffers on every stage; docs/memory.md).
+struct EngineRank {
+    double dataBytes = 0.0; ///< inputs and targets held for the step
+    double replicaBytes = 0.0; ///< what the replica gradient sum receives at the step's end
+    double buffers = 0.0; ///< live beyond static, data and ledger: posted receives, messages, held sends
+    std::size_t nextReceive = 0; ///< index in the plan's receives of the next to consume
+    std::size_t posted = 0; ///< receives posted so far
+    double slotPeak = 0.0; ///< the total's high-water mark in the slot being recorded
+    double peak = 0.0; ///< the rank's peak so far
 };
 
 /// State of I(s, m) for the W that needs it.
@@ -183,9 +205,13 @@ private:
             if (m_otherNodeRank > 0)
                 t.interNodeTransferUs = m_costs.transferTime(c.messageBytes, 0, m_otherNodeRank);
             t.parameterBytes = c.parameterBytes;
+            t.gradientBytes = c.gradientBytes;
+            t.engine = s < m_costs.stages.size() && c.engine ? &*c.engine : nullptr;
             t.staticBytes = c.parameterBytes + c.gradientBytes
                 + c.optimizerBytes.value_or(c.parameterCount * m_costs.optimizerBytesPerParameter);
         }
+        m_engine = !m_table.empty()
+            && std::all_of(m_table.begin(), m_table.end(), [](const StageTable& t) { return t.engine != nullptr; });
         const std::size_t keys = m_table.size() * static_cast<std::size_t>(std::max(m_microbatches, 0));
         m_forward.assign(keys, Production {});
         m_gradient.assign(keys, Production {});
@@ -236,16 +262,92 @@ private:
         if (m_options.recordTiming)
             m_result.timing.resize(ranks);
         std::vector<int> heldBy(m_table.size(), -1);
+        std::vector<std::size_t> ops(ranks);
+        for (std::size_t r = 0; r < ranks; ++r)
+            ops[r] = scanRow(static_cast<int>(r), heldBy);
+        if (m_engine)
+            prepareEngine();
         for (std::size_t r = 0; r < ranks; ++r) {
-            const std::size_t ops = scanRow(static_cast<int>(r), heldBy);
             RankResult& rr = m_result.ranks[r];
             if (m_options.recordTiming)
                 m_result.timing[r].reserve(m_schedule.order[r].size());
             if (m_options.recordMemory) {
-                rr.memory.reserve(ops + 1);
-                rr.memory.push_back(MemoryPoint { 0.0, rr.staticBytes, 0.0, 0 });
+                rr.memory.reserve(ops[r] + 1);
+                const double total = m_engine ? startBytes(static_cast<int>(r)) : rr.staticBytes;
+                rr.memory.push_back(MemoryPoint { 0.0, total, 0.0, 0 });
             }
         }
+    }
+
+    /// The engine's buffers (docs/memory.md): each rank's data, replica-sum bytes, message plan (what it
+    /// receives, in order; at which receive each send's buffer is freed) and the receives it posts when the
+    /// step starts (the first CostModel::receiveWindow of its plan).
+    void prepareEngine()
+    {
+        const std::size_t ranks = m_schedule.order.size();
+        m_engineRank.assign(ranks, EngineRank {});
+        m_receives.assign(ranks, {});
+        m_endReleaseBytes.assign(ranks, 0.0);
+        const MessagePlanner planner(m_schedule);
+        std::vector<int> holders(m_table.size(), 0);
+        std::vector<std::vector<int>> held(ranks);
+        std::vector<int> seen(m_table.size(), -1);
+        const int last = m_stages - 1;
+        for (std::size_t r = 0; r < ranks; ++r) {
+            EngineRank& e = m_engineRank[r];
+            for (std::size_t p = 0; p < m_state[r].limit; ++p) {
+                const Action& a = m_schedule.order[r][p];
+                for (int h = 0; h < a.size(); ++h) {
+                    const Op& op = a.at(h);
+                    if (seen[static_cast<std::size_t>(op.stage)] != static_cast<int>(r)) {
+                        seen[static_cast<std::size_t>(op.stage)] = static_cast<int>(r);
+                        held[r].push_back(op.stage);
+                        ++holders[static_cast<std::size_t>(op.stage)];
+                    }
+                    if (op.kind != OpKind::F)
+                        continue;
+                    const EngineBuffers& b = *m_table[static_cast<std::size_t>(op.stage)].engine;
+                    e.dataBytes += (op.stage == 0 ? b.inputBytes : 0.0) + (op.stage == last ? b.targetBytes : 0.0);
+                }
+            }
+            const RankMessagePlan plan = planner.plan(static_cast<int>(r));
+            std::vector<EngineReceive>& receives = m_receives[r];
+            receives.reserve(plan.receives.size());
+            for (const PlannedMessage& m : plan.receives)
+                receives.push_back({ 2 * m.position + m.half, messageBytes(m), 0.0 });
+            for (std::size_t j = 0; j < plan.sends.size(); ++j) {
+                const double bytes = messageBytes(plan.sends[j]);
+                if (plan.releasedBy[j] >= 0)
+                    receives[static_cast<std::size_t>(plan.releasedBy[j])].releaseBytes += bytes;
+                else
+                    m_endReleaseBytes[r] += bytes;
+            }
+            e.posted = std::min(receives.size(), receiveWindow());
+            for (std::size_t i = 0; i < e.posted; ++i)
+                e.buffers += receives[i].bytes;
+            e.peak = startBytes(static_cast<int>(r));
+        }
+        for (std::size_t r = 0; r < ranks; ++r)
+            for (int stage : held[r])
+                if (holders[static_cast<std::size_t>(stage)] > 1)
+                    m_engineRank[r].replicaBytes += (holders[static_cast<std::size_t>(stage)] - 1)
+                        * m_table[static_cast<std::size_t>(stage)].gradientBytes;
+    }
+
+    std::size_t receiveWindow() const { return static_cast<std::size_t>(std::max(1, m_costs.receiveWindow)); }
+
+    /// Bytes of a planned message: the activation into F(s) crosses boundary s−1, the gradient into I/B(s)
+    /// boundary s.
+    double messageBytes(const PlannedMessage& m) const
+    {
+        return m_table[static_cast<std::size_t>(m.gradient ? m.stage : m.stage - 1)].messageBytes;
+    }
+
+    /// Engine buffers: what rank r holds when its step starts (static, data, the receives posted first).
+    double startBytes(int r) const
+    {
+        const EngineRank& e = m_engineRank[static_cast<std::size_t>(r)];
+        return m_result.ranks[static_cast<std::size_t>(r)].staticBytes + e.dataBytes + e.buffers;
     }
 
     bool inRange(const Op& op) const
@@ -353,11 +455,62 @@ private:
             countMessage(arrival.sender[i], r, arrival.bytes[i]);
         st.freeUs = endUs;
         st.busyUs += durationUs;
+        if (m_engine)
+            engineSlot(r, st, a);
         st.pos++;
         complete(r, st, a.op, endUs);
         if (a.overlapped)
             complete(r, st, a.backward, endUs);
         return true;
+    }
+
+    /// Engine buffers of slot `a` of rank r, in the executor's order (docs/memory.md): each half fetches its
+    /// input (the first stage's F copies its input; a receive posts the receives up to the window ahead of it,
+    /// then frees the sends it proves complete), then the halves run (an overlapped slot's two threads: their
+    /// high-water marks add up, the larger order), then each op's net change applies; the rank's last slot also
+    /// frees the remaining sends and runs the replica gradient sum. Sets the slot's peak (EngineRank::slotPeak).
+    void engineSlot(int r, const RankState& st, const Action& a)
+    {
+        EngineRank& e = m_engineRank[static_cast<std::size_t>(r)];
+        const std::vector<EngineReceive>& receives = m_receives[static_cast<std::size_t>(r)];
+        const double fixed = m_result.ranks[static_cast<std::size_t>(r)].staticBytes + e.dataBytes;
+        double ledger = st.activationBytes;
+        double peak = fixed + ledger + e.buffers;
+        for (int h = 0; h < a.size(); ++h) {
+            const Op& op = a.at(h);
+            if (op.kind == OpKind::F && op.stage == 0) {
+                e.buffers += m_table[0].engine->inputBytes;
+                peak = std::max(peak, fixed + ledger + e.buffers);
+            } else if (e.nextReceive < receives.size()
+                && receives[e.nextReceive].slotHalf == static_cast<std::int32_t>(2 * st.pos) + h) {
+                const std::size_t through = std::min(receives.size(), e.nextReceive + receiveWindow());
+                for (; e.posted < through; ++e.posted)
+                    e.buffers += receives[e.posted].bytes;
+                peak = std::max(peak, fixed + ledger + e.buffers);
+                e.buffers -= receives[e.nextReceive++].releaseBytes;
+            }
+        }
+        double high = 0.0;
+        for (int h = 0; h < a.size(); ++h) {
+            const Op& op = a.at(h);
+            high += m_table[static_cast<std::size_t>(op.stage)]
+                        .engine->op(static_cast<int>(op.kind), op.stage == 0)
+                        .highWaterBytes;
+        }
+        peak = std::max(peak, fixed + ledger + e.buffers + high);
+        for (int h = 0; h < a.size(); ++h) {
+            const Op& op = a.at(h);
+            const StageTable& t = m_table[static_cast<std::size_t>(op.stage)];
+            const double ledgerDelta = t.liveBytesDelta[static_cast<int>(op.kind)];
+            ledger += ledgerDelta;
+            e.buffers += t.engine->op(static_cast<int>(op.kind), op.stage == 0).netBytes - ledgerDelta;
+        }
+        if (st.pos + 1 == m_schedule.order[static_cast<std::size_t>(r)].size()) {
+            e.buffers -= m_endReleaseBytes[static_cast<std::size_t>(r)];
+            peak = std::max(peak, fixed + ledger + e.buffers + e.replicaBytes);
+        }
+        e.slotPeak = peak;
+        e.peak = std::max(e.peak, peak);
     }
 
     /// CostModel::overlapTime from the flattened table (stages the cost model does not list: defaults).
@@ -508,8 +661,9 @@ private:
         if (!m_options.recordMemory)
             return;
         RankResult& rr = m_result.ranks[static_cast<std::size_t>(r)];
-        rr.memory.push_back(
-            MemoryPoint { timeUs, rr.staticBytes + st.activationBytes, st.activationBytes, st.inflight });
+        const double total
+            = m_engine ? m_engineRank[static_cast<std::size_t>(r)].slotPeak : rr.staticBytes + st.activationBytes;
+        rr.memory.push_back(MemoryPoint { timeUs, total, st.activationBytes, st.inflight });
     }
 
     // ---- results ----
@@ -527,7 +681,9 @@ private:
             rr.idleUs = makespan - rr.busyUs;
             rr.peakActivationBytes = m_state[r].peakActivationBytes;
             rr.peakInflight = m_state[r].peakInflight;
-            rr.peakMemoryBytes = rr.staticBytes + rr.peakActivationBytes;
+            rr.peakMemoryBytes = m_engine ? m_engineRank[r].peak : rr.staticBytes + rr.peakActivationBytes;
+            if (m_engine)
+                rr.dataBytes = m_engineRank[r].dataBytes;
             idle += rr.idleUs;
             m_result.totalP2pBytes += rr.p2pBytesSent;
         }
@@ -609,6 +765,11 @@ private:
     std::vector<int> m_nextWaiter; ///< next rank parked on the same key, −1 none
     std::vector<RankState> m_state;
     std::vector<int> m_ready; ///< ranks that may progress
+    // The engine's buffers (every stage has EngineBuffers):
+    bool m_engine = false;
+    std::vector<EngineRank> m_engineRank;
+    std::vector<std::vector<EngineReceive>> m_receives; ///< per rank: its receives (MessagePlanner), in order
+    std::vector<double> m_endReleaseBytes; ///< per rank: send bytes freed at the step's end
 };
 
 } // namespace

@@ -20,10 +20,14 @@ struct SlotTiming {
     int waitedOnRank = -1; ///< rank whose message arrived last (-1: none or same rank)
 };
 
-/// One point of a rank's memory curve: the value holds from timeUs until the next point.
+/// One point of a rank's memory curve: the value holds from timeUs until the next point. With the engine's
+/// buffers (EngineBuffers on every stage) a slot's point holds the slot's high-water mark, as the measured
+/// trace's memory_bytes does (docs/memory.md).
 struct MemoryPoint {
     double timeUs = 0.0;
-    double totalBytes = 0.0; ///< static (parameters + gradients + optimizer) + activations
+    /// static (parameters + gradients + optimizer) + activations; with the engine's buffers: the most the
+    /// rank held during the slot ending here (+ data, messages, workspaces), at time 0 what it holds at the start
+    double totalBytes = 0.0;
     double activationBytes = 0.0; ///< live activations only
     int inflight = 0; ///< (stage, microbatch) activations made live by F not yet consumed by I or B
 };
@@ -35,8 +39,11 @@ struct RankResult {
     double p2pBytesReceived = 0.0;
     double staticBytes = 0.0; ///< parameters + gradients + optimizer state of the stages the rank holds
     double parameterBytes = 0.0; ///< parameters of the stages the rank holds (DualPipe/V: two stages)
+    /// static + peak activations; with the engine's buffers, the rank's high-water mark of everything the
+    /// runtime allocates (docs/memory.md): what a run measures, to the byte
     double peakMemoryBytes = 0.0;
     double peakActivationBytes = 0.0;
+    double dataBytes = 0.0; ///< inputs and targets the rank holds for the step (with the engine's buffers only)
     int peakInflight = 0;
     std::vector<MemoryPoint> memory; ///< empty unless SimOptions::recordMemory
 };
@@ -81,7 +88,11 @@ struct SimResult {
 /// producer (F for an activation, I or B for a gradient) — the placement's rank for a valid schedule, as
 /// tests/tools/refsim.py decides it. Memory
 /// points are recorded at time 0 and at every slot end (an overlapped slot records two: after its F,
-/// then after its backward), so the curve's maximum is the peak.
+/// then after its backward), so the curve's maximum is the peak. When every stage has EngineBuffers the memory
+/// counts our runtime's buffers too (docs/memory.md): the inputs and targets, the receives posted
+/// CostModel::receiveWindow ahead, each op's workspaces and messages, sends held until the receive
+/// planMessages() (messageplan.h) frees them at, an overlapped slot's two halves at their high-water marks at
+/// once (the larger order of their allocations), the replica gradient sum after the rank's last slot.
 /// O(ops + stages × microbatches) time; memory O(ops) with recordTiming.
 SimResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options = {});
 

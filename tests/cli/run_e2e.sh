@@ -39,6 +39,11 @@ if ! printf '%s' "$devices" | python3 -c 'import json,sys; d=json.load(sys.stdin
     echo "skipped: mpirun or dpstudio-worker not found"; printf '%s\n' "$devices"; exit 77
 fi
 
+# The CPU profile the runs are predicted with: probed into a private cache (a short budget), then reused.
+export XDG_CACHE_HOME="$WORK/cache"
+"$DPSTUDIO" devices --probe --project "$PROJECT" --budget 1 >/dev/null 2>"$WORK/probe"
+check "devices --probe caches this machine's profile" 'ls "$WORK"/cache/dpstudio/cpu-*.json >/dev/null 2>&1 || { cat "$WORK/probe" >&2; false; }'
+
 # --- a real run with the progress stream -------------------------------------------------------------------
 "$DPSTUDIO" run "$PROJECT" -o "$WORK/m.json" --steps 3 --warmup 1 --progress-json >"$WORK/stream" 2>"$WORK/err"
 rc=$?
@@ -52,7 +57,12 @@ last = {(e["rank"], e["step"]) for e in events if e["event"] == "progress"}
 assert (0, 3) in last and (1, 3) in last, "every rank reports progress up to the last step"
 PY'
 check "the table goes to stderr" 'grep -q "predicted vs measured" "$WORK/err" && grep -q "rank 1 peak activations" "$WORK/err"'
-check "measured.json: correctness passed, every action once per step, activations as predicted" 'python3 - "$WORK/m.json" "$WORK/err" <<PY
+check "the run is predicted for this machine from the cached profile, and says so" 'grep -q "^dpstudio: predicted for this machine (probed CPU profile, $WORK/cache/dpstudio/cpu-[0-9a-f]*\.json): makespan " "$WORK/err" && grep -q "^prediction: for this machine (probed CPU profile, $WORK/cache/dpstudio/cpu-" "$WORK/err" && ! grep -q "timing .* kernels" "$WORK/err" || { cat "$WORK/err" >&2; false; }'
+"$DPSTUDIO" run "$PROJECT" -o "$WORK/nominal.json" --steps 1 --warmup 0 --nominal >"$WORK/nout" 2>"$WORK/nerr"
+check "run --nominal predicts for the project's devices" 'grep -q "^prediction: for the project.s devices (100 GFLOP/s × efficiency 0.6" "$WORK/nout" || { cat "$WORK/nout" "$WORK/nerr" >&2; false; }'
+"$DPSTUDIO" compare "$PROJECT" --this-machine >"$WORK/cmp" 2>"$WORK/cmperr"
+check "compare --this-machine predicts both variants from the cached profile" 'grep -q "costs: this machine (probed CPU profile, $WORK/cache/dpstudio/cpu-[0-9a-f]*\.json; [0-9]* cores\? shared by the ranks)" "$WORK/cmp" && grep -q "^dualpipev " "$WORK/cmp" && grep -q "^1f1b " "$WORK/cmp" && ! grep -q "not simulated" "$WORK/cmp" || { cat "$WORK/cmp" "$WORK/cmperr" >&2; false; }'
+check "measured.json: correctness passed, every action once per step, activations and memory as predicted" 'python3 - "$WORK/m.json" "$WORK/err" <<PY
 import json, re, sys
 m = json.load(open(sys.argv[1]))
 assert m["format_version"] == 1 and m["correctness"]["passed"], m["correctness"]
@@ -63,7 +73,7 @@ for rank in m["ranks"]:
         assert actions and len(actions) == len(set(actions)), (rank["rank"], step)
 table = open(sys.argv[2]).read()
 for line in table.splitlines():
-    if "peak activations" in line:
+    if "peak activations" in line or "peak memory" in line:  # exact (docs/memory.md)
         assert line.rstrip().endswith(" 0 %"), line
 PY'
 

@@ -85,6 +85,48 @@ TEST(ModelCost, LastStageKeepsTheLossGradient)
     EXPECT_DOUBLE_EQ(c.weightGradKeptBytes, 5120);
 }
 
+TEST(ModelCost, TheRuntimesBuffersPerOp)
+{
+    // T = 8, h = 8, f = 32, fp32: th = T·h·4 = 256, tf = T·f·4 = 1024; 2 layers (docs/memory.md).
+    const StageCost c = blockStageCost(smallModel(), slowCluster(), 2, false, 4);
+    ASSERT_TRUE(c.engine);
+    const EngineBuffers& b = *c.engine;
+    const auto op = [&](OpKind k, bool first) { return b.op(static_cast<int>(k), first); };
+    EXPECT_DOUBLE_EQ(op(OpKind::F, false).highWaterBytes, 3584); // 2(tf + th) + tf
+    EXPECT_DOUBLE_EQ(op(OpKind::F, false).netBytes, 2560); // the ledger's 2(th + tf); its input out, output in
+    EXPECT_DOUBLE_EQ(op(OpKind::I, false).highWaterBytes, 3328); // (tf + th) + tf + max(tf, th)
+    EXPECT_DOUBLE_EQ(op(OpKind::I, false).netBytes, 2560); // 2tf + th + dX
+    EXPECT_DOUBLE_EQ(op(OpKind::I, true).netBytes, 2304); // no dX on the first stage
+    EXPECT_DOUBLE_EQ(op(OpKind::W, false).highWaterBytes, 0);
+    EXPECT_DOUBLE_EQ(op(OpKind::W, true).netBytes, -5120); // all that I kept
+    EXPECT_DOUBLE_EQ(op(OpKind::B, false).highWaterBytes, 1280); // tf + th: the top layer's buffer and dX
+    EXPECT_DOUBLE_EQ(op(OpKind::B, false).netBytes, -2560); // the ledger and dY go, dX stays
+    EXPECT_DOUBLE_EQ(op(OpKind::B, true).netBytes, -2816);
+    EXPECT_DOUBLE_EQ(b.inputBytes, 256);
+    EXPECT_DOUBLE_EQ(b.targetBytes, 0) << "not the last stage";
+    // One layer: B on the first stage makes no dX, so only GELU(H)'s buffer (tf) comes above its start.
+    EXPECT_DOUBLE_EQ(blockStageCost(smallModel(), slowCluster(), 1, false, 4).engine->op(3, true).highWaterBytes, 1024);
+}
+
+TEST(ModelCost, TheLastStagesForwardMakesTheLossGradientWhileYIsLive)
+{
+    // h = 8 > f = 4: th = 256 > tf = 128, so dL/dY (th) beside Y tops F's last layer (tf beside it).
+    ModelDesc m = smallModel();
+    m.ffn = 4;
+    const EngineBuffers last = *blockStageCost(m, slowCluster(), 1, true, 4).engine;
+    EXPECT_DOUBLE_EQ(last.op(0, false).highWaterBytes, 384 + 256); // (tf + th) + max(tf, th)
+    EXPECT_DOUBLE_EQ(last.op(0, false).netBytes, 384); // + dL/dY − Y's input
+    EXPECT_DOUBLE_EQ(last.targetBytes, 256);
+    const EngineBuffers inner = *blockStageCost(m, slowCluster(), 1, false, 4).engine;
+    EXPECT_DOUBLE_EQ(inner.op(0, false).highWaterBytes, 384 + 128);
+    // A stage without layers passes its messages on; the last one makes dL/dY from its input.
+    const EngineBuffers empty = *blockStageCost(m, slowCluster(), 0, true, 4).engine;
+    EXPECT_DOUBLE_EQ(empty.op(0, false).highWaterBytes, 256);
+    EXPECT_DOUBLE_EQ(empty.op(0, false).netBytes, 0);
+    EXPECT_DOUBLE_EQ(empty.op(1, true).netBytes, -256) << "the first stage's I drops dY";
+    EXPECT_DOUBLE_EQ(empty.op(1, false).netBytes, 0) << "a later stage's I passes it on";
+}
+
 TEST(ModelCost, Bf16HalvesTheBytesNotTheTimes)
 {
     const StageCost c = blockStageCost(smallModel(), slowCluster(), 1, false, 2);

@@ -6,9 +6,12 @@
 // Checks: rank 0's part of the progress stream starts with hello and ends with done; the correctness
 // check passed; every action of every rank appears exactly once per measured step, in the schedule's order;
 // times are consistent; each rank's peak activation_bytes equals the simulator's peak activation bytes for
-// the same schedule and model (4-byte elements on CPU); the traces exist; the measured-trace reader reads the
+// the same schedule and model (4-byte elements on CPU), and each action's memory_bytes (so each rank's peak)
+// equals the prediction `dpstudio run` makes (predict with fp32Tensors), to the byte (docs/memory.md); the
+// traces exist; the measured-trace reader reads the
 // file and its writer gives the same text back. Exit 0 when all hold, 1 otherwise.
 #include "base/fileio.h"
+#include "project/predict.h"
 #include "project/project.h"
 #include "sim/simulator.h"
 #include "trace/measured.h"
@@ -76,14 +79,22 @@ void checkEvents(const std::vector<json>& events, const std::string& measured)
         fail("the done event names " + rank0.back().value("output", ""));
 }
 
-void checkRank(const dps::Schedule& schedule, const json& rank, int r, int steps, double simulatedPeak)
+void checkRank(const dps::Schedule& schedule, const json& rank, int r, int steps, const dps::RankResult& predicted)
 {
+    // The prediction's memory of each slot: its (last) memory point's total, in list order.
+    std::vector<double> slotMemory;
+    std::size_t point = 0;
+    for (const dps::Action& a : schedule.order[static_cast<std::size_t>(r)]) {
+        point += static_cast<std::size_t>(a.size());
+        slotMemory.push_back(point < predicted.memory.size() ? predicted.memory[point].totalBytes : -1.0);
+    }
     const auto& order = schedule.order[static_cast<std::size_t>(r)];
     const json& actions = rank["actions"];
     if (actions.size() != order.size() * static_cast<std::size_t>(steps))
         return fail("rank " + std::to_string(r) + ": " + std::to_string(actions.size()) + " actions, expected "
             + std::to_string(order.size() * static_cast<std::size_t>(steps)));
     double peak = 0.0;
+    double peakMemory = 0.0;
     for (std::size_t i = 0; i < actions.size(); ++i) {
         const json& a = actions[i];
         const std::string want = dps::toString(order[i % order.size()]);
@@ -96,10 +107,18 @@ void checkRank(const dps::Schedule& schedule, const json& rank, int r, int steps
         if (!(start >= 0.0 && end >= start && wait >= 0.0 && wait <= end - start + 1e-3))
             fail(where + ": inconsistent times " + a.dump());
         peak = std::max(peak, a["activation_bytes"].get<double>());
+        const double memory = a["memory_bytes"].get<double>();
+        peakMemory = std::max(peakMemory, memory);
+        if (memory != slotMemory[i % order.size()])
+            fail(where + " (" + want + "): memory_bytes " + std::to_string(memory) + " but the prediction says "
+                + std::to_string(slotMemory[i % order.size()]));
     }
-    if (peak != simulatedPeak)
+    if (peak != predicted.peakActivationBytes)
         fail("rank " + std::to_string(r) + ": peak activation_bytes " + std::to_string(peak)
-            + " but the simulator says " + std::to_string(simulatedPeak));
+            + " but the simulator says " + std::to_string(predicted.peakActivationBytes));
+    if (peakMemory != predicted.peakMemoryBytes)
+        fail("rank " + std::to_string(r) + ": peak memory_bytes " + std::to_string(peakMemory)
+            + " but the prediction says " + std::to_string(predicted.peakMemoryBytes));
 }
 
 void checkMeasured(const dps::Project& project, const dps::Variant& variant, const json& m, int steps)
@@ -112,13 +131,18 @@ void checkMeasured(const dps::Project& project, const dps::Variant& variant, con
         fail("steps: " + m["steps"].dump());
     if (m.value("median_step", -1) < 0 || m.value("median_step", -1) >= steps)
         fail("median_step " + m["median_step"].dump());
-    const dps::Schedule schedule = dps::buildSchedule(project, variant);
-    const dps::SimResult sim = dps::simulate(schedule, dps::buildCostModel(project, variant, 4));
+    // The prediction of a CPU run, as `dpstudio run` makes it (engine/launch/report.h, predictRun), with curves.
+    dps::PredictOptions options;
+    options.fp32Tensors = true;
+    const dps::Prediction prediction = dps::predict(project, variant, options);
+    if (!prediction.valid())
+        return fail("prediction: " + prediction.error);
+    const dps::Schedule& schedule = *prediction.schedule;
     if (m["ranks"].size() != static_cast<std::size_t>(schedule.ranks))
         return fail("ranks: " + std::to_string(m["ranks"].size()));
     for (int r = 0; r < schedule.ranks; ++r)
         checkRank(schedule, m["ranks"][static_cast<std::size_t>(r)], r, steps,
-            sim.ranks[static_cast<std::size_t>(r)].peakActivationBytes);
+            prediction.sim.ranks[static_cast<std::size_t>(r)]);
 }
 
 void checkTraces(const fs::path& dir, int ranks)

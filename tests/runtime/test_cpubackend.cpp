@@ -1,14 +1,18 @@
 // The CPU backend's kernels against naive loops and finite differences, its allocator's exact counting and
 // its two lanes.
 #include "runtime/cpubackend.h"
+#include "base/hostinfo.h"
 
 #include <gtest/gtest.h>
+
+#include <sched.h>
 
 #include <atomic>
 #include <cmath>
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -219,8 +223,39 @@ TEST_F(CpuBackendTest, AllocatorCountsLiveBytesExactlyPerCategory)
     EXPECT_EQ(mem.live(MemoryCategory::Communication), 0u);
 }
 
+TEST_F(CpuBackendTest, TheLanesOfAnOverlappedSlotCountAtTheirBound)
+{
+    MemoryCounter& mem = backend.memory();
+    Tensor before(backend, 10, 1, MemoryCategory::Parameter); // 40 bytes live when the lanes start
+    mem.resetPeak();
+    mem.beginLanes();
+    backend.runConcurrently(
+        [&](Lane lane) {
+            const MemoryCounter::LaneScope counted(lane);
+            Tensor a(backend, 25, 1, MemoryCategory::Workspace); // 100, freed
+            Tensor kept(backend, 5, 1, MemoryCategory::Activation); // 20 more: lane 0 peaks at 120
+            a.reset();
+            kept.recategorize(MemoryCategory::Communication);
+            Tensor leave(std::move(kept));
+            leave.reset();
+        },
+        [&](Lane lane) {
+            const MemoryCounter::LaneScope counted(lane);
+            Tensor b(backend, 12, 1, MemoryCategory::Workspace); // lane 1 peaks at 48
+        });
+    // 40 + 120 + 48 whatever the interleaving (or the turns) of the two lanes.
+    EXPECT_EQ(mem.endLanes(), 208u);
+    EXPECT_EQ(mem.peak(), 208u);
+    EXPECT_EQ(mem.total(), 40u);
+    // Outside lanes, the peak is the plain high-water mark again.
+    mem.resetPeak();
+    Tensor c(backend, 4, 1, MemoryCategory::Workspace);
+    EXPECT_EQ(mem.peak(), 56u);
+}
+
 TEST_F(CpuBackendTest, RunConcurrentlyUsesTwoThreadsAndBothLanes)
 {
+    backend.setLaneMode(LaneMode::Threads);
     std::thread::id ids[2];
     Lane lanes[2] = { -1, -1 };
     backend.runConcurrently(
@@ -239,11 +274,146 @@ TEST_F(CpuBackendTest, RunConcurrentlyUsesTwoThreadsAndBothLanes)
 
 TEST_F(CpuBackendTest, RunConcurrentlyRethrowsEitherHalfsExceptionAndStaysUsable)
 {
-    auto nothing = [](Lane) {};
-    auto fail = [](Lane) { throw std::runtime_error("half failed"); };
-    EXPECT_THROW(backend.runConcurrently(fail, nothing), std::runtime_error);
-    EXPECT_THROW(backend.runConcurrently(nothing, fail), std::runtime_error);
-    std::atomic<int> count { 0 };
-    backend.runConcurrently([&](Lane) { ++count; }, [&](Lane) { ++count; });
-    EXPECT_EQ(count, 2);
+    for (LaneMode mode : { LaneMode::Threads, LaneMode::InTurn }) {
+        backend.setLaneMode(mode);
+        auto nothing = [](Lane) {};
+        auto fail = [](Lane) { throw std::runtime_error("half failed"); };
+        EXPECT_THROW(backend.runConcurrently(fail, nothing), std::runtime_error);
+        EXPECT_THROW(backend.runConcurrently(nothing, fail), std::runtime_error);
+        std::atomic<int> count { 0 };
+        backend.runConcurrently([&](Lane) { ++count; }, [&](Lane) { ++count; });
+        EXPECT_EQ(count, 2);
+    }
+}
+
+TEST_F(CpuBackendTest, InTurnRunsTheFirstHalfThenTheSecondOnTheCallingThread)
+{
+    backend.setLaneMode(LaneMode::InTurn);
+    std::vector<std::pair<std::thread::id, Lane>> calls;
+    backend.runConcurrently([&](Lane l) { calls.emplace_back(std::this_thread::get_id(), l); },
+        [&](Lane l) { calls.emplace_back(std::this_thread::get_id(), l); });
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[0], std::make_pair(std::this_thread::get_id(), Lane { 0 }));
+    EXPECT_EQ(calls[1], std::make_pair(std::this_thread::get_id(), Lane { 1 }));
+    // The second half runs although the first failed, and the first half's error is the one thrown.
+    bool secondRan = false;
+    try {
+        backend.runConcurrently([](Lane) { throw std::runtime_error("first"); },
+            [&](Lane) {
+                secondRan = true;
+                throw std::logic_error("second");
+            });
+        ADD_FAILURE() << "no exception";
+    } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "first");
+    }
+    EXPECT_TRUE(secondRan);
+}
+
+/// Sets an environment variable for one scope, restoring the previous value.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value)
+        : m_name(name)
+    {
+        if (const char* old = std::getenv(name)) {
+            m_had = true;
+            m_old = old;
+        }
+        if (value)
+            ::setenv(name, value, 1);
+        else
+            ::unsetenv(name);
+    }
+    ~ScopedEnv()
+    {
+        if (m_had)
+            ::setenv(m_name, m_old.c_str(), 1);
+        else
+            ::unsetenv(m_name);
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* m_name;
+    bool m_had = false;
+    std::string m_old;
+};
+
+TEST(CpuLaneMode, TwoThreadsOnlyWhereTheRankHasACoreForEachHalf)
+{
+    const ScopedEnv noOverride("DPSTUDIO_CPU_LANES", nullptr);
+    const ScopedEnv noMpich("MPI_LOCALNRANKS", nullptr);
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    ASSERT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);
+    if (CPU_COUNT(&mask) < dps::cpuCoreCount())
+        GTEST_SKIP() << "this test process is bound to " << CPU_COUNT(&mask) << " of " << dps::cpuCoreCount()
+                     << " CPUs: the rule then counts the bound CPUs";
+    const int cores = dps::cpuCoreCount();
+    {
+        // 4 ranks per core on this host: a quarter of a core each, the halves take turns.
+        const std::string ranks = std::to_string(4 * cores);
+        const ScopedEnv local("OMPI_COMM_WORLD_LOCAL_SIZE", ranks.c_str());
+        EXPECT_DOUBLE_EQ(coresForThisRank(), 0.25);
+        EXPECT_EQ(defaultLaneMode(1), LaneMode::InTurn);
+        EXPECT_EQ(CpuBackend(1).laneMode(), LaneMode::InTurn);
+        const ScopedEnv forced("DPSTUDIO_CPU_LANES", "threads");
+        EXPECT_EQ(defaultLaneMode(1), LaneMode::Threads);
+    }
+    {
+        // One rank on the host: two threads when the host has two cores per BLAS thread.
+        const ScopedEnv local("OMPI_COMM_WORLD_LOCAL_SIZE", "1");
+        EXPECT_DOUBLE_EQ(coresForThisRank(), static_cast<double>(cores));
+        EXPECT_EQ(defaultLaneMode(1), cores >= 2 ? LaneMode::Threads : LaneMode::InTurn);
+        EXPECT_EQ(defaultLaneMode(cores), LaneMode::InTurn); // two halves × `cores` threads > cores
+        const ScopedEnv forced("DPSTUDIO_CPU_LANES", "turns");
+        EXPECT_EQ(defaultLaneMode(1), LaneMode::InTurn);
+    }
+}
+
+TEST(CpuGemmLibrary, EveryLibraryMatchesNaiveLoopsAtAnOddShape)
+{
+    const std::vector<GemmLibrary> libraries = availableGemmLibraries();
+    ASSERT_EQ(libraries.front(), GemmLibrary::OpenBlas);
+    CpuBackend backend(1);
+    const int m = 37, n = 53, k = 29; // no multiple of any vector width
+    for (GemmLibrary library : libraries) {
+        backend.setGemmLibrary(library);
+        for (bool ta : { false, true })
+            for (bool tb : { false, true })
+                for (float beta : { 0.0f, 1.0f }) {
+                    const auto a = randomValues(static_cast<std::size_t>(m * k), 4);
+                    const auto b = randomValues(static_cast<std::size_t>(k * n), 5);
+                    auto c = randomValues(static_cast<std::size_t>(m * n), 6);
+                    const auto want = naiveGemm(ta, tb, m, n, k, 0.5f, a, b, beta, c);
+                    backend.gemm(0, ta ? Transpose::Yes : Transpose::No, tb ? Transpose::Yes : Transpose::No, m, n, k,
+                        0.5f, a.data(), b.data(), beta, c.data());
+                    for (std::size_t i = 0; i < want.size(); ++i)
+                        ASSERT_NEAR(c[i], want[i], 1e-5) << "library " << static_cast<int>(library) << " ta=" << ta
+                                                         << " tb=" << tb << " beta=" << beta << " i=" << i;
+                }
+    }
+}
+
+TEST(CpuGemmLibrary, OneDnnWhereBuiltUnlessOpenBlasIsAskedFor)
+{
+    const bool haveOneDnn = availableGemmLibraries().back() == GemmLibrary::OneDnn;
+    {
+        const ScopedEnv none("DPSTUDIO_CPU_GEMM", nullptr);
+        if (haveOneDnn) {
+            EXPECT_EQ(defaultGemmLibrary(), GemmLibrary::OneDnn);
+            EXPECT_NE(CpuBackend(1).deviceDescription().find("(oneDNN "), std::string::npos);
+        } else {
+            EXPECT_EQ(defaultGemmLibrary(), GemmLibrary::OpenBlas);
+            EXPECT_THROW(CpuBackend(1).setGemmLibrary(GemmLibrary::OneDnn), RuntimeError);
+        }
+    }
+    const ScopedEnv openblas("DPSTUDIO_CPU_GEMM", "openblas");
+    EXPECT_EQ(defaultGemmLibrary(), GemmLibrary::OpenBlas);
+    const CpuBackend backend(1);
+    EXPECT_EQ(backend.gemmLibrary(), GemmLibrary::OpenBlas);
+    EXPECT_EQ(backend.deviceDescription().find("oneDNN"), std::string::npos);
+    EXPECT_NE(backend.deviceDescription().find("(OpenBLAS "), std::string::npos);
 }

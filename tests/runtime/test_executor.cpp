@@ -1,6 +1,6 @@
 // The executor over ThreadComm (ranks as threads): every generated schedule kind and hand-edited orders run,
 // match the sequential reference, measure every action exactly once, and reach exactly the simulator's peak
-// activation bytes.
+// activation bytes and, action by action, its memory with the engine's buffers (docs/memory.md).
 #include "project/modelcost.h"
 #include "runtime/correctness.h"
 #include "runtime/cpubackend.h"
@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <optional>
 
 using namespace dps;
 using namespace dps::runtime;
@@ -36,22 +37,28 @@ struct RankOutcome {
     std::map<int, double> losses;
 };
 
+/// The receive window of the threaded runs (and of costModel()).
+constexpr int kWindow = 3;
+
 /// Runs `steps` steps of the schedule on threads, then the correctness check. `tamper` runs on every rank
-/// between the replica sum and the check.
+/// between the replica sum and the check. `lanes`: how the backend runs overlapped slots (unset: its default).
 std::vector<RankOutcome> runThreaded(const Schedule& schedule, const ModelSpec& spec, int steps = 2,
-    const std::function<void(RankExecutor&, Backend&, int rank)>& tamper = {})
+    const std::function<void(RankExecutor&, Backend&, int rank)>& tamper = {},
+    std::optional<LaneMode> lanes = std::nullopt)
 {
     std::vector<RankOutcome> out(static_cast<std::size_t>(schedule.ranks));
     ThreadWorld world(schedule.ranks);
     world.run([&](Comm& comm) {
         CpuBackend backend(1);
+        if (lanes)
+            backend.setLaneMode(*lanes);
         ExecutorOptions options;
-        options.receiveWindow = 3;
+        options.receiveWindow = kWindow;
         RankExecutor executor(backend, comm, spec, schedule, options);
         RankOutcome& mine = out[static_cast<std::size_t>(comm.rank())];
         for (int step = 0; step < steps; ++step) {
-            const auto records = executor.runStep(step);
-            executor.sumReplicaGradients();
+            auto records = executor.runStep(step);
+            executor.sumReplicaGradients(&records);
             mine.records.insert(mine.records.end(), records.begin(), records.end());
         }
         if (tamper)
@@ -74,6 +81,7 @@ CostModel costModel(const ModelSpec& spec)
     CostModel costs;
     for (int s = 0; s < spec.stages(); ++s)
         costs.stages.push_back(blockStageCost(model, ClusterDesc {}, spec.layersOf(s), s == spec.stages() - 1, 4));
+    costs.receiveWindow = kWindow;
     return costs;
 }
 
@@ -82,7 +90,20 @@ std::vector<int> evenPartition(int stages, int layersPerStage)
     return std::vector<int>(static_cast<std::size_t>(stages), layersPerStage);
 }
 
-/// Checks of any run: correctness, every action once per step in order, sane times, peak ledger = simulator.
+/// Each slot's memory in the simulator: the total of its (last) memory point, in list order.
+std::vector<std::uint64_t> simulatedSlotMemory(const Schedule& schedule, const RankResult& rank, int r)
+{
+    std::vector<std::uint64_t> slots;
+    std::size_t point = 0;
+    for (const Action& a : schedule.order[static_cast<std::size_t>(r)]) {
+        point += static_cast<std::size_t>(a.size());
+        slots.push_back(static_cast<std::uint64_t>(rank.memory.at(point).totalBytes));
+    }
+    return slots;
+}
+
+/// Checks of any run: correctness, every action once per step in order, sane times, peak ledger = simulator,
+/// and every action's memory (the allocator's high-water mark) = the simulator's for that slot, to the byte.
 void expectGoodRun(const Schedule& schedule, const ModelSpec& spec, const std::vector<RankOutcome>& out, int steps)
 {
     const SimResult sim = simulate(schedule, costModel(spec));
@@ -93,6 +114,8 @@ void expectGoodRun(const Schedule& schedule, const ModelSpec& spec, const std::v
         const auto& order = schedule.order[static_cast<std::size_t>(r)];
         ASSERT_EQ(o.records.size(), order.size() * static_cast<std::size_t>(steps)) << "rank " << r;
         std::uint64_t peak = 0;
+        std::uint64_t peakMemory = 0;
+        const auto slots = simulatedSlotMemory(schedule, sim.ranks[static_cast<std::size_t>(r)], r);
         for (std::size_t i = 0; i < o.records.size(); ++i) {
             const ActionRecord& rec = o.records[i];
             EXPECT_EQ(rec.step, static_cast<int>(i / order.size()));
@@ -100,9 +123,14 @@ void expectGoodRun(const Schedule& schedule, const ModelSpec& spec, const std::v
             EXPECT_LE(rec.startUs, rec.endUs);
             EXPECT_LE(rec.waitUs, rec.endUs - rec.startUs + 1e-3);
             EXPECT_GE(rec.memoryBytes, rec.activationBytes);
+            EXPECT_EQ(rec.memoryBytes, slots[i % order.size()])
+                << "rank " << r << " step " << rec.step << " action " << toString(order[i % order.size()]);
             peak = std::max(peak, rec.activationBytes);
+            peakMemory = std::max(peakMemory, rec.memoryBytes);
         }
         EXPECT_EQ(static_cast<double>(peak), sim.ranks[static_cast<std::size_t>(r)].peakActivationBytes)
+            << "rank " << r;
+        EXPECT_EQ(static_cast<double>(peakMemory), sim.ranks[static_cast<std::size_t>(r)].peakMemoryBytes)
             << "rank " << r;
     }
 }
@@ -118,7 +146,7 @@ class EveryKind : public ::testing::TestWithParam<KindCase> { };
 
 } // namespace
 
-TEST_P(EveryKind, MatchesTheReferenceAndTheSimulatorsPeakActivation)
+TEST_P(EveryKind, MatchesTheReferenceAndTheSimulatorsMemory)
 {
     const KindCase c = GetParam();
     const Schedule schedule = generate({ c.kind, c.ranks, c.microbatches, c.stagesPerRank });
@@ -171,6 +199,45 @@ TEST(Executor, ActivationBytesAreTheLedgerAfterEachAction)
         rank1.push_back(r.activationBytes);
     EXPECT_EQ(rank0, (std::vector<std::uint64_t> { a0, 2 * a0, a0, 0 }));
     EXPECT_EQ(rank1, (std::vector<std::uint64_t> { a1, 2 * a1, a1, 0 }));
+}
+
+TEST(Executor, MemoryIsTheAllocatorsHighWaterMarkOfEachActionHandComputed)
+{
+    // GPipe on 2 ranks, 2 microbatches, stages of 2 and 1 layers; T = 6, h = 16, f = 48, fp32: a T×h tensor is
+    // th = 384 bytes, a T×f one tf = 1152; receive window 3 (both of a rank's receives posted at the start).
+    const Schedule schedule = generate({ ScheduleKind::GPipe, 2, 2, 0 });
+    const ModelSpec spec = tinySpec({ 2, 1 });
+    const auto out = runThreaded(schedule, spec, 1);
+    std::vector<std::uint64_t> rank0, rank1;
+    for (const ActionRecord& r : out[0].records)
+        rank0.push_back(r.memoryBytes);
+    for (const ActionRecord& r : out[1].records)
+        rank1.push_back(r.memoryBytes);
+    // Rank 0 starts at 26112: weights and gradients 2 × 12288, inputs 2 × 384, 2 posted receives 2 × 384.
+    // 0F0: input copy +384, then F's high-water 2(tf+th) + tf = 4224: 30720; it keeps 3072 and sends its output.
+    // 0F1: the same on 29568: 34176. 0B0: its receive frees both sends (the gradient back proves them
+    // consumed): 33024 − 768, + B's high-water tf + th = 1536: 33792; it frees 3072 + 384. 0B1: 28800 + 1536.
+    EXPECT_EQ(rank0, (std::vector<std::uint64_t> { 30720, 34176, 33792, 30336 }));
+    // Rank 1 starts at 13824: 2 × 6144, targets 2 × 384, 2 posted receives. 1F0: F's high-water on the last
+    // stage (tf + th) + max(tf, th) = 2688: 16512; it keeps 1536. 1F1: 18048. 1B0: + tf + th = 18432; it frees
+    // tf + th. 1B1: 15360 + 1536 = 16896 (its two sends are held to the step's end: no message comes back).
+    EXPECT_EQ(rank1, (std::vector<std::uint64_t> { 16512, 18048, 18432, 16896 }));
+    expectGoodRun(schedule, spec, out, 1);
+}
+
+TEST(Executor, AnOverlappedSlotCountsBothHalvesAtTheirHighWaterMarksInEitherLaneMode)
+{
+    const Schedule schedule = generate({ ScheduleKind::DualPipe, 4, 8, 0 });
+    const ModelSpec spec = tinySpec(evenPartition(schedule.stages, 2));
+    const auto threads = runThreaded(schedule, spec, 1, {}, LaneMode::Threads);
+    const auto turns = runThreaded(schedule, spec, 1, {}, LaneMode::InTurn);
+    for (int r = 0; r < schedule.ranks; ++r)
+        for (std::size_t i = 0; i < threads[static_cast<std::size_t>(r)].records.size(); ++i)
+            EXPECT_EQ(threads[static_cast<std::size_t>(r)].records[i].memoryBytes,
+                turns[static_cast<std::size_t>(r)].records[i].memoryBytes)
+                << "rank " << r << " action " << i;
+    expectGoodRun(schedule, spec, threads, 1);
+    expectGoodRun(schedule, spec, turns, 1);
 }
 
 TEST(Executor, UnevenPartitionWithAnEmptyStage)

@@ -158,6 +158,21 @@ TEST(Calibrate, FitsHandMadeSlotsWithoutATrace)
     EXPECT_EQ(c.overlapSamples, 0);
 }
 
+TEST(Calibrate, AMessageThatWasAlreadyThereIsNoTransferSample)
+{
+    // 1F0 waits for 0F0 (ends at 10) from t = 0: a transfer of 2.5 µs. 1F1 starts at 40, after 0F1 ended at 20:
+    // its 0.5 µs "wait" is the receive call's, and 40.5 − 20 = 20.5 µs is no transfer time.
+    const std::vector<MeasuredSlot> slots {
+        slot(0, "0F0", 0, 10),
+        slot(0, "0F1", 10, 20),
+        slot(1, "1F0", 0, 40, 12.5, 2000),
+        slot(1, "1F1", 40, 60.5, 0.5, 2000),
+    };
+    const Calibration c = calibrate(slots, 2);
+    EXPECT_EQ(c.p2pSamples, 1);
+    EXPECT_EQ(c.costs.latencyUs, 2.5);
+}
+
 TEST(Calibrate, FormatsTheFitWithTheOneTimeRule)
 {
     const std::vector<MeasuredSlot> slots {

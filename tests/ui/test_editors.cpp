@@ -303,8 +303,9 @@ TEST(MemoryChart, PerRankBarsNameTheHeaviestRankAndWhy)
     f.deepseekOnH800();
     MemoryChart* chart = f.window.memoryChart();
     chart->setRank(MemoryChart::kPerRankParts);
-    ASSERT_EQ(chart->plot()->plottableCount(), 4) << "parameters, gradients, optimizer state, activations";
-    for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(chart->plot()->plottableCount(), RankMemoryParts::PartCount)
+        << "parameters, gradients, optimizer state, activations, the engine's buffers";
+    for (int i = 0; i < RankMemoryParts::PartCount; ++i) {
         auto* bars = qobject_cast<QCPBars*>(chart->plot()->plottable(i));
         ASSERT_TRUE(bars);
         EXPECT_EQ(bars->dataCount(), 16) << "one bar per rank";

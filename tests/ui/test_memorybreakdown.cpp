@@ -95,4 +95,8 @@ TEST(MemoryBreakdown, PartsOfASnapshotAddUpToEachRanksPeak)
     // Default project: 2 layers per stage, 2·512·2048 fp32 parameters per layer: 4 layers per DualPipe rank =
     // 4 × 2097152 × 4 bytes = 32 MiB of parameters on every rank.
     EXPECT_DOUBLE_EQ(parts[3].bytes[RankMemoryParts::Parameters], 32.0 * 1024 * 1024);
+    // The engine's buffers at rank 0's peak (docs/memory.md; tests/project/test_predict.cpp): 10 MiB of inputs
+    // and targets, 5 MiB of messages, the overlapped slot's 9.5 MiB of high-water marks less the 5 MiB of them
+    // that are its forward half's activations (in the activations part): 19.5 MiB.
+    EXPECT_DOUBLE_EQ(parts[0].bytes[RankMemoryParts::Buffers], 19.5 * 1024 * 1024);
 }

@@ -15,6 +15,8 @@ const char* memoryPartName(RankMemoryParts::Part part)
         return "gradients";
     case RankMemoryParts::Optimizer:
         return "optimizer state";
+    case RankMemoryParts::Buffers:
+        return "buffers";
     case RankMemoryParts::Activations:
     case RankMemoryParts::PartCount:
         break;
@@ -37,6 +39,8 @@ std::vector<RankMemoryParts> memoryParts(const SimulationSnapshot& snapshot)
         p.bytes[RankMemoryParts::Gradients] = sm.gradients;
         p.bytes[RankMemoryParts::Optimizer] = sm.optimizer;
         p.bytes[RankMemoryParts::Activations] = snapshot.sim.ranks[r].peakActivationBytes;
+        p.bytes[RankMemoryParts::Buffers] = std::max(
+            0.0, snapshot.sim.ranks[r].peakMemoryBytes - sm.total() - snapshot.sim.ranks[r].peakActivationBytes);
     }
     return result;
 }

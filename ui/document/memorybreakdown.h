@@ -10,15 +10,19 @@
 namespace dps::ui {
 
 /// One rank's memory at its peak, bytes. Static parts come from Prediction::staticMemory, the activations
-/// are the rank's simulated peak of live activations (static memory does not change over the step, so the
-/// rank's peak is their sum).
+/// are the rank's simulated peak of live activations, the buffers the rest of its peak: what a run of our
+/// engine allocates beyond them (inputs, targets, messages, workspaces; docs/memory.md), 0 for a model the
+/// engine does not run. The parts add up to the rank's peak.
 struct RankMemoryParts {
-    enum Part { Parameters, Gradients, Optimizer, Activations, PartCount };
+    enum Part { Parameters, Gradients, Optimizer, Activations, Buffers, PartCount };
     double bytes[PartCount] = {};
-    double total() const { return bytes[Parameters] + bytes[Gradients] + bytes[Optimizer] + bytes[Activations]; }
+    double total() const
+    {
+        return bytes[Parameters] + bytes[Gradients] + bytes[Optimizer] + bytes[Activations] + bytes[Buffers];
+    }
 };
 
-/// "parameters", "gradients", "optimizer state", "activations".
+/// "parameters", "gradients", "optimizer state", "activations", "buffers".
 const char* memoryPartName(RankMemoryParts::Part part);
 
 /// The parts of every rank of a timed snapshot (empty when it is not timed).

@@ -255,7 +255,7 @@ void MemoryChart::drawParts()
     m_plot->xAxis->setLabel(tr("rank"));
     m_plot->xAxis->grid()->setVisible(false);
     m_plot->xAxis->setRange(-0.6, ranks - 0.4);
-    static const int colorOf[RankMemoryParts::PartCount] = { 0, 3, 6, 2 }; // as the stacked view over time
+    static const int colorOf[RankMemoryParts::PartCount] = { 0, 3, 6, 2, 5 }; // as the stacked view over time
     QCPBars* below = nullptr;
     for (int part = 0; part < RankMemoryParts::PartCount; ++part) {
         auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
@@ -357,6 +357,15 @@ void MemoryChart::drawStacked(int rank, double divisor)
     for (int i = 0; i < t.size(); ++i)
         total[i] = (sm.total() + act[i]) / divisor;
     addStep(t, total, seriesColor(2), tr("live activations"), true);
+    const RankResult& rr = s.sim.ranks[rank];
+    if (rr.peakMemoryBytes > sm.total() + rr.peakActivationBytes) {
+        // A run of our engine: its buffers on top (each point holds its slot's high-water mark, docs/memory.md).
+        QVector<double> all { total.front() };
+        for (const auto& p : points)
+            all << std::max(p.totalBytes, sm.total() + p.activationBytes) / divisor;
+        all << all.back();
+        addStep(t, all, seriesColor(5), tr("buffers"), true);
+    }
     m_summary->setText(tr("rank %1: peak %2 · parameters %3 · peak in-flight %4")
                            .arg(rank)
                            .arg(formatBytes(s.sim.ranks[rank].peakMemoryBytes), formatBytes(sm.parameters))
