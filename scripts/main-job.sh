@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The main job on the embedded default project.
 # With a display (and the GUI built) it opens the designer on the default project. Without one it runs the
-# default project headless: generate and validate both variants, compare them, simulate the active one, run
-# it for real on this machine through mpirun, and write everything (CSV, traces, comparison, measured run,
-# validated config, overlay chart) to a folder, printing where.
+# default project headless: its copy in the output folder gets a third variant sized for this machine
+# ("this-machine": DualPipeV on as many ranks as there are cores, 2 to 8), made the active one; it generates
+# and validates the schedules, compares the variants for the project's devices and for this machine (the CPU
+# profile `dpstudio devices --probe` measures, probed once and cached; ranks beyond the cores share them),
+# simulates the active one for this machine, runs it for real on this machine's CPUs through mpirun (the
+# report compares it with that prediction), and writes everything (CSV, traces, comparisons, measured run,
+# validated config, overlay chart) to the folder, printing where.
 # Environment: DPS_BUILD_DIR (default build/), DPS_OUT (default out/), DPS_HEADLESS=1 forces headless,
-# DPS_RUN_STEPS (default 2).
+# DPS_RUN_STEPS (default 3).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${DPS_BUILD_DIR:-$here/build}
@@ -24,20 +28,38 @@ mkdir -p "$out"
 project=$out/default.dpstudio.json
 step() { printf '\n== %s\n' "$*"; }
 
-step "default project -> $project"
+# DualPipeV on as many ranks as this machine has cores: 2 stages per rank, so at most 8 ranks for 16 layers.
+cores=$(nproc 2>/dev/null || echo 2)
+ranks=$((cores < 2 ? 2 : cores > 8 ? 8 : cores))
+step "default project -> $project, with a variant for this machine (DualPipeV on $ranks ranks, $cores cores)"
 "$dp" init -o "$project" --force
-step "generate + validate both variants (PyTorch schedule CSV)"
+python3 - "$project" "$ranks" <<'PY'
+import json, sys
+path, ranks = sys.argv[1], int(sys.argv[2])
+project = json.load(open(path))
+project["variants"].append({"name": "this-machine", "kind": "dualpipev", "ranks": ranks, "microbatches": 20,
+                            "stages_per_rank": 2})
+project["active_variant"] = "this-machine"
+with open(path, "w") as f:
+    json.dump(project, f, indent=2)
+    f.write("\n")
+PY
+step "generate + validate the variants (PyTorch schedule CSV)"
 "$dp" generate --schedule dualpipe --ranks 8 --microbatches 20 -o "$out/dualpipe_pp8_mb20.csv"
 "$dp" generate --schedule dualpipev --ranks 4 --microbatches 20 -o "$out/dualpipev_pp4_mb20.csv"
+"$dp" generate --schedule dualpipev --ranks "$ranks" --microbatches 20 -o "$out/dualpipev_pp${ranks}_mb20.csv"
 "$dp" validate "$project"
-step "compare DualPipe against DualPipeV"
+step "compare the variants on the project's devices"
 "$dp" compare "$project" | tee "$out/comparison.txt"
 "$dp" compare "$project" --json >"$out/comparison.json"
-step "simulate the active variant"
-"$dp" simulate "$project" --trace "$out/predicted.trace.json" | tee "$out/prediction.txt"
-step "run the active variant for real on this machine (mpirun, CPU backend)"
+step "compare them on this machine (its CPU profile: probed once, about 15 s, then cached; $cores cores shared)"
+"$dp" compare "$project" --this-machine | tee "$out/comparison-this-machine.txt"
+"$dp" compare "$project" --this-machine --json >"$out/comparison-this-machine.json"
+step "simulate the active variant (this-machine) for this machine"
+"$dp" simulate "$project" --this-machine --trace "$out/predicted.trace.json" | tee "$out/prediction.txt"
+step "run it for real on this machine (mpirun, CPU backend) against that prediction"
 run_ok=1
-if "$dp" run "$project" -o "$out/measured.json" --trace-dir "$out/traces" --steps "${DPS_RUN_STEPS:-2}" --warmup 1 \
+if "$dp" run "$project" -o "$out/measured.json" --trace-dir "$out/traces" --steps "${DPS_RUN_STEPS:-3}" --warmup 1 \
     | tee "$out/run.txt"; then
   "$dp" calibrate "$out/measured.json" -o "$out/costs.json"
 else

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev libopenblas-dev
   xvfb xauth imagemagick libspdlog-dev dpkg-dev file
   iproute2 # ip, for the two-host test (scripts/netns-twohost.sh)
+  libdnnl-dev # oneDNN's sgemm, faster than OpenBLAS at the CPU backend's shapes (docs/performance.md)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -4,6 +4,7 @@
 #include "base/errors.h"
 #include "base/fileio.h"
 #include "base/format.h"
+#include "launch/machinecosts.h"
 #include "project/compare.h"
 #include "project/modelcost.h"
 #include "project/predict.h"
@@ -109,6 +110,32 @@ std::string costsNote(const std::string& base, const CostFlags& flags)
     return note;
 }
 
+// ------------------------------------------------------------------------------- this machine
+
+/// This machine's CPU profile at the project's shapes (--this-machine; --profile FILE instead), probed and
+/// cached when the cache lacks them (progress on stderr). Throws as launch::machineProfile.
+launch::MachineProfile machineProfileFor(const Project& project, const CostFlags& flags)
+{
+    return launch::machineProfile(launch::projectShapes(project), 1, flags.profile, 10.0, std::cerr);
+}
+
+/// The options of a CPU run of `variant` on the profile's machine, the --cost flags last. Throws FormatError
+/// as launch::machineCosts.
+PredictOptions machineOptions(const launch::MachineProfile& profile, const Project& project, const Variant& variant,
+    const CostFlags& flags, bool timeline)
+{
+    const launch::MachineCosts costs = launch::machineCosts(profile.profile, project, variant, profile.description());
+    return launch::machinePredictOptions(costs, project.costs, timeline, costFlagsAdjuster(flags));
+}
+
+/// "this machine (probed CPU profile, FILE; 2 cores shared by the ranks)".
+std::string machineNote(const launch::MachineProfile& profile)
+{
+    const int cores = profile.profile.machine.cores;
+    return "this machine (" + profile.description() + "; " + std::to_string(cores)
+        + (cores == 1 ? " core" : " cores") + " shared by the ranks)";
+}
+
 /// What simulate predicts, and what it says about it.
 struct Simulated {
     std::string label; ///< e.g. "p.dpstudio.json [dualpipe]" or "golden.csv"
@@ -116,7 +143,22 @@ struct Simulated {
     std::string costsSource;
     Prediction prediction;
     std::string model; ///< modelSummary() of a transformer project's variant, else ""
+    double memoryLimitBytes = 0.0; ///< the project's cluster.memory_per_device_bytes; 0 = none (a CSV)
+    std::string machineCosts = {}; ///< --this-machine: formatMachineCosts() of the variant, else ""
 };
+
+/// Ranks whose predicted peak memory exceeds the device's memory (none without a limit).
+std::vector<int> ranksOverMemory(const Simulated& in)
+{
+    std::vector<int> over;
+    if (in.memoryLimitBytes <= 0.0)
+        return over;
+    const auto& ranks = in.prediction.sim.ranks;
+    for (std::size_t r = 0; r < ranks.size(); ++r)
+        if (ranks[r].peakMemoryBytes > in.memoryLimitBytes)
+            over.push_back(static_cast<int>(r));
+    return over;
+}
 
 PredictOptions simulateOptions(const SimulateArgs& args)
 {
@@ -130,11 +172,23 @@ Simulated fromProject(const std::string& file, const std::string& text, const Si
 {
     const Project project = withCostsFile(parseProject(text, file), args.costs);
     const Variant& variant = variantOf(project, args.variant, file);
-    Prediction prediction = predict(project, variant, simulateOptions(args));
+    PredictOptions options = simulateOptions(args);
+    std::string costs = costsNote("the project's model and costs", args.costs);
+    std::string table;
+    if (args.costs.thisMachine) {
+        const launch::MachineProfile profile = machineProfileFor(project, args.costs);
+        const bool memory = options.recordMemory;
+        options = machineOptions(profile, project, variant, args.costs, options.recordTiming);
+        options.recordMemory = memory;
+        costs = costsNote(machineNote(profile), args.costs);
+        table = launch::formatMachineCosts(
+            launch::machineCosts(profile.profile, project, variant, profile.description()));
+    }
+    Prediction prediction = predict(project, variant, options);
     // The model line only for a prediction with figures (a variant that cannot be built is reported as such).
     std::string model = prediction.valid() ? modelSummary(project, variant) : std::string();
-    return { file + " [" + prediction.variantName + "]", file, costsNote("the project's model and costs", args.costs),
-        std::move(prediction), std::move(model) };
+    return { file + " [" + prediction.variantName + "]", file, std::move(costs), std::move(prediction),
+        std::move(model), project.cluster.memoryPerDeviceBytes, std::move(table) };
 }
 
 /// When an imported schedule is exactly what a generator makes, give it that kind (and closed form).
@@ -188,6 +242,8 @@ std::string sourceProblem(const SimulateArgs& args)
         return "--ranks, --microbatches and --stages-per-rank go with --schedule";
     if (!args.schedule.empty() && (args.ranks <= 0 || args.microbatches <= 0))
         return "--schedule needs --ranks N and --microbatches M (positive)";
+    if (args.costs.thisMachine && args.project.empty())
+        return "--this-machine needs a project file (the model gives the shapes)";
     return {};
 }
 
@@ -271,7 +327,8 @@ json simulationJson(const Simulated& in)
         { "makespan_us", p.makespanUs }, { "bubble_rate", p.bubbleRate },
         { "bubble_rate_definition", kBubbleDefinition }, { "total_p2p_bytes", p.p2pBytes },
         { "largest_idle_us", p.largestIdleUs }, { "closed_form", closedFormJson(p.closedForm) },
-        { "ranks", std::move(ranks) } };
+        { "memory_per_device_bytes", in.memoryLimitBytes > 0.0 ? json(in.memoryLimitBytes) : json(nullptr) },
+        { "ranks_over_memory", ranksOverMemory(in) }, { "ranks", std::move(ranks) } };
 }
 
 void printSimulation(const Simulated& in)
@@ -296,6 +353,20 @@ void printSimulation(const Simulated& in)
             formatBytes(rr.peakMemoryBytes), formatBytes(rr.peakActivationBytes), std::to_string(rr.peakInflight) });
     }
     std::cout << formatTable(rows);
+    const std::vector<int> over = ranksOverMemory(in);
+    if (!over.empty()) {
+        std::string list;
+        for (std::size_t i = 0; i < over.size() && i < 8; ++i)
+            list += (i ? ", " : "") + std::to_string(over[i]);
+        if (over.size() > 8)
+            list += ", …";
+        std::cout << "\nwarning: does not fit: " << over.size() << " of " << p.sim.ranks.size()
+                  << " ranks (" << list << ") exceed the device's " << formatBytes(in.memoryLimitBytes)
+                  << " (cluster.memory_per_device_bytes); largest peak " << formatBytes(p.peakMemoryBytes)
+                  << " on rank " << p.peakMemoryRank << "\n";
+    }
+    if (!in.machineCosts.empty())
+        std::cout << "\n" << in.machineCosts;
 }
 
 void writeTrace(const std::string& file, const Simulated& in)
@@ -332,19 +403,36 @@ namespace {
 
 /// One row per project variant, or per named kind (a kind that cannot hold the stage count is a row with
 /// its reason).
-std::vector<VariantComparison> compareRows(const Project& project, const CompareArgs& args)
+std::vector<VariantComparison> compareRows(
+    const Project& project, const CompareArgs& args, const std::optional<launch::MachineProfile>& machine)
 {
     const CostAdjuster adjust = costFlagsAdjuster(args.costs);
+    // Each variant with the project's costs, or (--this-machine) as a CPU run on this machine.
+    const auto compareOne = [&](const Variant& v) {
+        if (!machine)
+            return compareVariant(project, v, adjust);
+        try {
+            return compareVariant(project, v, machineOptions(*machine, project, v, args.costs, false));
+        } catch (const Error& e) {
+            VariantComparison failed;
+            failed.variant = v.name;
+            failed.kind = v.kind;
+            failed.ranks = v.ranks;
+            failed.microbatches = v.microbatches;
+            failed.error = e.what();
+            return failed;
+        }
+    };
     std::vector<VariantComparison> rows;
     if (args.schedules.empty()) {
         for (const Variant& v : project.variants)
-            rows.push_back(compareVariant(project, v, adjust));
+            rows.push_back(compareOne(v));
         return rows;
     }
     for (const auto& name : args.schedules) {
         const ScheduleKind kind = kindOrThrow(name, "--schedules");
         try {
-            rows.push_back(compareVariant(project, variantForKind(project, kind, project.active()), adjust));
+            rows.push_back(compareOne(variantForKind(project, kind, project.active())));
         } catch (const Error& e) {
             VariantComparison row;
             row.variant = std::string(kindName(kind));
@@ -419,8 +507,12 @@ int cmdCompare(const CompareArgs& args)
     const std::string source = args.project.empty() ? std::string("default project") : args.project;
     const Project project = withCostsFile(
         args.project.empty() ? defaultProject() : parseProject(readTextFile(args.project), source), args.costs);
-    const std::vector<VariantComparison> rows = compareRows(project, args);
-    const std::string costs = costsNote("the project's model and costs", args.costs);
+    std::optional<launch::MachineProfile> machine;
+    if (args.costs.thisMachine)
+        machine = machineProfileFor(project, args.costs);
+    const std::vector<VariantComparison> rows = compareRows(project, args, machine);
+    const std::string costs
+        = costsNote(machine ? machineNote(*machine) : std::string("the project's model and costs"), args.costs);
     if (!args.json) {
         printComparison(source + (project.name.empty() ? "" : " (" + project.name + ")") + "; costs: " + costs, rows);
         return kExitOk;

@@ -155,7 +155,7 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
                       "../libexec relative to it");
     const std::string workerPath = worker->string();
     const std::string threadText = std::to_string(threads);
-    const std::string shapeList = shapeListText(options.shapes);
+    std::vector<ProbeShape> shapes = options.shapes;
     const ScratchDir scratch;
     CpuProbeResult result;
 
@@ -170,17 +170,61 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
     const MachineKey key = info->machine;
     const KernelChoice& infoChoice = *info->kernelChoice;
     result.cachePath = cpuProfileCachePath(key);
-    if (!options.reprobe) {
-        if (std::optional<CpuProfile> cached = cachedCpuProfile(key);
-            cached && profileHasShapes(*cached, options.shapes)) {
-            result.profile = std::move(*cached);
-            result.fromCache = true;
+    std::optional<CpuProfile> cached = cachedCpuProfile(key);
+    if (!options.reprobe && cached
+        && (options.extendCache ? profileCoversShapes(*cached, shapes) : profileHasShapes(*cached, shapes))) {
+        result.profile = std::move(*cached);
+        result.fromCache = true;
+        return result;
+    }
+    if (options.extendCache && cached)
+        for (const ShapeMeasure& s : cached->shapes)
+            if (shapes.size() < kMaxCachedShapes && std::find(shapes.begin(), shapes.end(), s.shape) == shapes.end())
+                shapes.push_back(s.shape);
+    const char* userCore = std::getenv("OPENBLAS_CORETYPE");
+
+    // 1b. Extending this machine's profile: only the missing shapes, under the kernel its figures are for (the
+    // kernel choice and the p2p fit are the machine's, not the shapes').
+    if (options.extendCache && cached && !options.reprobe && cached->kernelChoice && !cached->kernel.empty()) {
+        std::vector<ProbeShape> missing;
+        for (const ProbeShape& shape : options.shapes)
+            if (!profileCoversShapes(*cached, { shape }))
+                missing.push_back(shape);
+        const double seconds = budget * 0.7;
+        const std::string core = userCore && *userCore ? std::string() : cached->kernel;
+        log << "dpstudio: timing " << cached->kernel << " kernels at " << shapeListText(missing) << " ("
+            << secondsText(seconds) << " s): this machine's profile does not hold them yet\n"
+            << std::flush;
+        const fs::path file = scratch.path() / "compute-extend.json";
+        const std::optional<CpuProfile> p
+            = runProbeMode({ workerPath, "--probe-compute", "--shapes", shapeListText(missing), "--threads", threadText,
+                               "--seconds", secondsText(seconds), "-o", file.string() },
+                core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core }), file, seconds,
+                why);
+        if (p && lower(p->kernel) == lower(cached->kernel)) {
+            CpuProfile extended = std::move(*cached);
+            std::vector<ShapeMeasure> kept = p->shapes; // the new shapes first, then the cache's, at most 8
+            for (ShapeMeasure& s : extended.shapes)
+                if (kept.size() < kMaxCachedShapes)
+                    kept.push_back(std::move(s));
+            extended.shapes = std::move(kept);
+            extended.probedAt = utcTimestamp();
+            extended.probeSeconds = std::chrono::duration<double>(Clock::now() - started).count();
+            result.profile = std::move(extended);
+            try {
+                result.cachePath = saveCpuProfileToCache(result.profile);
+            } catch (const IoError& e) {
+                result.notes.push_back(std::string("not cached: ") + e.what());
+                result.cachePath.clear();
+            }
             return result;
         }
+        result.notes.push_back("the cached profile could not be extended ("
+            + (p ? "the worker loaded " + p->kernel + ", not " + cached->kernel : why) + "): probing in full");
     }
+    const std::string shapeList = shapeListText(shapes);
 
     // 2. The compute part under each candidate kernel.
-    const char* userCore = std::getenv("OPENBLAS_CORETYPE");
     std::vector<std::string> cores;
     if (userCore && *userCore) {
         cores.push_back("");
@@ -266,7 +310,7 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
         std::vector<std::string> argv { mpirun->string(), "-np", "2" };
         argv.insert(argv.end(), mpiOptions.begin(), mpiOptions.end());
         argv.insert(argv.end(),
-            { workerPath, "--probe-p2p", "--bytes", byteListText(options.shapes), "--seconds", secondsText(p2pSeconds),
+            { workerPath, "--probe-p2p", "--bytes", byteListText(shapes), "--seconds", secondsText(p2pSeconds),
                 "-o", file.string() });
         const std::optional<CpuProfile> p
             = runProbeMode(argv, environmentWith(mpirunEnvironment(::geteuid() == 0)), file, p2pSeconds, why);

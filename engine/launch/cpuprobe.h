@@ -21,11 +21,19 @@
 
 namespace dps::launch {
 
+/// The most shapes a probe with CpuProbeOptions::extendCache keeps in the machine's cache file.
+inline constexpr std::size_t kMaxCachedShapes = 8;
+
 struct CpuProbeOptions {
     std::vector<ProbeShape> shapes; ///< the model's shapes (projectShapes); at least one
     int threads = 1; ///< BLAS threads per rank (≥ 1)
     double budgetS = 10; ///< seconds of measuring to aim for (≥ 0.5); process starts come on top
     bool reprobe = false; ///< measure even when the cache holds a profile of this machine at these shapes
+    /// Reuse a cached profile that holds every shape (and maybe others); when it lacks some, measure only
+    /// those, under the kernel its figures are for, and add them to it (at most kMaxCachedShapes in all, the
+    /// new ones first), keeping its kernel choice and p2p fit; without a cached profile (or when that fails),
+    /// probe in full at `shapes` and the ones the cache held. What `dpstudio run` and --this-machine ask for.
+    bool extendCache = false;
     std::filesystem::path worker; ///< dpstudio-worker; empty = findWorker()
 };
 

@@ -464,6 +464,14 @@ bool profileHasShapes(const CpuProfile& profile, const std::vector<ProbeShape>& 
     return have == want;
 }
 
+bool profileCoversShapes(const CpuProfile& profile, const std::vector<ProbeShape>& shapes)
+{
+    std::set<ProbeShape> have;
+    for (const ShapeMeasure& s : profile.shapes)
+        have.insert(s.shape);
+    return std::all_of(shapes.begin(), shapes.end(), [&](const ProbeShape& s) { return have.count(s) > 0; });
+}
+
 // ------------------------------------------------------------------------------------- kernel rule
 
 CpuFeatures cpuFeaturesFromFlags(const std::string& flags)

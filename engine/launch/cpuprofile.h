@@ -161,6 +161,8 @@ std::optional<CpuProfile> cachedCpuProfile(const MachineKey& key);
 std::filesystem::path saveCpuProfileToCache(const CpuProfile& profile);
 /// Whether the profile was measured at exactly these shapes (any order).
 bool profileHasShapes(const CpuProfile& profile, const std::vector<ProbeShape>& shapes);
+/// Whether the profile was measured at every one of these shapes (and maybe at others).
+bool profileCoversShapes(const CpuProfile& profile, const std::vector<ProbeShape>& shapes);
 
 // ------------------------------------------------------------------------------------- BLAS kernel rule
 

@@ -6,12 +6,15 @@
 #include "report.h"
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "base/format.h"
+#include "project/predict.h"
 #include "schedule/validator.h"
 
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -19,6 +22,9 @@
 #include <ostream>
 #include <poll.h>
 #include <sstream>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <system_error>
 #include <unistd.h>
 
@@ -184,6 +190,7 @@ private:
     enum class Stop { None, Timeout, Cancel };
 
     int launch(const PreparedRun& prepared, const fs::path& mpirun, const fs::path& worker);
+    void choosePrediction(const PreparedRun& prepared);
     void pump(ChildProcess& child, const SignalGuard& signals);
     void superviseStep(ChildProcess& child, const SignalGuard& signals, bool& exited);
     void readReady(ChildProcess& child, int fd, LineSplitter& splitter);
@@ -217,6 +224,7 @@ private:
     std::optional<std::string> m_doneLine; ///< the done line, forwarded when the stream ends
     bool m_progressShown = false;
     bool m_streamEnded = false; ///< no progress line after the run ended
+    RunPrediction m_prediction; ///< what the run is compared with (chosen before it starts)
     Clock::time_point m_lastDraw;
     int m_lastStepShown = -2;
 };
@@ -247,10 +255,41 @@ int Session::run()
         return kExitRunFailed;
     }
     try {
+        choosePrediction(prepared);
+    } catch (const IoError& e) {
+        human(std::string("error: ") + e.what());
+        return kExitUsage;
+    } catch (const Error& e) {
+        human(std::string("error: ") + e.what() + "; nothing was started");
+        return kExitContent;
+    }
+    try {
         return launch(prepared, *mpirun, *worker);
     } catch (const IoError& e) {
         human(std::string("error: ") + e.what());
         return kExitUsage;
+    }
+}
+
+/// What the run is compared with (report.h chooseRunPrediction, which may probe this machine first), and the
+/// prediction itself, said before the run starts.
+void Session::choosePrediction(const PreparedRun& prepared)
+{
+    m_prediction = chooseRunPrediction(prepared.project, prepared.variant, m_options.backend,
+        !m_options.hostfile.empty(), m_options.nominal, m_options.profile, m_options.threads, m_err);
+    for (const std::string& note : m_prediction.notes)
+        human("note: " + note);
+    if (!m_prediction.machine)
+        return;
+    try {
+        const Prediction p = predict(prepared.project, prepared.variant,
+            machinePredictOptions(*m_prediction.machine, prepared.project.costs));
+        if (p.valid())
+            human("predicted " + m_prediction.label + ": makespan " + formatTime(p.makespanUs) + ", bubble "
+                + formatPercent(p.bubbleRate) + " (" + std::to_string(prepared.schedule.ranks) + " ranks on "
+                + std::to_string(m_prediction.machine->cores) + " cores)");
+    } catch (const Error& e) {
+        human(std::string("note: no prediction for this machine: ") + e.what());
     }
 }
 
@@ -537,8 +576,9 @@ void Session::report(const PreparedRun& prepared)
     std::ostream& sink = m_options.progressJson ? m_err : m_out;
     try {
         const MeasuredTrace measured = loadMeasured(m_options.output);
-        const SimResult predicted = predictRun(prepared.project, prepared.variant, measured.backend);
-        sink << formatComparison(compareRun(predicted, measured), measured);
+        std::string label;
+        const SimResult predicted = predictRunAs(prepared.project, prepared.variant, measured.backend, m_prediction, &label);
+        sink << formatComparison(compareRun(predicted, measured), measured, label);
         sink.flush();
     } catch (const Error& e) {
         human(std::string("no predicted-vs-measured table: ") + e.what());
@@ -619,6 +659,52 @@ PreparedRun prepareRun(const RunOptions& options)
     return run;
 }
 
+bool crossMemoryAttachWorks()
+{
+    static const bool works = [] {
+        static volatile std::uint64_t value = 0;
+        constexpr std::uint64_t kMark = 0x6470737475646961u;
+        int ready[2];
+        if (::pipe(ready) != 0)
+            return false;
+        const pid_t owner = ::fork();
+        if (owner == 0) { // only async-signal-safe calls from here to _exit
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+            value = kMark;
+            const char byte = 1;
+            [[maybe_unused]] const ssize_t n = ::write(ready[1], &byte, 1);
+            for (;;)
+                ::pause();
+        }
+        ::close(ready[1]);
+        char byte = 0;
+        const bool started = owner > 0 && ::read(ready[0], &byte, 1) == 1;
+        ::close(ready[0]);
+        bool ok = false;
+        if (started) {
+            const pid_t reader = ::fork();
+            if (reader == 0) {
+                std::uint64_t copy = 0;
+                iovec local { &copy, sizeof copy };
+                iovec remote { const_cast<std::uint64_t*>(&value), sizeof value };
+                const ssize_t n = ::process_vm_readv(owner, &local, 1, &remote, 1, 0);
+                ::_exit(n == static_cast<ssize_t>(sizeof copy) && copy == kMark ? 0 : 1);
+            }
+            int status = 0;
+            if (reader > 0) {
+                while (::waitpid(reader, &status, 0) < 0 && errno == EINTR) { }
+                ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            }
+        }
+        if (owner > 0) {
+            ::kill(owner, SIGKILL);
+            while (::waitpid(owner, nullptr, 0) < 0 && errno == EINTR) { }
+        }
+        return ok;
+    }();
+    return works;
+}
+
 std::vector<std::string> mpirunOptions(const RunOptions& options)
 {
     std::vector<std::string> argv;
@@ -626,7 +712,11 @@ std::vector<std::string> mpirunOptions(const RunOptions& options)
         argv.insert(argv.end(), { "--oversubscribe", "--mca", "btl", "self,vader" });
     else
         argv.insert(argv.end(), { "--hostfile", options.hostfile, "--mca", "btl", "self,vader,tcp" });
-    argv.insert(argv.end(), { "--mca", "btl_vader_single_copy_mechanism", "none" });
+    // Single copy (cross-memory attach) where it works and all ranks share this machine: a receiver then reads
+    // a message out of its sender's memory by itself (docs/performance.md); else two copies through shared
+    // memory, moved on by the worker's progress thread.
+    if (!options.hostfile.empty() || !crossMemoryAttachWorks())
+        argv.insert(argv.end(), { "--mca", "btl_vader_single_copy_mechanism", "none" });
     if (options.threads > 1)
         argv.insert(argv.end(), { "--bind-to", "none" });
     return argv;
@@ -667,6 +757,10 @@ std::vector<std::string> runCommandArguments(const RunOptions& options)
         args.insert(args.end(), { "--trace-dir", options.traceDir });
     if (!options.costsFile.empty())
         args.insert(args.end(), { "--costs", options.costsFile });
+    if (!options.profile.empty())
+        args.insert(args.end(), { "--profile", options.profile });
+    if (options.nominal)
+        args.emplace_back("--nominal");
     return args;
 }
 

@@ -29,6 +29,10 @@ struct RunOptions {
     std::string output; ///< measured.json to write
     std::string traceDir; ///< Chrome traces, one per rank plus a combined one; empty = none
     std::string costsFile; ///< costs.json laid over the project's costs (prediction and the project run)
+    /// --profile FILE: the CPU profile a CPU run on this machine is predicted with (docs/cpu-profile.md);
+    /// empty = this machine's cached profile, probed when the cache lacks the variant's shape
+    std::string profile;
+    bool nominal = false; ///< --nominal: predict for the project's devices even for a CPU run on this machine
     std::vector<std::string> argv; ///< the dpstudio command line, recorded in the measured trace
     double graceS = 3.0; ///< after SIGTERM, seconds before SIGKILL
     bool handleSignals = true; ///< catch SIGINT/SIGTERM while running and end the run with 130
@@ -60,12 +64,19 @@ struct PreparedRun {
 /// --costs. Throws IoError when a file cannot be read, FormatError/ConstraintError naming what is wrong.
 PreparedRun prepareRun(const RunOptions& options);
 
+/// Whether one process of this user can read another's memory with process_vm_readv (Linux cross-memory
+/// attach, Open MPI's single-copy transfer between ranks on one host): checked once per process by two
+/// sibling child processes, as mpirun's ranks are; Yama's ptrace_scope ≥ 1 or a seccomp filter make it fail.
+/// Never throws (a failed fork counts as "no").
+bool crossMemoryAttachWorks();
 /// The options mpirun gets between `-np RANKS` and the worker (see mpirunCommand); the CPU probe's p2p
 /// part (cpuprobe.h) starts its two ranks with the same ones.
 std::vector<std::string> mpirunOptions(const RunOptions& options);
-/// The mpirun command line: mpirun -np RANKS, then on one machine `--oversubscribe --mca btl self,vader
-/// --mca btl_vader_single_copy_mechanism none`, with a hostfile `--hostfile F --mca btl self,vader,tcp`;
-/// then the worker and its arguments (docs/worker-protocol.md). Paths are passed as given.
+/// The mpirun command line: mpirun -np RANKS, then on one machine `--oversubscribe --mca btl self,vader`
+/// (plus `--mca btl_vader_single_copy_mechanism none` where crossMemoryAttachWorks() is false), with a
+/// hostfile `--hostfile F --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none`; `--bind-to
+/// none` with more than one thread; then the worker and its arguments (docs/worker-protocol.md). Paths are
+/// passed as given.
 std::vector<std::string> mpirunCommand(const RunOptions& options, const std::filesystem::path& mpirun,
     const std::filesystem::path& worker, const std::filesystem::path& projectFile, const std::string& variant,
     int ranks);
@@ -74,18 +85,20 @@ std::vector<std::string> mpirunCommand(const RunOptions& options, const std::fil
 std::vector<std::string> mpirunEnvironment(bool asRoot);
 /// The arguments of `dpstudio run` (after the program name) that give `options` back when parsed:
 /// `run PROJECT [--progress-json] -o OUTPUT [--variant V] --backend B --steps N --warmup N --threads N
-/// --timeout S [--hostfile F] [--trace-dir D] [--costs F]` (strings only when set; S in seconds, shortest
-/// exact decimal). argv, graceS, handleSignals and interactive are not flags and are not written. Throws
+/// --timeout S [--hostfile F] [--trace-dir D] [--costs F] [--profile F] [--nominal]` (strings only when set;
+/// S in seconds, shortest exact decimal). argv, graceS, handleSignals and interactive are not flags and are not written. Throws
 /// nothing; the values are not checked (dpstudio checks them).
 std::vector<std::string> runCommandArguments(const RunOptions& options);
 
 /// A command line joined for humans and the trace, quoting words that need it.
 std::string joinCommandLine(const std::vector<std::string>& argv);
 
-/// Runs the project end to end and returns the exit code (RunExit). Writes the progress stream (with
-/// progressJson) and the final table to `out` or `err` as the options say; every message for humans goes
-/// to `err`, prefixed "dpstudio: ". Never throws for a failed run; every process it started is ended
-/// before it returns.
+/// Runs the project end to end and returns the exit code (RunExit). Before starting it decides what the run
+/// is predicted with (report.h chooseRunPrediction: for a CPU run here, this machine's CPU profile, probed
+/// when missing) and says so with the predicted makespan; after it, the table compares the measurement with
+/// that prediction. Writes the progress stream (with progressJson) and the final table to `out` or `err` as
+/// the options say; every message for humans goes to `err`, prefixed "dpstudio: ". Never throws for a failed
+/// run; every process it started is ended before it returns.
 int runProject(const RunOptions& options, std::ostream& out, std::ostream& err);
 
 } // namespace dps::launch

@@ -3,6 +3,7 @@
 #include "base/format.h"
 
 #include "base/errors.h"
+#include "base/gpus.h"
 #include "project/predict.h"
 
 #include <algorithm>
@@ -77,7 +78,8 @@ SimResult predictRun(const Project& project, const std::string& variantName, con
     return std::move(prediction.sim);
 }
 
-std::string formatComparison(const std::vector<ComparisonRow>& rows, const MeasuredTrace& measured)
+std::string formatComparison(
+    const std::vector<ComparisonRow>& rows, const MeasuredTrace& measured, const std::string& prediction)
 {
     std::vector<std::vector<std::string>> cells { { "", "predicted", "measured", "error" } };
     for (const ComparisonRow& row : rows) {
@@ -86,7 +88,73 @@ std::string formatComparison(const std::vector<ComparisonRow>& rows, const Measu
             error ? formatSignedPercent(*error) : std::string("n/a") });
     }
     return "predicted vs measured (median of " + std::to_string(measured.steps.size())
-        + " measured steps: step " + std::to_string(measured.medianStep) + ")\n" + formatTable(cells);
+        + " measured steps: step " + std::to_string(measured.medianStep) + ")\n"
+        + (prediction.empty() ? std::string() : "prediction: " + prediction + "\n") + formatTable(cells);
+}
+
+std::string nominalLabel(const Project& project)
+{
+    const ClusterDesc& c = project.cluster;
+    const std::string device = c.device.empty()
+        ? formatCount(c.deviceFlops) + "FLOP/s × efficiency " + formatNumber(c.efficiency)
+        : c.device;
+    return "for the project's devices (" + device + ", latency " + formatTime(c.latencyUs) + ", bandwidth "
+        + (c.bandwidthBytesPerUs > 0 ? formatBytes(c.bandwidthBytesPerUs * 1e6) + "/s" : std::string("unlimited"))
+        + ")";
+}
+
+RunPrediction chooseRunPrediction(const Project& project, const std::string& variantName, const std::string& backend,
+    bool hostfile, bool nominal, const std::string& profileFile, int threads, std::ostream& log)
+{
+    RunPrediction chosen;
+    chosen.label = nominalLabel(project);
+    const auto keepNominal = [&](const std::string& why) {
+        chosen.notes.push_back(why + ": the prediction is " + chosen.label);
+        return chosen;
+    };
+    if (nominal)
+        return chosen;
+    if (backend == "cuda")
+        return chosen;
+    if (hostfile)
+        return keepNominal("a run over a hostfile spans other machines than the one probed");
+    if (project.model.kind != ModelKind::Block)
+        return chosen;
+    if (backend == "auto" && profileFile.empty()) {
+        std::string why;
+        if (!listGpus(&why).empty())
+            return chosen; // auto picks the GPUs
+    }
+    const Variant& variant = findVariant(project, variantName);
+    const std::vector<ProbeShape> shapes { variantShape(project, variant) };
+    try {
+        const MachineProfile profile = machineProfile(shapes, threads, profileFile, 10.0, log);
+        chosen.machine = machineCosts(profile.profile, project, variant, profile.description());
+        chosen.label = "for this machine (" + profile.description() + ")";
+        for (const std::string& note : chosen.machine->notes)
+            chosen.notes.push_back(note);
+    } catch (const Error& e) {
+        if (!profileFile.empty())
+            throw;
+        return keepNominal(std::string("no CPU profile of this machine (") + e.what() + ")");
+    }
+    return chosen;
+}
+
+SimResult predictRunAs(const Project& project, const std::string& variantName, const std::string& backend,
+    const RunPrediction& chosen, std::string* label)
+{
+    if (!chosen.machine || backend != "cpu") {
+        if (label)
+            *label = nominalLabel(project);
+        return predictRun(project, variantName, backend);
+    }
+    Prediction prediction = predict(project, variantName, machinePredictOptions(*chosen.machine, project.costs));
+    if (!prediction.valid())
+        throw FormatError("variant '" + prediction.variantName + "': " + prediction.error);
+    if (label)
+        *label = chosen.label;
+    return std::move(prediction.sim);
 }
 
 } // namespace dps::launch

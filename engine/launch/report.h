@@ -1,5 +1,6 @@
 #pragma once
 // Predicted against measured: the table `dpstudio run` ends with.
+#include "machinecosts.h"
 #include "trace/measured.h"
 #include "project/project.h"
 #include "sim/simulator.h"
@@ -39,8 +40,36 @@ std::vector<ComparisonRow> compareRun(const SimResult& predicted, const Measured
 /// (the variant's name, then a size rule it breaks, an unknown name, an invalid schedule or a deadlock).
 SimResult predictRun(const Project& project, const std::string& variant, const std::string& backend);
 
-/// The table as text: a header line naming the median step, then one line per row with predicted,
-/// measured and the signed error in percent; times in µs or ms, memory in KiB/MiB/GiB.
-std::string formatComparison(const std::vector<ComparisonRow>& rows, const MeasuredTrace& measured);
+/// The table as text: a header line naming the median step, then (when `prediction` is not empty) a line
+/// "prediction: <prediction>" saying what was predicted, then one line per row with predicted, measured and
+/// the signed error in percent; times in µs or ms, memory in KiB/MiB/GiB.
+std::string formatComparison(
+    const std::vector<ComparisonRow>& rows, const MeasuredTrace& measured, const std::string& prediction = {});
+
+/// What a run is predicted with: for this machine (its CPU profile, machinecosts.h) or for the project's
+/// devices (its cluster and costs).
+struct RunPrediction {
+    std::optional<MachineCosts> machine; ///< set: a CPU run on this machine, predicted from its profile
+    std::string label; ///< "for this machine (probed CPU profile, FILE)" or "for the project's devices (…)"
+    std::vector<std::string> notes; ///< why the prediction is not for this machine, when it is not
+};
+
+/// "for the project's devices (<device or FLOP/s × efficiency>, latency, bandwidth)". Never throws.
+std::string nominalLabel(const Project& project);
+
+/// Decides what a run of `variant` is predicted with, before it starts: for this machine when the run is
+/// a CPU run here (backend "cpu", or "auto" where no GPU is visible; no hostfile; not `nominal`; the block
+/// model), from `profileFile` or this machine's cached profile, probing (its progress to `log`) when the
+/// cache lacks the variant's shape. A profile that cannot be had (no worker, a failed probe, a file of other
+/// shapes) gives the project's devices and a note saying why — except a `profileFile` the user named, whose
+/// error is thrown (IoError, FormatError as machineProfile).
+RunPrediction chooseRunPrediction(const Project& project, const std::string& variant, const std::string& backend,
+    bool hostfile, bool nominal, const std::string& profileFile, int threads, std::ostream& log);
+
+/// The prediction (predict(), peaks only) `chosen` describes for a run whose measured backend is `backend`:
+/// with the machine's costs and cores when chosen.machine is set and the backend is "cpu", else predictRun.
+/// `label` (when not null) gets the label of the prediction made. Throws FormatError as predictRun.
+SimResult predictRunAs(const Project& project, const std::string& variant, const std::string& backend,
+    const RunPrediction& chosen, std::string* label = nullptr);
 
 } // namespace dps::launch

@@ -24,12 +24,17 @@ Variant variantForKind(const Project& project, ScheduleKind kind, const Variant&
 
 VariantComparison compareVariant(const Project& project, const Variant& variant, const CostAdjuster& adjust)
 {
+    return compareVariant(project, variant, PredictOptions::peaksOnly(adjust));
+}
+
+VariantComparison compareVariant(const Project& project, const Variant& variant, const PredictOptions& options)
+{
     VariantComparison row;
     row.variant = variant.name;
     row.kind = variant.kind;
     row.ranks = variant.ranks;
     row.microbatches = variant.microbatches;
-    const Prediction p = predict(project, variant, PredictOptions::peaksOnly(adjust));
+    const Prediction p = predict(project, variant, options);
     if (p.schedule) {
         row.stages = p.schedule->stages;
     } else {

@@ -9,7 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sched.h>
 #include <sstream>
+
+#if DPS_HAVE_ONEDNN
+#include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 namespace dps::runtime {
 
@@ -31,10 +37,92 @@ CBLAS_TRANSPOSE blasTranspose(Transpose t)
     return t == Transpose::Yes ? CblasTrans : CblasNoTrans;
 }
 
+#if DPS_HAVE_ONEDNN
+/// oneDNN (Debian's build: OpenMP threading) runs a GEMM on a team of omp_get_max_threads() threads, a value
+/// OpenMP keeps per calling thread: set it to the backend's thread count once in every thread that multiplies
+/// (the caller's and lane 1's). omp_set_num_threads comes with libgomp, which libdnnl loads.
+void limitOpenMpThreads(int threads)
+{
+    thread_local int current = 0;
+    if (current == threads)
+        return;
+    using Setter = void (*)(int);
+    static const auto setter = reinterpret_cast<Setter>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    if (setter)
+        setter(threads);
+    current = threads;
+}
+
+std::string oneDnnVersion()
+{
+    const dnnl_version_t* v = dnnl_version();
+    return v ? std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) : "";
+}
+#endif
+
+/// A positive integer environment variable, 0 when unset or not one.
+int envCount(const char* name)
+{
+    const char* value = std::getenv(name);
+    if (!value || !*value)
+        return 0;
+    char* end = nullptr;
+    const long n = std::strtol(value, &end, 10);
+    return *end == '\0' && n > 0 && n < 1'000'000 ? static_cast<int>(n) : 0;
+}
+
 } // namespace
+
+double coresForThisRank()
+{
+    const int online = cpuCoreCount();
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof(mask), &mask) == 0) {
+        const int bound = CPU_COUNT(&mask);
+        if (bound > 0 && bound < online)
+            return bound; // bound by mpirun (or taskset): these CPUs are this rank's
+    }
+    int localRanks = envCount("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (localRanks == 0)
+        localRanks = envCount("MPI_LOCALNRANKS");
+    return static_cast<double>(online) / std::max(1, localRanks);
+}
+
+std::vector<GemmLibrary> availableGemmLibraries()
+{
+#if DPS_HAVE_ONEDNN
+    return { GemmLibrary::OpenBlas, GemmLibrary::OneDnn };
+#else
+    return { GemmLibrary::OpenBlas };
+#endif
+}
+
+GemmLibrary defaultGemmLibrary()
+{
+#if DPS_HAVE_ONEDNN
+    const char* forced = std::getenv("DPSTUDIO_CPU_GEMM");
+    return forced && std::string(forced) == "openblas" ? GemmLibrary::OpenBlas : GemmLibrary::OneDnn;
+#else
+    return GemmLibrary::OpenBlas;
+#endif
+}
+
+LaneMode defaultLaneMode(int blasThreads)
+{
+    if (const char* forced = std::getenv("DPSTUDIO_CPU_LANES"); forced && *forced) {
+        if (std::string(forced) == "threads")
+            return LaneMode::Threads;
+        if (std::string(forced) == "turns")
+            return LaneMode::InTurn;
+    }
+    return coresForThisRank() >= 2.0 * std::max(1, blasThreads) ? LaneMode::Threads : LaneMode::InTurn;
+}
 
 CpuBackend::CpuBackend(int blasThreads)
     : m_blasThreads(blasThreads < 1 ? 1 : blasThreads)
+    , m_laneMode(defaultLaneMode(m_blasThreads))
+    , m_gemmLibrary(defaultGemmLibrary())
 {
     openblas_set_num_threads(m_blasThreads);
     m_helper = std::thread([this] { helperLoop(); });
@@ -53,10 +141,24 @@ CpuBackend::~CpuBackend()
             std::free(p);
 }
 
+void CpuBackend::setGemmLibrary(GemmLibrary library)
+{
+#if !DPS_HAVE_ONEDNN
+    if (library == GemmLibrary::OneDnn)
+        throw RuntimeError("cpu backend: built without oneDNN (libdnnl-dev was not found at configure time)");
+#endif
+    m_gemmLibrary = library;
+}
+
 std::string CpuBackend::deviceDescription() const
 {
-    return cpuModelName() + " (OpenBLAS " + openblas_get_corename() + ", " + std::to_string(m_blasThreads) + " thread"
-        + (m_blasThreads == 1 ? "" : "s") + ")";
+    std::string gemm;
+#if DPS_HAVE_ONEDNN
+    if (m_gemmLibrary == GemmLibrary::OneDnn)
+        gemm = ", GEMMs by oneDNN " + oneDnnVersion();
+#endif
+    return cpuModelName() + " (OpenBLAS " + openblas_get_corename() + gemm + ", " + std::to_string(m_blasThreads)
+        + " thread" + (m_blasThreads == 1 ? "" : "s") + ")";
 }
 
 std::string loadedBlasCore()
@@ -78,6 +180,10 @@ launch::MachineKey blasMachineKey(int blasThreads)
     for (std::string w; words >> w;)
         if (w != key.blasCore) // the config names the loaded core: keep only the build
             version += (version.empty() ? "" : " ") + w;
+#if DPS_HAVE_ONEDNN
+    if (defaultGemmLibrary() == GemmLibrary::OneDnn)
+        version += " + oneDNN " + oneDnnVersion() + " GEMMs"; // the GEMM figures are oneDNN's
+#endif
     key.blasVersion = version;
     key.blasThreads = blasThreads < 1 ? 1 : blasThreads;
     return key;
@@ -146,6 +252,18 @@ void CpuBackend::gemm(Lane, Transpose transA, Transpose transB, int m, int n, in
 {
     const int lda = transA == Transpose::Yes ? m : k;
     const int ldb = transB == Transpose::Yes ? k : n;
+#if DPS_HAVE_ONEDNN
+    if (m_gemmLibrary == GemmLibrary::OneDnn) {
+        limitOpenMpThreads(m_blasThreads);
+        const dnnl_status_t status
+            = dnnl_sgemm(transA == Transpose::Yes ? 'T' : 'N', transB == Transpose::Yes ? 'T' : 'N', m, n, k, alpha,
+                asFloats(a), lda, asFloats(b), ldb, beta, asFloats(c), n);
+        if (status != dnnl_success)
+            throw RuntimeError("cpu backend: oneDNN sgemm of " + std::to_string(m) + "×" + std::to_string(n) + "×"
+                + std::to_string(k) + " failed (dnnl status " + std::to_string(static_cast<int>(status)) + ")");
+        return;
+    }
+#endif
     cblas_sgemm(CblasRowMajor, blasTranspose(transA), blasTranspose(transB), m, n, k, alpha, asFloats(a), lda,
         asFloats(b), ldb, beta, asFloats(c), n);
 }
@@ -212,6 +330,24 @@ void CpuBackend::downloadFloats(Lane, float* dst, const void* src, std::size_t n
 
 void CpuBackend::runConcurrently(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second)
 {
+    if (m_laneMode == LaneMode::InTurn) {
+        // Both halves run, as on two threads; the first half's error wins.
+        std::exception_ptr firstError;
+        try {
+            first(0);
+        } catch (...) {
+            firstError = std::current_exception();
+        }
+        try {
+            second(1);
+        } catch (...) {
+            if (!firstError)
+                throw;
+        }
+        if (firstError)
+            std::rethrow_exception(firstError);
+        return;
+    }
     {
         std::lock_guard lock(m_mutex);
         m_task = &second;

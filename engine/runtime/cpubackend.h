@@ -1,11 +1,13 @@
 #pragma once
-// The CPU backend: fp32, OpenBLAS GEMMs, 64-byte aligned host memory from a block cache (freed blocks are
-// kept per size and reused, so the tensors of every action do not go back to the OS and fault in again),
-// a persistent helper thread for lane 1 so the two halves of an overlapped slot run on two threads.
+// The CPU backend: fp32, GEMMs through oneDNN or OpenBLAS (GemmLibrary), 64-byte aligned host memory from a
+// block cache (freed blocks are kept per size and reused, so the tensors of every action do not go back to the
+// OS and fault in again). The two halves of an overlapped slot run on two threads (a persistent helper thread
+// runs lane 1) when the rank has the cores for both, else one after the other on the calling thread (LaneMode).
 #include "backend.h"
 #include "launch/cpuprofile.h"
 
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -14,9 +16,41 @@
 
 namespace dps::runtime {
 
+/// How CpuBackend::runConcurrently runs the two halves of an overlapped slot.
+enum class LaneMode : std::uint8_t {
+    /// On two threads at once (lane 1 on the helper thread): when the rank has a core for each.
+    Threads,
+    /// One after the other on the calling thread, the first half first: when the rank has fewer cores than
+    /// two halves' BLAS threads. Two threads on one core only take turns and evict each other's cache
+    /// (docs/performance.md: DualPipeV on 2 ranks bound to a core each, 438 → 430 ms a step).
+    InTurn,
+};
+
+/// The library the CPU backend's GEMMs go through (everything else: OpenBLAS or our kernels).
+enum class GemmLibrary : std::uint8_t {
+    OpenBlas, ///< cblas_sgemm
+    OneDnn, ///< dnnl_sgemm (built with oneDNN: DPS_HAVE_ONEDNN)
+};
+
+/// The GEMM libraries this build has: OpenBLAS, and oneDNN where it was found at configure time.
+std::vector<GemmLibrary> availableGemmLibraries();
+/// oneDNN where the backend was built with it (faster than OpenBLAS at the model's shapes,
+/// docs/performance.md), unless DPSTUDIO_CPU_GEMM=openblas; OpenBLAS otherwise. Never throws.
+GemmLibrary defaultGemmLibrary();
+
+/// The lane mode for a rank of this process with `blasThreads` BLAS threads: Threads when
+/// coresForThisRank() ≥ 2·blasThreads, else InTurn. DPSTUDIO_CPU_LANES=threads|turns overrides it (for
+/// measurements). Never throws.
+LaneMode defaultLaneMode(int blasThreads);
+/// The cores one rank of this process can count on: the CPUs of its affinity mask when the process is bound
+/// to fewer CPUs than the host has online (mpirun's --bind-to core), else the online CPUs shared by the ranks
+/// on this host (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS; 1 rank without either).
+/// Never throws.
+double coresForThisRank();
+
 class CpuBackend final : public Backend {
 public:
-    /// `blasThreads` (≥ 1) is passed to openblas_set_num_threads.
+    /// `blasThreads` (≥ 1) is passed to openblas_set_num_threads; the lane mode is defaultLaneMode(blasThreads).
     explicit CpuBackend(int blasThreads = 1);
     ~CpuBackend() override;
     CpuBackend(const CpuBackend&) = delete;
@@ -47,6 +81,13 @@ public:
     void synchronize() override { }
 
     int blasThreads() const { return m_blasThreads; }
+    LaneMode laneMode() const { return m_laneMode; }
+    GemmLibrary gemmLibrary() const { return m_gemmLibrary; }
+    /// Replaces the GEMM library (tests; the worker keeps the default). Throws RuntimeError for oneDNN in a
+    /// build without it.
+    void setGemmLibrary(GemmLibrary library);
+    /// Replaces the lane mode (tests; the worker keeps the default). Not while runConcurrently runs.
+    void setLaneMode(LaneMode mode) { m_laneMode = mode; }
     /// Bytes held in the block cache (freed, kept for reuse): not counted in memory().
     std::size_t cachedBytes() const;
 
@@ -54,6 +95,8 @@ private:
     void helperLoop();
 
     int m_blasThreads = 1;
+    LaneMode m_laneMode = LaneMode::Threads;
+    GemmLibrary m_gemmLibrary = GemmLibrary::OpenBlas;
     mutable std::mutex m_cacheMutex;
     std::map<std::size_t, std::vector<void*>> m_cache; ///< free blocks by rounded size
     std::size_t m_cachedBytes = 0;
@@ -70,7 +113,8 @@ private:
 /// The OpenBLAS core this process loaded (openblas_get_corename: "SkylakeX").
 std::string loadedBlasCore();
 /// This process's machine key (launch/cpuprofile.h): the CPU model, cores and flags, the OpenBLAS core it
-/// loaded and its build (openblas_get_config without the core name), and `blasThreads`.
+/// loaded and its build (openblas_get_config without the core name, plus " + oneDNN X.Y.Z GEMMs" when the
+/// GEMMs go through oneDNN), and `blasThreads`.
 launch::MachineKey blasMachineKey(int blasThreads);
 /// The BLAS kernel rule (launch::chooseBlasCore, docs/cpu-profile.md) for this process: the CPU's features
 /// (/proc/cpuinfo flags), the core OpenBLAS loaded (its own detection while OPENBLAS_CORETYPE is unset) and

@@ -1,5 +1,7 @@
 #include "executor.h"
 
+#include "sim/messageplan.h"
+
 #include <algorithm>
 #include <set>
 
@@ -165,6 +167,20 @@ void RankExecutor::planReceives()
                 m_plan.push_back(Incoming { key, peer, static_cast<int>(p) });
         }
     }
+    // When each send's buffer goes: the rule the simulator counts (sim/messageplan.h), on the same receives.
+    const RankMessagePlan plan = MessagePlanner(m_schedule).plan(m_rank);
+    auto keyOf = [this](const PlannedMessage& m) {
+        return messageTag(m.stage, m.microbatch, m.gradient ? kGradient : kActivation);
+    };
+    bool same = plan.receives.size() == m_plan.size();
+    for (std::size_t i = 0; same && i < m_plan.size(); ++i)
+        same = keyOf(plan.receives[i]) == m_plan[i].key && plan.receives[i].peer == m_plan[i].peer;
+    if (!same)
+        throw RuntimeError("rank " + std::to_string(m_rank)
+            + ": the placement routes messages differently from the ranks' lists (a producer on another rank)");
+    for (std::size_t j = 0; j < plan.sends.size(); ++j)
+        if (plan.releasedBy[j] >= 0)
+            m_releaseOf[keyOf(plan.sends[j])] = plan.releasedBy[j];
 }
 
 void RankExecutor::postReceives(std::size_t through)
@@ -202,6 +218,7 @@ Tensor RankExecutor::receive(int key, ActionRecord& record)
         m_backend.copyHostToDevice(0, t.device.data(), t.host.data(), t.host.size());
         m_backend.synchronize();
     }
+    releaseSends(static_cast<int>(m_nextNeeded - 1));
     record.bytesReceived += t.device.bytes();
     return std::move(t.device);
 }
@@ -244,6 +261,8 @@ void RankExecutor::deliver(const Op& op, Tensor output, ActionRecord& record)
     }
     Transfer t;
     t.device = std::move(output);
+    const auto release = m_releaseOf.find(key);
+    t.releasedBy = release == m_releaseOf.end() ? -1 : release->second;
     record.bytesSent += t.device.bytes();
     if (m_staging) {
         t.host.resize(t.device.bytes());
@@ -304,6 +323,7 @@ void RankExecutor::runSlot(int position, const Action& action, ActionRecord& rec
     if (n == 2 && action.op.stage == action.backward.stage && action.op.microbatch == action.backward.microbatch)
         throw RuntimeError(where(action) + ": both halves of an overlapped slot on the same stage and microbatch");
     record.startUs = microsSince(m_stepStart);
+    m_backend.memory().resetPeak(); // the action's high-water mark, from its input fetch on
     Tensor inputs[2];
     for (int i = 0; i < n; ++i)
         inputs[i] = fetchInput(position, action.at(i), record);
@@ -316,16 +336,28 @@ void RankExecutor::runSlot(int position, const Action& action, ActionRecord& rec
     {
         const ComputeScope computing(m_comm);
         auto half = [&](int i, Lane lane) {
+            const MemoryCounter::LaneScope counted(i);
             outputs[i] = runOp(lane, action.at(i), std::move(inputs[i]), *saved[i], losses[i]);
         };
-        if (n == 1)
+        if (n == 1) {
             half(0, 0);
-        else
-            m_backend.runConcurrently([&](Lane lane) { half(0, lane); }, [&](Lane lane) { half(1, lane); });
+        } else {
+            // Two threads, or one after the other (the backend's choice): either way the slot's memory is each
+            // half at its high-water mark at once, the bound of every order (docs/memory.md).
+            m_backend.memory().beginLanes();
+            try {
+                m_backend.runConcurrently([&](Lane lane) { half(0, lane); }, [&](Lane lane) { half(1, lane); });
+            } catch (...) {
+                m_backend.memory().endLanes();
+                throw;
+            }
+            m_backend.memory().endLanes();
+        }
+        m_backend.actionFinished(); // the work is issued: a device clock's end marks follow its last operation
         m_backend.synchronize();
     }
-    record.computeUs = microsSince(computeStart);
-    m_backend.actionFinished();
+    // The device's own measure where the backend has one (cuda: events), else the host's.
+    record.computeUs = m_backend.lastActionDeviceUs().value_or(microsSince(computeStart));
     const std::size_t forwardHighWater = n == 2 ? ledgerBefore + saved[0]->bytes() : 0;
     for (int i = 0; i < n; ++i) {
         finishOp(action.at(i), losses[i]);
@@ -340,18 +372,33 @@ void RankExecutor::recordMemory(ActionRecord& record, std::size_t forwardHighWat
     const std::size_t ledger = m_backend.memory().live(MemoryCategory::Activation);
     const std::size_t highWater = std::max(ledger, forwardHighWater);
     record.activationBytes = highWater;
-    record.memoryBytes = m_backend.memory().total() + (highWater - ledger);
+    record.memoryBytes = m_backend.memory().peak();
 }
 
 void RankExecutor::progressSends()
 {
-    std::erase_if(m_pending, [this](Transfer& t) { return m_comm.test(t.request); });
+    // Progress only: a completed send keeps its buffer until its release point (releaseSends).
+    for (Transfer& t : m_pending)
+        if (!t.done && m_comm.test(t.request))
+            t.done = true;
+}
+
+void RankExecutor::releaseSends(int index)
+{
+    std::erase_if(m_pending, [&](Transfer& t) {
+        if (t.releasedBy != index)
+            return false;
+        if (!t.done)
+            m_comm.wait(t.request); // the peer consumed it: complete, or completing without the peer
+        return true;
+    });
 }
 
 void RankExecutor::finishSends()
 {
     for (Transfer& t : m_pending)
-        m_comm.wait(t.request);
+        if (!t.done)
+            m_comm.wait(t.request);
     m_pending.clear();
 }
 
@@ -432,7 +479,17 @@ RankExecutor::Transfer RankExecutor::exchangeGradients(const Tensor& grads, int 
     return in;
 }
 
-void RankExecutor::sumReplicaGradients()
+std::size_t RankExecutor::sumReplicaGradients(std::vector<ActionRecord>* stepRecords)
+{
+    m_backend.memory().resetPeak();
+    addReplicaGradients();
+    const std::size_t peak = m_backend.memory().peak();
+    if (stepRecords && !stepRecords->empty())
+        stepRecords->back().memoryBytes = std::max<std::uint64_t>(stepRecords->back().memoryBytes, peak);
+    return peak;
+}
+
+void RankExecutor::addReplicaGradients()
 {
     const int tagBase = 2 * m_schedule.stages * m_schedule.microbatches;
     std::vector<std::pair<int, Transfer>> received; // (stage, its gradients from another holder)

@@ -7,9 +7,15 @@
 // gradient to the rank of (s−1, m); when that is this rank the tensor is handed over in memory. Receives
 // are posted ahead in the order the rank will need them (a window), sends are non-blocking, and a rank only
 // ever blocks on a receive its next action needs, so a schedule the validator accepts cannot deadlock.
+//
+// Memory (docs/memory.md): every buffer comes from the backend's counting allocator and goes at a point of
+// the rank's own order, never when the transport happens to finish (a send's buffer is freed at the receive
+// planMessages() names, sim/messageplan.h), so what a step allocates is the same in every run and the
+// simulator predicts it to the byte.
 #include "comm.h"
 #include "model.h"
 #include "schedule/schedule.h"
+#include "sim/costmodel.h"
 #include "stagemath.h"
 
 #include <chrono>
@@ -35,7 +41,10 @@ struct ActionRecord {
     double computeUs = 0.0;
     std::uint64_t bytesSent = 0;
     std::uint64_t bytesReceived = 0;
-    /// Everything live in the backend's allocator after the action.
+    /// The high-water mark of everything live in the backend's allocator during the action: from the start
+    /// of its input fetch (receives posted, sends freed) to its outputs sent, an overlapped slot's two halves
+    /// at their bound (MemoryCounter::endLanes); a rank's last action also covers the step's end (the replica
+    /// gradient sum, when sumReplicaGradients is given the records). docs/memory.md.
     std::uint64_t memoryBytes = 0;
     /// The activation ledger (modelcost.h) after the action. An overlapped slot reports its high-water mark
     /// as the simulator counts it: its forward half's activations added before its backward half frees any
@@ -44,8 +53,9 @@ struct ActionRecord {
 };
 
 struct ExecutorOptions {
-    /// Receives posted ahead of need (≥ 1); receives of the action about to run are always posted.
-    int receiveWindow = 8;
+    /// Receives posted ahead of need (≥ 1); receives of the action about to run are always posted. The
+    /// prediction assumes CostModel::receiveWindow, the same default.
+    int receiveWindow = kDefaultReceiveWindow;
     /// Called before each action (step, position); tests use it to inject faults.
     std::function<void(int step, int index)> beforeAction;
     /// Called after each action with the number of actions done and the total of the step.
@@ -67,8 +77,11 @@ public:
     /// record per action. Throws RuntimeError naming the rank and action on an inconsistency.
     std::vector<ActionRecord> runStep(int step);
     /// Sums the weight gradients of stages held by several ranks (DualPipe's two replicas) so that every
-    /// holder has the total. Collective over the holders; call on every rank after runStep.
-    void sumReplicaGradients();
+    /// holder has the total. Collective over the holders; call on every rank after runStep. Returns the
+    /// allocator's high-water mark during the sum (bytes: it receives each other holder's gradients into a
+    /// buffer of their size); with `stepRecords` (runStep's records of the step) the last one's memoryBytes is
+    /// raised to it, so the step's memory covers the sum. Throws RuntimeError on a communication failure.
+    std::size_t sumReplicaGradients(std::vector<ActionRecord>* stepRecords = nullptr);
 
     /// Replaces ExecutorOptions::beforeAction.
     void setBeforeAction(std::function<void(int step, int index)> hook) { m_options.beforeAction = std::move(hook); }
@@ -96,6 +109,8 @@ private:
         Tensor device;
         std::vector<char> host;
         RequestId request = kNoRequest;
+        int releasedBy = -1; ///< a send: index in m_plan of the receive that frees it; −1 the step's end
+        bool done = false; ///< a send: test() saw it complete (the request is released)
     };
 
     void buildStages();
@@ -113,8 +128,12 @@ private:
     /// (0 for a single op).
     void recordMemory(ActionRecord& record, std::size_t forwardHighWater) const;
     void progressSends();
+    /// Frees the sends whose buffers the receive m_plan[index] frees (waiting for any not seen complete).
+    void releaseSends(int index);
     void finishSends();
     void checkStepEnd() const;
+    /// The replica sum itself (sumReplicaGradients counts its memory).
+    void addReplicaGradients();
     /// Posts the exchange of a stage's gradients with another holder; returns the incoming transfer.
     Transfer exchangeGradients(const Tensor& grads, int peer, int tag);
     std::string where(const Action& action) const;
@@ -137,7 +156,8 @@ private:
     std::map<int, Transfer> m_posted; ///< posted receives by message key
     std::size_t m_nextPost = 0; ///< index in m_plan of the next receive to post
     std::size_t m_nextNeeded = 0; ///< index in m_plan of the next receive to consume
-    std::vector<Transfer> m_pending; ///< sends not known to be complete
+    std::vector<Transfer> m_pending; ///< sends whose buffers are held (until their release point)
+    std::map<int, int> m_releaseOf; ///< by message key: the receive index (m_plan) that frees a send of it
     std::map<int, double> m_losses;
     std::chrono::steady_clock::time_point m_stepStart;
 };

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <string>
+#include <sys/prctl.h>
 
 namespace dps::runtime {
 
@@ -32,6 +34,75 @@ void checkMpi(int code, const char* call, const char* file, int line)
 
 namespace {
 
+/// The spin before the first sleep of a sleeping wait: a message that is about to arrive costs no sleep.
+constexpr auto kWaitSpin = std::chrono::microseconds(20);
+/// The sleep between polls of a sleeping wait (the timer slack is set to 1 µs, so it is this long): short
+/// against the milliseconds of an action, long against a poll (a few µs), so a waiting rank leaves its core to
+/// the rank it shares it with.
+constexpr auto kWaitSleep = std::chrono::microseconds(50);
+
+/// Ranks of this job on this host (MPI_COMM_TYPE_SHARED).
+int localRankCount()
+{
+    MPI_Comm local = MPI_COMM_NULL;
+    DPS_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
+    int size = 1;
+    DPS_MPI_CHECK(MPI_Comm_size(local, &size));
+    MPI_Comm_free(&local);
+    return size;
+}
+
+/// The single-copy mechanism Open MPI's shared-memory transport uses in this process ("cma", "xpmem", "knem",
+/// "none"), read through the MPI tool interface (btl_vader_single_copy_mechanism; btl_sm_… in Open MPI 5);
+/// "" when this MPI has no such variable or it cannot be read. Call after MPI_Init.
+std::string singleCopyMechanism()
+{
+    int provided = 0;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return {};
+    std::string mechanism;
+    for (const char* name : { "btl_vader_single_copy_mechanism", "btl_sm_single_copy_mechanism" }) {
+        int index = -1;
+        if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS)
+            continue;
+        char varName[256];
+        int varNameLength = sizeof(varName);
+        int verbosity = 0;
+        int binding = 0;
+        int scope = 0;
+        MPI_Datatype type = MPI_DATATYPE_NULL;
+        MPI_T_enum enumType = MPI_T_ENUM_NULL;
+        if (MPI_T_cvar_get_info(
+                index, varName, &varNameLength, &verbosity, &type, &enumType, nullptr, nullptr, &binding, &scope)
+                != MPI_SUCCESS
+            || type != MPI_INT || enumType == MPI_T_ENUM_NULL)
+            break;
+        MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+        int count = 0;
+        int value = -1;
+        if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) != MPI_SUCCESS)
+            break;
+        const bool read = count == 1 && MPI_T_cvar_read(handle, &value) == MPI_SUCCESS;
+        MPI_T_cvar_handle_free(&handle);
+        int items = 0;
+        char enumName[256];
+        int enumNameLength = sizeof(enumName);
+        if (!read || MPI_T_enum_get_info(enumType, &items, enumName, &enumNameLength) != MPI_SUCCESS)
+            break;
+        for (int i = 0; i < items; ++i) {
+            int itemValue = 0;
+            char itemName[256];
+            int itemNameLength = sizeof(itemName);
+            if (MPI_T_enum_get_item(enumType, i, &itemValue, itemName, &itemNameLength) == MPI_SUCCESS
+                && itemValue == value)
+                mechanism = itemName;
+        }
+        break;
+    }
+    MPI_T_finalize();
+    return mechanism;
+}
+
 int checkedCount(std::size_t bytes)
 {
     if (bytes > static_cast<std::size_t>(INT_MAX))
@@ -43,8 +114,11 @@ int checkedCount(std::size_t bytes)
 
 MpiComm::MpiComm(int* argc, char*** argv)
 {
-    if (const char* env = std::getenv("DPSTUDIO_MPI_PROGRESS_US"); env && *env)
+    bool intervalGiven = false;
+    if (const char* env = std::getenv("DPSTUDIO_MPI_PROGRESS_US"); env && *env) {
         m_progressIntervalUs = std::max(0, std::atoi(env));
+        intervalGiven = true;
+    }
     const int wanted = m_progressIntervalUs > 0 ? MPI_THREAD_SERIALIZED : MPI_THREAD_FUNNELED;
     int provided = 0;
     DPS_MPI_CHECK(MPI_Init_thread(argc, argv, wanted, &provided));
@@ -58,10 +132,27 @@ MpiComm::MpiComm(int* argc, char*** argv)
     DPS_MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagUb, &found));
     if (found && tagUb)
         m_maxTag = *static_cast<int*>(tagUb);
-    if (m_progressIntervalUs > 0) {
-        DPS_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &m_probeComm));
-        m_progress = std::thread([this] { progressLoop(); });
+    const int localRanks = localRankCount();
+    if (!intervalGiven && localRanks == m_size) {
+        // One host: with a single-copy mechanism the receiver copies a large message out of the sender's
+        // memory inside its own wait, so the sender need not make progress while it computes.
+        const std::string mechanism = singleCopyMechanism();
+        if (!mechanism.empty() && mechanism != "none")
+            m_progressIntervalUs = 0;
     }
+    m_sleepingWait = localRanks > cpuCoreCount();
+    if (const char* env = std::getenv("DPSTUDIO_MPI_WAIT"); env && *env)
+        m_sleepingWait = std::string(env) == "sleep" ? true : std::string(env) == "spin" ? false : m_sleepingWait;
+    if (m_sleepingWait)
+        prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); // sleeps of kWaitSleep, not kWaitSleep + 50 µs
+    // MPI_Comm_dup is collective: every rank takes part when any rank runs a helper.
+    int helper = m_progressIntervalUs > 0 ? 1 : 0;
+    int anyHelper = 0;
+    DPS_MPI_CHECK(MPI_Allreduce(&helper, &anyHelper, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (anyHelper)
+        DPS_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &m_probeComm));
+    if (helper)
+        m_progress = std::thread([this] { progressLoop(); });
 }
 
 MpiComm::~MpiComm()
@@ -130,8 +221,24 @@ RequestId MpiComm::irecv(void* data, std::size_t bytes, int peer, int tag)
 
 void MpiComm::wait(RequestId request)
 {
-    DPS_MPI_CHECK(MPI_Wait(&slot(request), MPI_STATUS_IGNORE));
+    if (m_sleepingWait)
+        sleepingWait(slot(request));
+    else
+        DPS_MPI_CHECK(MPI_Wait(&slot(request), MPI_STATUS_IGNORE));
     release(request);
+}
+
+void MpiComm::sleepingWait(MPI_Request& request)
+{
+    int done = 0;
+    DPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    const auto spinUntil = std::chrono::steady_clock::now() + kWaitSpin;
+    while (!done && std::chrono::steady_clock::now() < spinUntil)
+        DPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    while (!done) {
+        std::this_thread::sleep_for(kWaitSleep);
+        DPS_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    }
 }
 
 bool MpiComm::test(RequestId request)
@@ -198,7 +305,13 @@ void MpiComm::endCompute()
 
 void MpiComm::barrier()
 {
-    DPS_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (!m_sleepingWait) {
+        DPS_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        return;
+    }
+    MPI_Request request = MPI_REQUEST_NULL; // ranks that arrive early leave the core to those still working
+    DPS_MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &request));
+    sleepingWait(request);
 }
 
 std::vector<std::vector<char>> MpiComm::gather(const std::vector<char>& mine, int root)

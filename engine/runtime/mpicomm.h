@@ -7,6 +7,14 @@
 // its outgoing messages back. Between beginCompute() and endCompute(), while requests are outstanding, a
 // helper thread calls MPI_Iprobe every DPSTUDIO_MPI_PROGRESS_US µs (default 100; 0 turns it off). Only one
 // thread is ever inside MPI at a time (MPI_THREAD_SERIALIZED): endCompute() waits for the helper's call.
+// Without DPSTUDIO_MPI_PROGRESS_US the helper is off where the receiver copies a message by itself: every
+// rank on this host and the shared-memory transport has a single-copy mechanism (cross-memory attach: the
+// receiver reads the sender's buffer inside its own wait; `dpstudio run` asks for it where it works).
+//
+// Waiting: with no more ranks on this host than cores, wait() is MPI_Wait (a spinning wait: the core is the
+// rank's own). With more ranks than cores, a spinning rank would take turns on a core with a rank that has
+// work to do, so wait() and barrier() poll MPI_Test, spin for 20 µs and then sleep 50 µs between polls,
+// giving the core away (DPSTUDIO_MPI_WAIT=spin|sleep overrides the choice, for measurements).
 #include "comm.h"
 
 #include <mpi.h>
@@ -41,6 +49,8 @@ public:
     std::string name() const override { return "mpi"; }
     std::string version() const override;
     int maxTag() const override { return m_maxTag; }
+    /// Whether wait() sleeps between polls (more ranks on this host than cores) instead of spinning.
+    bool sleepingWait() const { return m_sleepingWait; }
 
     RequestId isend(const void* data, std::size_t bytes, int peer, int tag) override;
     RequestId irecv(void* data, std::size_t bytes, int peer, int tag) override;
@@ -62,10 +72,13 @@ private:
     void release(RequestId request);
     void progressLoop();
     void stopProgress();
+    /// wait() for ranks that share cores: MPI_Test, a short spin, then sleeps between polls.
+    void sleepingWait(MPI_Request& request);
 
     int m_rank = 0;
     int m_size = 1;
     int m_maxTag = 32767;
+    bool m_sleepingWait = false; ///< more ranks on this host than cores: wait() gives the core away
     std::vector<MPI_Request> m_requests;
     std::vector<RequestId> m_free;
     // Background progress.

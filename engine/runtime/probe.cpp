@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <ostream>
 
@@ -38,8 +39,26 @@ double median(std::vector<double> values)
     return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
+/// µs of CPU time this thread has used (CLOCK_THREAD_CPUTIME_ID: while it ran, in user and kernel mode).
+double threadCpuMicroseconds()
+{
+    timespec t {};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) * 1e-3;
+}
+
+/// µs on the steady clock.
+double wallMicroseconds()
+{
+    return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count();
+}
+
 /// Runs every call on another backend and times the compute calls (GEMMs and the elementwise ops), one
-/// entry per distinct call: the probe sees exactly the calls StageMath makes in a run.
+/// entry per distinct call: the probe sees exactly the calls StageMath makes in a run. With one BLAS thread a
+/// call runs on the calling thread and is timed by that thread's CPU time: the time other processes had the
+/// core is left out, so a probe on a busy machine measures what a call costs when it runs, as on a quiet one
+/// (on this 2-core machine at load 5, a 4 ms GEMM's median wall time was 8–24 ms, its CPU time 4.0–4.4 ms).
+/// With more threads the work is on other threads too: wall time.
 class TimingBackend final : public Backend {
 public:
     struct Call {
@@ -55,8 +74,9 @@ public:
         std::vector<double> us;
     };
 
-    explicit TimingBackend(Backend& inner)
+    TimingBackend(Backend& inner, bool cpuTime)
         : m_inner(inner)
+        , m_cpuTime(cpuTime)
     {
     }
 
@@ -85,9 +105,9 @@ public:
     void gemm(Lane lane, Transpose transA, Transpose transB, int m, int n, int k, float alpha, const void* a,
         const void* b, float beta, void* c) override
     {
-        const auto start = Clock::now();
+        const double start = now();
         m_inner.gemm(lane, transA, transB, m, n, k, alpha, a, b, beta, c);
-        const double us = microsecondsSince(start);
+        const double us = now() - start;
         if (!m_recording)
             return;
         for (Call& call : m_calls)
@@ -110,27 +130,27 @@ public:
     }
     void geluForward(Lane lane, const void* in, void* out, std::size_t n) override
     {
-        const auto start = Clock::now();
+        const double start = now();
         m_inner.geluForward(lane, in, out, n);
-        recordOp("gelu_forward", n, 8, microsecondsSince(start));
+        recordOp("gelu_forward", n, 8, now() - start);
     }
     void geluBackward(Lane lane, const void* in, const void* gradOut, void* gradIn, std::size_t n) override
     {
-        const auto start = Clock::now();
+        const double start = now();
         m_inner.geluBackward(lane, in, gradOut, gradIn, n);
-        recordOp("gelu_backward", n, 12, microsecondsSince(start));
+        recordOp("gelu_backward", n, 12, now() - start);
     }
     void mseLoss(Lane lane, const void* y, const void* target, std::size_t n, void* grad, double* lossHost) override
     {
-        const auto start = Clock::now();
+        const double start = now();
         m_inner.mseLoss(lane, y, target, n, grad, lossHost);
-        recordOp("mse_loss", n, 12, microsecondsSince(start));
+        recordOp("mse_loss", n, 12, now() - start);
     }
     void axpy(Lane lane, std::size_t n, float alpha, const void* x, void* y) override
     {
-        const auto start = Clock::now();
+        const double start = now();
         m_inner.axpy(lane, n, alpha, x, y);
-        recordOp("grad_accumulate", n, 12, microsecondsSince(start));
+        recordOp("grad_accumulate", n, 12, now() - start);
     }
     void setZero(Lane lane, void* ptr, std::size_t bytes) override { m_inner.setZero(lane, ptr, bytes); }
     void copyHostToDevice(Lane lane, void* dst, const void* src, std::size_t bytes) override
@@ -160,6 +180,7 @@ public:
     void synchronize() override { m_inner.synchronize(); }
 
 private:
+    double now() const { return m_cpuTime ? threadCpuMicroseconds() : wallMicroseconds(); }
     /// `bytesPerElement`: bytes read and written per element (fp32).
     void recordOp(const char* op, std::size_t n, std::uint64_t bytesPerElement, double us)
     {
@@ -180,19 +201,34 @@ private:
     }
 
     Backend& m_inner;
+    bool m_cpuTime = false;
     std::string m_phase;
     bool m_recording = true;
     std::vector<Call> m_calls;
 };
 
+/// Layers of the stage the compute probe runs: enough that their weights fill kProbeWeightBytes, at most 16.
+/// In a run a rank cycles through the weights, gradients and activations of its stages (the default project's
+/// machine-sized variant: 2 stages of 4 layers, 64 MiB of weights and as much of gradients), so a call finds its
+/// operands in memory, not in the cache. One layer repeated keeps them cached: at 256×512×2048 on this machine
+/// its gelu_backward took 0.59 ms instead of 1.36 ms (H, written by F, is cold in a run) and its GEMMs 3–5 %
+/// less (docs/cpu-profile.md).
+constexpr double kProbeWeightBytes = 64.0 * 1024 * 1024;
+
+int probeLayers(const launch::ProbeShape& shape)
+{
+    const double layerBytes = 2.0 * shape.hidden * shape.ffn * 4.0;
+    return static_cast<int>(std::clamp(std::ceil(kProbeWeightBytes / layerBytes), 1.0, 16.0));
+}
+
 launch::ShapeMeasure measureShape(CpuBackend& cpu, const launch::ProbeShape& shape, double seconds)
 {
-    TimingBackend timed(cpu);
+    TimingBackend timed(cpu, cpu.blasThreads() == 1);
     ModelSpec spec;
     spec.hidden = shape.hidden;
     spec.ffn = shape.ffn;
     spec.tokens = shape.tokens;
-    spec.partition = { 1 };
+    spec.partition = { probeLayers(shape) };
     spec.seed = 1;
     const auto t = static_cast<std::size_t>(shape.tokens);
     const auto h = static_cast<std::size_t>(shape.hidden);
@@ -202,8 +238,10 @@ launch::ShapeMeasure measureShape(CpuBackend& cpu, const launch::ProbeShape& sha
     const std::vector<float> targetHost = microbatchTarget(spec, 0);
     Tensor target(timed, t, h, MemoryCategory::Data);
     timed.uploadFloats(0, target.data(), targetHost.data(), targetHost.size());
-    // The gradients another replica sends, added by the replica sum (RankExecutor::sumReplicaGradients).
-    Tensor replica(timed, 1, params.gradients().elements(), MemoryCategory::Communication);
+    // The gradients another replica sends, added by the replica sum (RankExecutor::sumReplicaGradients): one
+    // layer's 2·h·f, the size the profile reports it at.
+    const std::size_t layerGradients = 2 * h * static_cast<std::size_t>(shape.ffn);
+    Tensor replica(timed, 1, layerGradients, MemoryCategory::Communication);
     timed.setZero(0, replica.data(), replica.bytes());
 
     const auto repetition = [&] {
@@ -217,7 +255,7 @@ launch::ShapeMeasure measureShape(CpuBackend& cpu, const launch::ProbeShape& sha
         const Tensor dx = math.inputGrad(0, params, saved, Tensor(), true);
         timed.setPhase("W");
         math.weightGrad(0, params, saved);
-        timed.axpy(0, params.gradients().elements(), 1.0f, replica.data(), params.gradients().data());
+        timed.axpy(0, layerGradients, 1.0f, replica.data(), params.gradients().data());
     };
     timed.setRecording(false);
     const auto warmupStart = Clock::now();

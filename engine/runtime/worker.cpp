@@ -366,7 +366,7 @@ std::vector<ActionRecord> runSteps(const WorkerOptions& options, RunState& s, Lo
     for (int step = 0; step < options.warmup + options.steps; ++step) {
         const auto start = Clock::now();
         std::vector<ActionRecord> records = s.executor->runStep(step);
-        s.executor->sumReplicaGradients();
+        s.executor->sumReplicaGradients(&records); // the step's memory covers the sum
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         log.line("step " + std::to_string(step) + (step < options.warmup ? " (warm-up)" : "") + ": "
             + formatDouble(ms, "%.2f") + " ms on this rank");

@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "comm.h"
 #include "schedule/schedule.h"
+#include "sim/costmodel.h"
 
 #include <chrono>
 #include <cstddef>
@@ -30,7 +31,8 @@ struct WorkerOptions {
     std::string output; ///< --output FILE (required)
     std::string traceDir; ///< --trace-dir DIR
     std::string command; ///< --command TEXT: the dpstudio command line, recorded in measured.json
-    int receiveWindow = 8; ///< --recv-window N: receives posted ahead
+    /// --recv-window N: receives posted ahead (the prediction assumes the default)
+    int receiveWindow = kDefaultReceiveWindow;
 };
 
 /// Thrown for a bad command line; what() says which flag and why.

@@ -1,7 +1,10 @@
 // The launcher against a fake mpirun (tests/data/fake/fake-mpirun.sh): forwarding, exit codes, timeout,
 // cancellation, and that no process is left behind.
 #include "base/fileio.h"
+#include "base/format.h"
 #include "launch/launcher.h"
+#include "launch/machinecosts.h"
+#include "project/predict.h"
 #include "trace/measured.h"
 #include "schedule/generator.h"
 #include "support/synthetic.h"
@@ -159,6 +162,75 @@ TEST_F(Launcher, WithoutProgressJsonRendersProgressAndPrintsTheTable)
     EXPECT_EQ(m_out.str().find("{\"event\""), std::string::npos);
 }
 
+TEST_F(Launcher, WithAProfileTheRunIsPredictedForThisMachineAndSaysSo)
+{
+    // A profile at the tiny project's shape (T×h×f = 8×64×256) whose every call takes 10 µs (GEMMs) or 1 µs.
+    CpuProfile profile;
+    profile.machine.cpuModel = "test CPU";
+    profile.machine.cores = 4; // ≥ the 2 ranks × 2 threads: no sharing
+    ShapeMeasure shape;
+    shape.shape = { 8, 64, 256 };
+    shape.repetitions = 3;
+    shape.gemms = { { "F", false, true, 8, 256, 64, 0.0, 10.0 }, { "F", false, true, 8, 64, 256, 0.0, 10.0 },
+        { "I", false, false, 8, 256, 64, 0.0, 10.0 }, { "I", false, false, 8, 64, 256, 0.0, 10.0 },
+        { "W", true, false, 64, 256, 8, 1.0, 10.0 }, { "W", true, false, 256, 64, 8, 1.0, 10.0 } };
+    shape.elementwise = { { "gelu_forward", 2048, 16384, 1.0 }, { "gelu_backward", 2048, 24576, 1.0 },
+        { "mse_loss", 512, 6144, 1.0 }, { "grad_accumulate", 32768, 393216, 1.0 } };
+    profile.shapes = { shape };
+    const fs::path file = m_dir / "profile.json";
+    dps::writeFileAtomic(file, serializeCpuProfile(profile));
+    m_options.profile = file.string();
+
+    // The run measures exactly what the machine's costs say: the table's makespan error is 0.
+    const Project project = loadProject(kTiny);
+    const MachineCosts costs = machineCosts(profile, project, project.active(), "p");
+    const Prediction machine = predict(project, "", machinePredictOptions(costs, project.costs, true));
+    ASSERT_TRUE(machine.valid()) << machine.error;
+    EXPECT_DOUBLE_EQ(machine.costs.stages[1].forwardUs, 21.0); // 10 + 1 + 10
+    const fs::path measured = m_dir / "synthetic.json";
+    std::ofstream(measured) << serializeMeasured(test::syntheticTrace(*machine.schedule, machine.costs, 3));
+    ::setenv("FAKE_MEASURED", measured.c_str(), 1);
+    ASSERT_EQ(run(), kExitOk) << m_err.str();
+    EXPECT_NE(m_err.str().find("dpstudio: predicted for this machine (CPU profile " + file.string()
+                  + "): makespan " + formatTime(machine.makespanUs)),
+        std::string::npos)
+        << m_err.str();
+    EXPECT_NE(m_out.str().find("prediction: for this machine (CPU profile " + file.string() + ")\n"), std::string::npos)
+        << m_out.str();
+    EXPECT_NE(m_out.str().find("makespan  "), std::string::npos);
+    const std::string table = m_out.str();
+    const std::size_t row = table.find("\nmakespan");
+    ASSERT_NE(row, std::string::npos) << table;
+    EXPECT_NE(table.substr(row, table.find('\n', row + 1) - row).find(" 0 %"), std::string::npos) << table;
+    EXPECT_EQ(runCommandArguments(m_options).back(), file.string());
+
+    // --nominal: the project's devices, whatever the profile.
+    m_options.profile.clear();
+    m_options.nominal = true;
+    ASSERT_EQ(run(), kExitOk) << m_err.str();
+    EXPECT_NE(m_out.str().find("prediction: for the project's devices (100 GFLOP/s × efficiency 0.6, latency 2 µs, "
+                               "bandwidth 4.66 GiB/s)"),
+        std::string::npos)
+        << m_out.str();
+    EXPECT_EQ(runCommandArguments(m_options).back(), "--nominal");
+}
+
+TEST_F(Launcher, AProfileOfAnotherShapeIsRefusedBeforeAnythingStarts)
+{
+    CpuProfile profile;
+    profile.machine.cores = 2;
+    ShapeMeasure shape;
+    shape.shape = { 256, 512, 2048 };
+    shape.repetitions = 1;
+    profile.shapes = { shape };
+    const fs::path file = m_dir / "other.json";
+    dps::writeFileAtomic(file, serializeCpuProfile(profile));
+    m_options.profile = file.string();
+    EXPECT_EQ(run(), kExitContent);
+    EXPECT_NE(m_err.str().find("holds 256x512x2048, not the variant's 8x64x256"), std::string::npos) << m_err.str();
+    expectNotStarted();
+}
+
 TEST_F(Launcher, BuildsTheOpenMpiCommandLine)
 {
     m_options.threads = 2;
@@ -166,8 +238,11 @@ TEST_F(Launcher, BuildsTheOpenMpiCommandLine)
     m_options.traceDir = (m_dir / "traces").string();
     ASSERT_EQ(run(), kExitOk) << m_err.str();
     const std::vector<std::string> args = linesOf(dps::readTextFile(m_dir / "args"));
-    const std::vector<std::string> head { "-np", "2", "--oversubscribe", "--mca", "btl", "self,vader", "--mca",
-        "btl_vader_single_copy_mechanism", "none", "--bind-to", "none", "/bin/true", "--project" };
+    // Single copy (vader's default, cross-memory attach) where this machine allows it, else none.
+    std::vector<std::string> head { "-np", "2", "--oversubscribe", "--mca", "btl", "self,vader" };
+    if (!dps::launch::crossMemoryAttachWorks())
+        head.insert(head.end(), { "--mca", "btl_vader_single_copy_mechanism", "none" });
+    head.insert(head.end(), { "--bind-to", "none", "/bin/true", "--project" });
     ASSERT_GE(args.size(), head.size());
     EXPECT_EQ(std::vector<std::string>(args.begin(), args.begin() + static_cast<long>(head.size())), head);
     const std::string all = dps::readTextFile(m_dir / "args");
@@ -192,6 +267,8 @@ TEST_F(Launcher, HostfileSelectsTcpBetweenHosts)
     EXPECT_NE(all.find("--hostfile\n" + hostfile.string() + "\n--mca\nbtl\nself,vader,tcp\n"), std::string::npos)
         << all;
     EXPECT_EQ(all.find("--oversubscribe"), std::string::npos);
+    // Between hosts no single copy: the worker's progress thread moves messages on.
+    EXPECT_NE(all.find("--mca\nbtl_vader_single_copy_mechanism\nnone\n"), std::string::npos) << all;
 }
 
 TEST_F(Launcher, TheRunProjectIsTheCheckedOneWithCostsApplied)

@@ -13,8 +13,15 @@ void SimulationService::request(const Project& project, const std::string& varia
 {
     SnapshotPtr previous = m_lastTimed && m_lastTimed->variantName == variant ? m_lastTimed : nullptr;
     const std::uint64_t generation = m_runner.generation() + 1;
-    m_runner.submit([this, project, variant, previous, generation]() -> std::function<void()> {
-        SnapshotPtr snapshot = computeSnapshot(project, variant, generation, previous.get());
+    m_runner.submit([this, project, variant, previous, generation, provider = m_provider]() -> std::function<void()> {
+        std::optional<PredictionSetup> setup;
+        if (provider) {
+            try {
+                setup = provider(project, variant);
+            } catch (const std::exception&) { // e.g. a profile without the model's shape: the project's devices
+            }
+        }
+        SnapshotPtr snapshot = computeSnapshot(project, variant, generation, previous.get(), setup ? &*setup : nullptr);
         return [this, snapshot] { accept(snapshot); };
     });
 }

@@ -16,6 +16,10 @@ public:
 
     /// Simulates `variant` of `project` (both copied); the snapshot arrives through snapshotChanged.
     void request(const Project& project, const std::string& variant);
+    /// Predicts with `provider`'s setup from the next request on (empty: for the project's devices), e.g. for
+    /// this machine while a CPU run of it is overlaid.
+    void setPredictionProvider(PredictionProvider provider) { m_provider = std::move(provider); }
+    bool hasPredictionProvider() const { return static_cast<bool>(m_provider); }
     /// The newest snapshot delivered (null before the first).
     SnapshotPtr current() const { return m_current; }
     bool isIdle() const { return m_runner.isIdle(); }
@@ -30,6 +34,7 @@ private:
     LatestJobRunner m_runner;
     SnapshotPtr m_current;
     SnapshotPtr m_lastTimed; ///< the newest snapshot with real timing, per variant name
+    PredictionProvider m_provider; ///< empty = the project's devices
 };
 
 /// Every variant of a project at once, for the comparison view.

@@ -102,11 +102,13 @@ bool timingComplete(const SimulationSnapshot& s)
 } // namespace
 
 SnapshotPtr computeSnapshot(const Project& project, const std::string& variantName, std::uint64_t generation,
-    const SimulationSnapshot* previous)
+    const SimulationSnapshot* previous, const PredictionSetup* setup)
 {
     auto s = std::make_shared<SimulationSnapshot>();
     try {
-        static_cast<Prediction&>(*s) = predict(project, variantName);
+        static_cast<Prediction&>(*s) = setup ? predict(project, variantName, setup->options) : predict(project, variantName);
+        if (setup)
+            s->predictionFor = setup->label;
     } catch (const std::exception& e) { // e.g. out of memory for a huge size: the designer keeps running
         static_cast<Prediction&>(*s) = Prediction {};
         s->variantName = variantName;

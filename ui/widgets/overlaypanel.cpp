@@ -255,6 +255,9 @@ void OverlayPanel::updateHeader()
                        .arg(t.ranks.size())
                        .arg(check);
     text += tr("<br>Each rank's row: prediction above, <b>measured below</b>; hatched = waiting for data.");
+    if (m_snapshot && !m_snapshot->predictionFor.empty())
+        text += tr("<br>Predicted for %1, as <tt>dpstudio run</tt> does.")
+                    .arg(QString::fromStdString(m_snapshot->predictionFor).toHtmlEscaped());
     if (m_overlay.unmatched > 0)
         text += tr("<br><span style='color:#c62828'>%1 measured actions have no predicted block (another order "
                    "or variant ran)</span>")
@@ -274,7 +277,9 @@ void OverlayPanel::updateComparison()
         m_comparison->clear();
         return;
     }
-    QString text = tr("Makespan: predicted <b>%1</b> · this run <b>%2</b> (%3)")
+    const bool machine = m_snapshot && !m_snapshot->predictionFor.empty();
+    QString text = (machine ? tr("Makespan: predicted <b>%1</b> for this machine · this run <b>%2</b> (%3)")
+                            : tr("Makespan: predicted <b>%1</b> · this run <b>%2</b> (%3)"))
                        .arg(formatTime(makespan->predicted), formatTime(makespan->measured),
                            makespan->error() ? formatSignedPercent(*makespan->error()) : tr("n/a"));
     const QString other = m_otherBox->currentData().toString();

@@ -5,6 +5,8 @@
 #include "run/runhistory.h"
 #include "widgets/runhost.h"
 
+#include "base/hostinfo.h"
+#include "launch/machinecosts.h"
 #include "sim/calibrate.h"
 #include "trace/measured.h"
 
@@ -147,6 +149,40 @@ void RunWorkspace::writeRunFile()
     m_runPanel->setProject(info);
 }
 
+bool RunWorkspace::predictForMachineOf(const MeasuredTrace& trace)
+{
+    if (trace.backend != "cpu" || trace.host != hostName() || trace.cpu != cpuModelName())
+        return false;
+    const std::optional<launch::MachineProfile> profile = launch::cachedMachineProfile(std::max(1, trace.threads));
+    if (!profile)
+        return false;
+    const std::string label = "this machine (" + profile->description() + ")";
+    m_host.simulation()->setPredictionProvider(
+        [profile = *profile, label](const Project& project, const std::string& variant) -> std::optional<PredictionSetup> {
+            const launch::MachineCosts costs
+                = launch::machineCosts(profile.profile, project, findVariant(project, variant), profile.description());
+            return PredictionSetup { launch::machinePredictOptions(costs, project.costs, true), label };
+        });
+    m_machineLabel = QString::fromStdString(label);
+    resimulate();
+    return true;
+}
+
+void RunWorkspace::predictForProject()
+{
+    if (m_machineLabel.isEmpty())
+        return;
+    m_machineLabel.clear();
+    m_host.simulation()->setPredictionProvider({});
+    resimulate();
+}
+
+void RunWorkspace::resimulate()
+{
+    const ProjectDocument* doc = m_host.document();
+    m_host.simulation()->request(doc->project(), doc->project().activeVariant);
+}
+
 bool RunWorkspace::loadMeasured(const QString& path, QString* error)
 {
     if (!m_overlay->loadMeasured(path, error))
@@ -162,7 +198,11 @@ void RunWorkspace::onRunFinished(const QString& measuredPath)
 {
     if (loadMeasured(measuredPath))
         m_host.showMessage(MessageBanner::Kind::Info,
-            tr("Run finished: the measurement is overlaid on the prediction (lower half of each row)."));
+            m_machineLabel.isEmpty()
+                ? tr("Run finished: the measurement is overlaid on the prediction (lower half of each row).")
+                : tr("Run finished: the measurement is overlaid on the prediction for %1, as dpstudio run "
+                     "reports it (lower half of each row); hide the run to predict for the project's devices.")
+                      .arg(m_machineLabel));
     updateActions();
 }
 
@@ -179,6 +219,13 @@ void RunWorkspace::onRunFailed(const QString& message)
 
 void RunWorkspace::applyOverlay(const MeasuredOverlay& overlay)
 {
+    // What the prediction is for follows the overlaid run: this machine for a CPU run of it, else (another
+    // machine's run, a GPU run, none) the project's devices.
+    if (const auto trace = m_overlay->trace(); trace != m_decidedFor) {
+        m_decidedFor = trace;
+        if (!trace || !predictForMachineOf(*trace))
+            predictForProject();
+    }
     m_host.showOverlay(overlay);
     updateActions();
 }

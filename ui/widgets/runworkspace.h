@@ -3,7 +3,9 @@
 // It gives the run what the window shows (a saved copy of unsaved edits), overlays each finished run (or
 // one re-opened from the history, or --measured) on the prediction, fits the cost model to it on request,
 // and hands the last run to the validated config. It works through a RunHost (the main window), which docks
-// runPanel() and overlayPanel() and offers the actions in its menu and tool bar.
+// runPanel() and overlayPanel() and offers the actions in its menu and tool bar. While a CPU run of this
+// machine is overlaid, the designer predicts for this machine as `dpstudio run` does (the cached CPU profile:
+// engine/launch/machinecosts.h), and says so; hiding the run predicts for the project's devices again.
 #include "document/measuredoverlay.h"
 #include "run/preflight.h"
 #include "run/runpanel.h"
@@ -63,6 +65,9 @@ private:
     void onRunFailed(const QString& message);
     void applyOverlay(const MeasuredOverlay& overlay);
     void updateActions();
+    bool predictForMachineOf(const MeasuredTrace& trace);
+    void predictForProject();
+    void resimulate();
 
     RunHost& m_host;
     QPointer<RunPanel> m_runPanel;
@@ -71,6 +76,8 @@ private:
     QAction* m_cancel = nullptr;
     QAction* m_calibrate = nullptr;
     bool m_probed = false; ///< the devices probe ran once
+    std::shared_ptr<const MeasuredTrace> m_decidedFor; ///< the overlaid run the prediction was chosen for
+    QString m_machineLabel; ///< what the prediction is for while a CPU run of this machine is overlaid; "" = the project's devices
 };
 
 } // namespace dps::ui

@@ -1,0 +1,319 @@
+#include "machinecosts.h"
+
+#include "base/errors.h"
+#include "base/format.h"
+#include "base/hostinfo.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <set>
+
+namespace dps::launch {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The profile's measurements at `shape`; FormatError naming what it holds instead.
+const ShapeMeasure& shapeOf(const CpuProfile& profile, const ProbeShape& shape, const std::string& source)
+{
+    for (const ShapeMeasure& s : profile.shapes)
+        if (s.shape == shape)
+            return s;
+    std::vector<ProbeShape> held;
+    for (const ShapeMeasure& s : profile.shapes)
+        held.push_back(s.shape);
+    throw FormatError(source + " holds " + (held.empty() ? std::string("no shape") : shapeListText(held))
+        + ", not the variant's " + shapeText(shape)
+        + ": probe again at the project's shapes (dpstudio devices --probe --project P)");
+}
+
+/// The median µs of the GEMM C (m×n) = op(A)·op(B) with these transposes and sizes.
+double gemmUs(const ShapeMeasure& s, bool transA, bool transB, int m, int n, int k, const std::string& source)
+{
+    for (const GemmMeasure& g : s.gemms)
+        if (g.transA == transA && g.transB == transB && g.m == m && g.n == n && g.k == k)
+            return g.timeUs;
+    throw FormatError(source + ": shape " + shapeText(s.shape) + " has no GEMM " + (transA ? "T" : "N")
+        + (transB ? "T" : "N") + " " + std::to_string(m) + "×" + std::to_string(n) + "×" + std::to_string(k)
+        + ": probe again (dpstudio devices --probe --reprobe)");
+}
+
+/// The median µs of one call of a memory-bound op.
+double opUs(const ShapeMeasure& s, const std::string& op, const std::string& source)
+{
+    for (const ElementwiseMeasure& e : s.elementwise)
+        if (e.op == op)
+            return e.timeUs;
+    throw FormatError(source + ": shape " + shapeText(s.shape) + " has no " + op
+        + " measurement: probe again (dpstudio devices --probe --reprobe)");
+}
+
+/// The calls of one layer at one shape (stagemath.cpp), µs each.
+struct LayerCalls {
+    double fc1 = 0; ///< F: H = X·W1ᵀ, T×f×h, NT
+    double fc2 = 0; ///< F: Y = A·W2ᵀ, T×h×f, NT
+    double dA = 0; ///< I: dA = dY·W2, T×f×h, NN
+    double dX = 0; ///< I: dX = dH·W1, T×h×f, NN
+    double dW2 = 0; ///< W: dW2 += dYᵀ·A, h×f×T, TN
+    double dW1 = 0; ///< W: dW1 += dHᵀ·X, f×h×T, TN
+    double geluForward = 0;
+    double geluBackward = 0;
+    double loss = 0;
+};
+
+LayerCalls layerCalls(const ShapeMeasure& s, const std::string& source)
+{
+    const int t = s.shape.tokens, h = s.shape.hidden, f = s.shape.ffn;
+    LayerCalls c;
+    c.fc1 = gemmUs(s, false, true, t, f, h, source);
+    c.fc2 = gemmUs(s, false, true, t, h, f, source);
+    c.dA = gemmUs(s, false, false, t, f, h, source);
+    c.dX = gemmUs(s, false, false, t, h, f, source);
+    c.dW2 = gemmUs(s, true, false, h, f, t, source);
+    c.dW1 = gemmUs(s, true, false, f, h, t, source);
+    c.geluForward = opUs(s, "gelu_forward", source);
+    c.geluBackward = opUs(s, "gelu_backward", source);
+    c.loss = opUs(s, "mse_loss", source);
+    return c;
+}
+
+MachineStageCost stageCost(const LayerCalls& c, int stage, int layers, bool first, bool last)
+{
+    const double n = layers;
+    MachineStageCost m;
+    m.stage = stage;
+    m.layers = layers;
+    m.forwardGemmUs = n * (c.fc1 + c.fc2);
+    m.geluForwardUs = n * c.geluForward;
+    m.lossUs = last ? c.loss : 0.0;
+    // StageMath::inputGrad skips dX of layer 0 when the stage's input gradient is not wanted (stage 0).
+    const double dxCalls = std::max(0.0, n - (first ? 1.0 : 0.0));
+    m.inputGemmUs = n * c.dA + dxCalls * c.dX;
+    m.geluBackwardUs = n * c.geluBackward;
+    m.geluRecomputeUs = n * c.geluForward;
+    m.weightGemmUs = n * (c.dW2 + c.dW1);
+    return m;
+}
+
+bool positive(double v)
+{
+    return v > 0.0;
+}
+
+} // namespace
+
+bool ranksBoundToCores(int ranks, int cores, int threads)
+{
+    // mpirunOptions passes --bind-to none with more than one BLAS thread (tests/launch/test_machinecosts.cpp
+    // checks the two agree); without it Open MPI's default applies.
+    if (threads > 1)
+        return false;
+    return ranks <= 2 && ranks <= cores;
+}
+
+ProbeShape variantShape(const Project& project, const Variant& variant)
+{
+    Project one;
+    one.model = project.model;
+    one.variants = { variant };
+    return projectShapes(one).front();
+}
+
+MachineCosts machineCosts(
+    const CpuProfile& profile, const Project& project, const Variant& variant, const std::string& source)
+{
+    if (project.model.kind != ModelKind::Block)
+        throw FormatError("the CPU profile predicts the block model only (this project's model is a "
+            + std::string(modelKindName(project.model.kind)) + ", which runs on GPUs)");
+    MachineCosts costs;
+    costs.source = source;
+    costs.shape = variantShape(project, variant);
+    costs.cores = profile.machine.cores;
+    costs.threads = profile.machine.blasThreads;
+    const ShapeMeasure& measured = shapeOf(profile, costs.shape, source);
+    const LayerCalls calls = layerCalls(measured, source);
+
+    const std::vector<int> partition = effectivePartition(project, variant);
+    const int stages = static_cast<int>(partition.size());
+    for (int s = 0; s < stages; ++s)
+        costs.stages.push_back(stageCost(calls, s, partition[static_cast<std::size_t>(s)], s == 0, s == stages - 1));
+
+    // The overlapped slots: for each forward stage, the mean over its pairs of max(F, B of the paired stage), or
+    // of F + B when the rank's two threads share the one core it is bound to.
+    costs.boundToCores = ranksBoundToCores(variant.ranks, costs.cores, costs.threads);
+    const Schedule schedule = buildSchedule(project, variant);
+    std::map<int, std::pair<double, int>> pairs; // forward stage → (Σ max(F, B), count)
+    for (const auto& order : schedule.order)
+        for (const Action& a : order) {
+            if (!a.overlapped || a.op.stage < 0 || a.op.stage >= stages || a.backward.stage < 0
+                || a.backward.stage >= stages)
+                continue;
+            const MachineStageCost& f = costs.stages[static_cast<std::size_t>(a.op.stage)];
+            const MachineStageCost& b = costs.stages[static_cast<std::size_t>(a.backward.stage)];
+            auto& [sum, count] = pairs[a.op.stage];
+            sum += costs.boundToCores ? f.forwardUs() + b.backwardUs() : std::max(f.forwardUs(), b.backwardUs());
+            ++count;
+        }
+    costs.overlapUs.assign(static_cast<std::size_t>(stages), std::nullopt);
+    for (const auto& [stage, total] : pairs)
+        costs.overlapUs[static_cast<std::size_t>(stage)] = total.first / total.second;
+
+    if (profile.p2p) {
+        costs.latencyUs = profile.p2p->latencyUs;
+        costs.bandwidthBytesPerUs = profile.p2p->bandwidthBytesPerUs;
+    } else {
+        costs.notes.push_back(source + " has no p2p part: the project's latency and bandwidth are kept");
+    }
+    return costs;
+}
+
+void applyMachineCosts(CostModel& model, const MachineCosts& costs, const CostSettings& typed)
+{
+    const bool typedFactor = typed.overlapFactor != 1.0;
+    for (std::size_t s = 0; s < model.stages.size() && s < costs.stages.size(); ++s) {
+        StageCost& stage = model.stages[s];
+        const MachineStageCost& m = costs.stages[s];
+        const StageCostOverride none;
+        const StageCostOverride& t = s < typed.stages.size() ? typed.stages[s] : none;
+        stage.forwardChain.clear();
+        stage.backwardChain.clear();
+        if (!t.forwardUs)
+            stage.forwardUs = m.forwardUs();
+        if (!t.inputGradUs)
+            stage.inputGradUs = m.inputGradUs();
+        if (!t.weightGradUs)
+            stage.weightGradUs = m.weightGradUs();
+        if (!t.backwardUs)
+            stage.backwardUs = t.inputGradUs || t.weightGradUs ? std::nullopt : std::optional<double>(m.backwardUs());
+        if (!t.overlapUs && !typedFactor && s < costs.overlapUs.size())
+            stage.overlapUs = costs.overlapUs[s];
+    }
+    if (!typed.latencyUs && costs.latencyUs)
+        model.latencyUs = *costs.latencyUs;
+    if (!typed.bandwidthBytesPerUs && costs.bandwidthBytesPerUs)
+        model.bandwidthBytesPerUs = *costs.bandwidthBytesPerUs;
+    model.commComputeShare = 0.0;
+}
+
+PredictOptions machinePredictOptions(
+    const MachineCosts& costs, const CostSettings& typed, bool timeline, CostAdjuster then)
+{
+    PredictOptions options = timeline ? PredictOptions {} : PredictOptions::peaksOnly();
+    options.fp32Tensors = true;
+    options.cores = costs.cores;
+    options.adjustCosts = [costs, typed, then = std::move(then)](CostModel& model) {
+        applyMachineCosts(model, costs, typed);
+        if (then)
+            then(model);
+    };
+    return options;
+}
+
+std::string MachineProfile::description() const
+{
+    // The home folder as "~": the cache file's name is long enough.
+    std::string shown = file;
+    const char* home = std::getenv("HOME");
+    if (home && *home && home[1] != '\0' && shown.starts_with(std::string(home) + "/"))
+        shown = "~" + shown.substr(std::strlen(home));
+    return (probed ? "probed CPU profile, " : "CPU profile ") + shown;
+}
+
+MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads, const std::string& profileFile,
+    double budgetS, std::ostream& log)
+{
+    MachineProfile result;
+    if (!profileFile.empty()) {
+        result.profile = loadCpuProfile(profileFile);
+        result.file = profileFile;
+        if (result.profile.machine.blasThreads != threads)
+            throw FormatError(profileFile + ": measured with " + std::to_string(result.profile.machine.blasThreads)
+                + " BLAS threads, the run uses " + std::to_string(threads));
+        for (const ProbeShape& shape : shapes)
+            (void)shapeOf(result.profile, shape, profileFile); // throws naming the shapes it holds
+        return result;
+    }
+    CpuProbeOptions options;
+    options.shapes = shapes;
+    options.threads = threads;
+    options.budgetS = budgetS;
+    options.extendCache = true;
+    CpuProbeResult probe = probeCpu(options, log);
+    result.profile = std::move(probe.profile);
+    result.file = probe.cachePath.string();
+    result.probed = true;
+    result.fresh = !probe.fromCache;
+    for (const std::string& note : probe.notes)
+        log << "dpstudio: note: " << note << "\n";
+    if (result.file.empty())
+        result.file = "(not cached)";
+    return result;
+}
+
+std::optional<MachineProfile> cachedMachineProfile(int threads)
+{
+    try {
+        const fs::path dir = cpuProfileCacheDir();
+        std::error_code ec;
+        if (dir.empty() || !fs::is_directory(dir, ec))
+            return std::nullopt;
+        const std::string model = cpuModelName();
+        const int cores = cpuCoreCount();
+        const std::string flags = cpuFlagsHash(cpuInfoField("flags"));
+        std::optional<MachineProfile> newest;
+        for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+            const std::string name = entry.path().filename().string();
+            if (!name.starts_with("cpu-") || !name.ends_with(".json"))
+                continue;
+            try {
+                CpuProfile profile = loadCpuProfile(entry.path());
+                const MachineKey& k = profile.machine;
+                if (k.cpuModel != model || k.cores != cores || k.cpuFlagsHash != flags || k.blasThreads != threads
+                    || profile.shapes.empty())
+                    continue;
+                if (!newest || profile.probedAt > newest->profile.probedAt)
+                    newest = MachineProfile { std::move(profile), entry.path().string(), true, false };
+            } catch (const std::exception&) { // a damaged cache file counts as absent
+            }
+        }
+        return newest;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+std::string formatMachineCosts(const MachineCosts& costs)
+{
+    std::vector<std::vector<std::string>> rows { { "stage", "layers", "F", "I", "W", "B", "F&B slot",
+        "F: GEMMs + GELU + loss", "I: GEMMs + GELU' + GELU" } };
+    for (std::size_t s = 0; s < costs.stages.size(); ++s) {
+        const MachineStageCost& m = costs.stages[s];
+        const bool hasSlot = s < costs.overlapUs.size() && costs.overlapUs[s].has_value();
+        rows.push_back({ std::to_string(m.stage), std::to_string(m.layers), formatTime(m.forwardUs()),
+            formatTime(m.inputGradUs()), formatTime(m.weightGradUs()), formatTime(m.backwardUs()),
+            hasSlot ? formatTime(costs.overlapUs[s].value_or(0.0)) : std::string("-"),
+            formatTime(m.forwardGemmUs) + " + " + formatTime(m.geluForwardUs) + " + " + formatTime(m.lossUs),
+            formatTime(m.inputGemmUs) + " + " + formatTime(m.geluBackwardUs) + " + " + formatTime(m.geluRecomputeUs) });
+    }
+    std::string text = "costs for this machine (" + costs.source + ", T×h×f = " + shapeText(costs.shape) + ", "
+        + std::to_string(costs.cores) + (costs.cores == 1 ? " core" : " cores") + ", "
+        + std::to_string(costs.threads) + (costs.threads == 1 ? " BLAS thread" : " BLAS threads") + " per rank"
+        + (costs.boundToCores ? ", each rank bound to a core" : "") + ")\n"
+        + formatTable(rows);
+    if (costs.latencyUs)
+        text += "p2p: latency " + formatTime(*costs.latencyUs) + ", bandwidth "
+            + (costs.bandwidthBytesPerUs && positive(*costs.bandwidthBytesPerUs)
+                    ? formatBytes(*costs.bandwidthBytesPerUs * 1e6) + "/s"
+                    : std::string("unlimited"))
+            + "\n";
+    for (const std::string& note : costs.notes)
+        text += "note: " + note + "\n";
+    return text;
+}
+
+} // namespace dps::launch

@@ -1,0 +1,136 @@
+#pragma once
+// The prediction for this machine: a CPU device profile (cpuprofile.h, measured by `dpstudio devices --probe`)
+// turned into the costs of a CPU run of a project's variant, and the PredictOptions that predict() takes them
+// through. Every term is a median the probe measured with the calls and buffers of a run
+// (docs/cpu-profile.md, "The prediction for this machine"):
+//
+//   per layer, T tokens, hidden h, FFN f (the calls of engine/runtime/stagemath.cpp):
+//     F = gemm(T×f×h, X·W1ᵀ) + gelu_forward(T·f) + gemm(T×h×f, A·W2ᵀ)          (+ mse_loss(T·h) once, last stage)
+//     I = gemm(T×f×h, dY·W2) + gelu_backward(T·f) + gelu_forward(T·f) + gemm(T×h×f, dH·W1)
+//         (the first stage's first layer skips its dX GEMM: nothing consumes the model's input gradient)
+//     W = gemm(h×f×T, dW2 += dYᵀ·A) + gemm(f×h×T, dW1 += dHᵀ·X)
+//     B = I + W (the same calls in another order)
+//   a stage = the sum over its layers; an overlapped F&B slot runs its halves on two threads
+//   (CpuBackend::runConcurrently): with a core each it lasts max(F, B) of its two stages (averaged over the
+//   schedule's pairs for one forward stage), and predict()'s shared-cores timing (PredictOptions::cores,
+//   sim/sharedcores.h) stretches it when the threads outnumber the cores (F + B on one core); where mpirun
+//   binds each rank to a core of its own (ranksBoundToCores) the two threads share that core: F + B;
+//   p2p: latency and bandwidth of the probe's ping-pong fit.
+// Not counted: the replica gradient sum of DualPipe (RankExecutor::sumReplicaGradients runs after the step's
+// last action, outside the measured makespan), the first stage's input copy (one T×h memcpy) and the
+// executor's own bookkeeping (a few µs per action, tests/bench/run_bench.sh measures it).
+#include "cpuprobe.h"
+#include "cpuprofile.h"
+
+#include "project/predict.h"
+#include "project/project.h"
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dps::launch {
+
+/// One stage's times on this machine, µs, term by term (each term: the profile's median of the call × calls).
+struct MachineStageCost {
+    int stage = 0;
+    int layers = 0;
+    double forwardGemmUs = 0; ///< F: layers × (T×f×h + T×h×f GEMMs)
+    double geluForwardUs = 0; ///< F: layers × gelu_forward(T·f)
+    double lossUs = 0; ///< F, last stage only: mse_loss(T·h)
+    double inputGemmUs = 0; ///< I: layers × dA GEMM + (layers, less one on the first stage) × dX GEMM
+    double geluBackwardUs = 0; ///< I: layers × gelu_backward(T·f)
+    double geluRecomputeUs = 0; ///< I: layers × gelu_forward(T·f) (A is recomputed from H for W)
+    double weightGemmUs = 0; ///< W: layers × (dW2 and dW1 GEMMs)
+
+    double forwardUs() const { return forwardGemmUs + geluForwardUs + lossUs; }
+    double inputGradUs() const { return inputGemmUs + geluBackwardUs + geluRecomputeUs; }
+    double weightGradUs() const { return weightGemmUs; }
+    double backwardUs() const { return inputGradUs() + weightGradUs(); }
+};
+
+/// The costs of a CPU run of one variant on the machine of a profile.
+struct MachineCosts {
+    std::string source; ///< what the figures come from, e.g. "probed CPU profile, ~/.cache/dpstudio/cpu-….json"
+    ProbeShape shape; ///< T×h×f of the variant
+    int cores = 0; ///< the machine's cores (the profile's machine.cores): PredictOptions::cores
+    int threads = 1; ///< BLAS threads per rank the profile was measured with
+    std::vector<MachineStageCost> stages; ///< one per model stage
+    /// Whether mpirun binds each rank to a core of its own (ranksBoundToCores): then a rank's two threads of
+    /// an overlapped slot share its one core, and no rank takes another's core.
+    bool boundToCores = false;
+    /// Per stage: the overlapped F&B slot whose forward half is this stage, µs, the mean over the schedule's
+    /// overlapped slots that start with its forward: max(F of the stage, B of the paired stage) when each half
+    /// may have a core (the shared-cores timing stretches it where threads outnumber cores), F + B when the
+    /// ranks are bound to a core each; unset when the stage starts no overlapped slot.
+    std::vector<std::optional<double>> overlapUs;
+    std::optional<double> latencyUs; ///< the p2p fit; unset when the profile has no p2p part
+    std::optional<double> bandwidthBytesPerUs; ///< bytes/µs; 0 = unlimited
+    std::vector<std::string> notes; ///< what the profile did not give (no p2p) and what was kept instead
+};
+
+/// Whether a CPU run of `ranks` ranks on one machine of `cores` cores, `threads` BLAS threads per rank, has each
+/// rank bound to a core of its own: Open MPI 4's default binding (mpirun(1): to a core for at most 2 ranks, to
+/// the socket for more; none when the ranks oversubscribe the cores) unless the launcher's options for the run
+/// say otherwise (mpirunOptions: `--bind-to none` with threads > 1). Measured here: 2 ranks on 2 cores run with
+/// Cpus_allowed_list 0 and 1, 4 ranks with 0-1 each. Never throws.
+bool ranksBoundToCores(int ranks, int cores, int threads);
+
+/// The costs of `variant` of `project` run on the CPU backend of the profile's machine (the formulas above).
+/// `source` names the profile in MachineCosts::source. Throws FormatError when the model is not the block
+/// model ("the CPU profile predicts the block model only"), when a size is not positive, when the profile
+/// was not measured at the variant's shape ("<source> holds 256x512x2048, not the variant's 32x1024x4096:
+/// probe again (dpstudio devices --probe --project P)"), or lacks one of the calls, and as buildSchedule /
+/// effectivePartition for a variant that cannot be built.
+MachineCosts machineCosts(
+    const CpuProfile& profile, const Project& project, const Variant& variant, const std::string& source);
+
+/// Lays machine costs over a cost model built from the project (buildCostModel): for every stage each time
+/// the project does not type (costs.stages[s].f_us … ; a calibration's costs are typed) becomes the machine's
+/// F, I, W, B; the F&B slot takes the machine's overlapUs unless the stage types fb_us or the project's
+/// overlap_factor differs from 1 (a typed or calibrated factor is kept); latency and bandwidth take the p2p
+/// fit unless the project types them. Chains are cleared (a CPU run has no communication lane). Never throws.
+void applyMachineCosts(CostModel& model, const MachineCosts& costs, const CostSettings& typed);
+
+/// The options that predict a CPU run of the variant on this machine: fp32 tensors, applyMachineCosts as the
+/// cost adjuster (after `then`, when given: e.g. the command line's cost flags, which still win), and
+/// cores = costs.cores (predict()'s shared-cores timing when the ranks' threads outnumber them). Peaks only
+/// unless `timeline`. Never throws.
+PredictOptions machinePredictOptions(
+    const MachineCosts& costs, const CostSettings& typed, bool timeline = false, CostAdjuster then = {});
+
+/// The shape a variant computes at: T = (its microbatch size, else the model's) × seq_len, h, f. Throws
+/// FormatError as projectShapes.
+ProbeShape variantShape(const Project& project, const Variant& variant);
+
+/// A profile and where it came from, for a prediction for this machine.
+struct MachineProfile {
+    CpuProfile profile;
+    std::string file; ///< the file it was read from (the cache file or --profile FILE)
+    bool probed = false; ///< this machine's probe made it (just now or earlier: the cache), else a named file
+    bool fresh = false; ///< measured just now
+    /// "probed CPU profile, <file>" or "CPU profile <file>", a file under $HOME written "~/…".
+    std::string description() const;
+};
+
+/// The CPU profile to predict `shapes` (at least one) with on this machine, `threads` BLAS threads per rank:
+/// `profileFile` when given (read as it is); else the machine's cached profile when it holds every shape;
+/// else a probe (probeCpu, `budgetS` seconds of measuring; its progress lines to `log`) at these shapes and
+/// the ones the cache held (at most 8, these first), which replaces the cache file. Throws IoError (a file
+/// that cannot be read, no worker), FormatError (a bad file, a profile of other shapes or another BLAS thread
+/// count than `threads`: "<file>: measured with 2 BLAS threads, the run uses 1").
+MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads, const std::string& profileFile,
+    double budgetS, std::ostream& log);
+
+/// This machine's newest cached profile (by probed_at) for `threads` BLAS threads: of the cache folder's
+/// cpu-*.json files, those whose machine has this host's CPU model, online cores and /proc/cpuinfo flags
+/// (what the designer can check without loading OpenBLAS; `dpstudio run` keys the cache exactly through the
+/// worker). Unreadable files are skipped. nullopt when there is none. Never throws.
+std::optional<MachineProfile> cachedMachineProfile(int threads);
+
+/// The table of a machine prediction's stage costs (stage, layers, F, I, W, B and each term), for
+/// `dpstudio run` and docs. Never throws.
+std::string formatMachineCosts(const MachineCosts& costs);
+
+} // namespace dps::launch

@@ -1,0 +1,214 @@
+// The prediction for this machine: a hand-made CPU profile turned into stage costs (exact µs), laid over a
+// project's cost model, and predicted through predict().
+#include "launch/launcher.h"
+#include "launch/machinecosts.h"
+
+#include "base/errors.h"
+#include "project/predict.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+using namespace dps;
+using namespace dps::launch;
+
+namespace {
+
+/// A profile at T×h×f = 4×2×8 with round figures: F GEMMs 10 and 20 µs, I 30 and 40, W 50 and 60;
+/// gelu_forward 1.5, gelu_backward 2.5, mse_loss 3.5, grad_accumulate 4.5; p2p latency 0.5 µs, 1000 bytes/µs.
+CpuProfile handMadeProfile(int cores = 8)
+{
+    CpuProfile p;
+    p.machine.cpuModel = "test CPU";
+    p.machine.cores = cores;
+    p.machine.blasThreads = 1;
+    ShapeMeasure s;
+    s.shape = { 4, 2, 8 };
+    s.repetitions = 3;
+    s.gemms = { { "F", false, true, 4, 8, 2, 0.0, 10.0 }, { "F", false, true, 4, 2, 8, 0.0, 20.0 },
+        { "I", false, false, 4, 8, 2, 0.0, 30.0 }, { "I", false, false, 4, 2, 8, 0.0, 40.0 },
+        { "W", true, false, 2, 8, 4, 1.0, 50.0 }, { "W", true, false, 8, 2, 4, 1.0, 60.0 } };
+    s.elementwise = { { "gelu_forward", 32, 256, 1.5 }, { "gelu_backward", 32, 384, 2.5 },
+        { "mse_loss", 8, 96, 3.5 }, { "grad_accumulate", 32, 384, 4.5 } };
+    p.shapes = { s };
+    P2pProfile link;
+    link.latencyUs = 0.5;
+    link.bandwidthBytesPerUs = 1000.0;
+    p.p2p = link;
+    return p;
+}
+
+/// Block model, 6 layers, h 2, f 8, T = 2 × 2; DualPipeV on 2 ranks, 4 stages of 1, 2, 2, 1 layers, 4
+/// microbatches. Its overlapped slots pair forward stage 0 with backward stage 3, 3 with 0, 1 with 2 and 2
+/// with 1 (rank 0: 0F3;3B1, 3F2;0B0, 3F3;0B1; rank 1: 2F2;1B0, 1F3;2B1, 2F3;1B1).
+Project smallProject()
+{
+    Project p;
+    p.model.layers = 6;
+    p.model.hidden = 2;
+    p.model.ffn = 8;
+    p.model.seqLen = 2;
+    p.model.microbatchSize = 2;
+    Variant v;
+    v.name = "v";
+    v.kind = ScheduleKind::DualPipeV;
+    v.ranks = 2;
+    v.microbatches = 4;
+    v.stagesPerRank = 2;
+    v.layerPartition = { 1, 2, 2, 1 };
+    p.variants = { v };
+    p.activeVariant = "v";
+    return p;
+}
+
+} // namespace
+
+// Per layer: F = 10 + 1.5 + 20 = 31.5; I = 30 + 2.5 + 1.5 + 40 = 74; W = 50 + 60 = 110.
+TEST(MachineCosts, StageTimesAreTheMeasuredCallsOfTheirLayers)
+{
+    // One core: the two ranks oversubscribe it, so mpirun binds neither and an overlapped slot's halves may
+    // each have a core (the shared-cores timing stretches them).
+    const Project project = smallProject();
+    const MachineCosts c = machineCosts(handMadeProfile(1), project, project.variants[0], "p.json");
+    EXPECT_EQ(c.shape, (ProbeShape { 4, 2, 8 }));
+    EXPECT_EQ(c.cores, 1);
+    EXPECT_FALSE(c.boundToCores);
+    ASSERT_EQ(c.stages.size(), 4u);
+    // Stage 0, 1 layer: no dX GEMM (nothing consumes the model's input gradient).
+    EXPECT_DOUBLE_EQ(c.stages[0].forwardUs(), 31.5);
+    EXPECT_DOUBLE_EQ(c.stages[0].inputGradUs(), 34.0); // 30 + 2.5 + 1.5
+    EXPECT_DOUBLE_EQ(c.stages[0].weightGradUs(), 110.0);
+    EXPECT_DOUBLE_EQ(c.stages[0].backwardUs(), 144.0);
+    // Stages 1 and 2, 2 layers each.
+    for (int s : { 1, 2 }) {
+        EXPECT_DOUBLE_EQ(c.stages[s].forwardUs(), 63.0) << s;
+        EXPECT_DOUBLE_EQ(c.stages[s].inputGemmUs, 140.0) << s;
+        EXPECT_DOUBLE_EQ(c.stages[s].geluBackwardUs, 5.0) << s;
+        EXPECT_DOUBLE_EQ(c.stages[s].geluRecomputeUs, 3.0) << s;
+        EXPECT_DOUBLE_EQ(c.stages[s].inputGradUs(), 148.0) << s;
+        EXPECT_DOUBLE_EQ(c.stages[s].weightGradUs(), 220.0) << s;
+    }
+    // Stage 3, the last: the loss in F.
+    EXPECT_DOUBLE_EQ(c.stages[3].lossUs, 3.5);
+    EXPECT_DOUBLE_EQ(c.stages[3].forwardUs(), 35.0);
+    EXPECT_DOUBLE_EQ(c.stages[3].inputGradUs(), 74.0);
+    EXPECT_DOUBLE_EQ(c.stages[3].backwardUs(), 184.0);
+    // F&B slots with a core per half: max(F, B of the paired stage).
+    ASSERT_EQ(c.overlapUs.size(), 4u);
+    EXPECT_DOUBLE_EQ(c.overlapUs[0].value_or(-1), 184.0); // max(31.5, B3 = 184)
+    EXPECT_DOUBLE_EQ(c.overlapUs[1].value_or(-1), 368.0); // max(63, B2 = 368)
+    EXPECT_DOUBLE_EQ(c.overlapUs[2].value_or(-1), 368.0);
+    EXPECT_DOUBLE_EQ(c.overlapUs[3].value_or(-1), 144.0); // max(35, B0 = 144)
+    EXPECT_DOUBLE_EQ(c.latencyUs.value_or(-1), 0.5);
+    EXPECT_DOUBLE_EQ(c.bandwidthBytesPerUs.value_or(-1), 1000.0);
+    EXPECT_TRUE(c.notes.empty());
+}
+
+TEST(MachineCosts, TypedCostsOfTheProjectWin)
+{
+    Project project = smallProject();
+    const MachineCosts c = machineCosts(handMadeProfile(1), project, project.variants[0], "p.json");
+    project.costs.stages.resize(2);
+    project.costs.stages[1].forwardUs = 7.0; // e.g. from a calibration
+    project.costs.stages[1].inputGradUs = 9.0;
+    project.costs.latencyUs = 3.0;
+    CostModel model = buildCostModel(project, project.variants[0], 4);
+    applyMachineCosts(model, c, project.costs);
+    EXPECT_DOUBLE_EQ(model.stages[0].forwardUs, 31.5);
+    EXPECT_DOUBLE_EQ(model.stages[0].backward(), 144.0);
+    EXPECT_DOUBLE_EQ(model.stages[1].forwardUs, 7.0);
+    EXPECT_DOUBLE_EQ(model.stages[1].inputGradUs, 9.0);
+    EXPECT_DOUBLE_EQ(model.stages[1].weightGradUs, 220.0);
+    EXPECT_DOUBLE_EQ(model.stages[1].backward(), 229.0); // I + W: a typed I unsets the machine's B
+    EXPECT_DOUBLE_EQ(model.latencyUs, 3.0);
+    EXPECT_DOUBLE_EQ(model.bandwidthBytesPerUs, 1000.0);
+    EXPECT_DOUBLE_EQ(model.overlapTime(0, 3), 184.0);
+
+    // A typed (or calibrated) overlap factor other than 1 is kept: factor × (F + B).
+    project.costs.overlapFactor = 0.5;
+    CostModel factored = buildCostModel(project, project.variants[0], 4);
+    applyMachineCosts(factored, c, project.costs);
+    EXPECT_DOUBLE_EQ(factored.overlapTime(0, 3), 0.5 * (31.5 + 184.0));
+}
+
+TEST(MachineCosts, PredictsThroughPredictWithTheMachinesCores)
+{
+    const Project project = smallProject();
+    const MachineCosts plenty = machineCosts(handMadeProfile(8), project, project.variants[0], "p.json");
+    const PredictOptions options = machinePredictOptions(plenty, project.costs);
+    EXPECT_TRUE(options.fp32Tensors);
+    EXPECT_EQ(options.cores, 8);
+    const Prediction p = predict(project, "v", options);
+    ASSERT_TRUE(p.valid()) << p.error;
+    EXPECT_DOUBLE_EQ(p.costs.stages[2].forwardUs, 63.0);
+    EXPECT_DOUBLE_EQ(p.costs.overlapTime(1, 2), 63.0 + 368.0); // 2 ranks on 8 cores: bound, a core each
+    EXPECT_DOUBLE_EQ(p.costs.transferTime(32.0), 0.5 + 32.0 / 1000.0); // the message: T·h fp32 = 4·2·4 bytes
+
+    // On 1 core the two ranks and the halves of every overlapped slot take turns: never faster than with a
+    // core per thread, and at least all the work of both ranks one after the other.
+    const MachineCosts one = machineCosts(handMadeProfile(1), project, project.variants[0], "p.json");
+    const Prediction shared = predict(project, "v", machinePredictOptions(one, project.costs));
+    ASSERT_TRUE(shared.valid()) << shared.error;
+    EXPECT_GT(shared.makespanUs, p.makespanUs);
+    // All the work, one thread at a time: 4 microbatches × Σ over the stages of (F + B).
+    const double serial = 4 * ((31.5 + 144) + (63 + 368) + (63 + 368) + (35 + 184));
+    EXPECT_GE(shared.makespanUs + 1e-6, serial);
+}
+
+TEST(MachineCosts, RefusesAProfileOfOtherShapesOrAnotherModel)
+{
+    Project project = smallProject();
+    project.model.hidden = 4;
+    try {
+        machineCosts(handMadeProfile(), project, project.variants[0], "p.json");
+        FAIL() << "no error";
+    } catch (const FormatError& e) {
+        EXPECT_EQ(std::string(e.what()),
+            "p.json holds 4x2x8, not the variant's 4x4x8: probe again at the project's shapes (dpstudio devices "
+            "--probe --project P)");
+    }
+    Project transformer = smallProject();
+    transformer.model.kind = ModelKind::Transformer;
+    EXPECT_THROW(machineCosts(handMadeProfile(), transformer, transformer.variants[0], "p.json"), FormatError);
+}
+
+TEST(MachineCosts, WithoutP2pTheProjectsLinkIsKept)
+{
+    const Project project = smallProject();
+    CpuProfile profile = handMadeProfile();
+    profile.p2p.reset();
+    const MachineCosts c = machineCosts(profile, project, project.variants[0], "p.json");
+    EXPECT_FALSE(c.latencyUs);
+    ASSERT_EQ(c.notes.size(), 1u);
+    CostModel model = buildCostModel(project, project.variants[0], 4);
+    applyMachineCosts(model, c, project.costs);
+    EXPECT_DOUBLE_EQ(model.latencyUs, project.cluster.latencyUs);
+    EXPECT_DOUBLE_EQ(model.bandwidthBytesPerUs, project.cluster.bandwidthBytesPerUs);
+}
+
+TEST(MachineCosts, RanksBoundToACoreEachShareItBetweenTheirTwoThreads)
+{
+    // Open MPI binds at most 2 ranks to a core each, unless they oversubscribe the cores or run --bind-to none.
+    EXPECT_TRUE(ranksBoundToCores(2, 2, 1));
+    EXPECT_TRUE(ranksBoundToCores(1, 4, 1));
+    EXPECT_FALSE(ranksBoundToCores(2, 1, 1));
+    EXPECT_FALSE(ranksBoundToCores(4, 8, 1));
+    EXPECT_FALSE(ranksBoundToCores(2, 2, 2));
+    // The launcher's options agree: --bind-to none exactly where more BLAS threads are asked for.
+    for (int threads : { 1, 2 }) {
+        RunOptions options;
+        options.threads = threads;
+        const std::vector<std::string> argv = mpirunOptions(options);
+        const bool none = std::find(argv.begin(), argv.end(), "none") != argv.end()
+            && std::find(argv.begin(), argv.end(), "--bind-to") != argv.end();
+        EXPECT_EQ(none, !ranksBoundToCores(2, 2, threads)) << threads;
+    }
+    // Bound: an overlapped slot is F + B of its two stages (both threads on the rank's one core).
+    const Project project = smallProject();
+    const MachineCosts bound = machineCosts(handMadeProfile(2), project, project.variants[0], "p.json");
+    EXPECT_TRUE(bound.boundToCores);
+    EXPECT_DOUBLE_EQ(bound.overlapUs[0].value_or(-1), 31.5 + 184.0);
+    EXPECT_DOUBLE_EQ(bound.overlapUs[1].value_or(-1), 63.0 + 368.0);
+    EXPECT_DOUBLE_EQ(bound.overlapUs[3].value_or(-1), 35.0 + 144.0);
+}
