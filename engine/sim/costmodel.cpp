@@ -165,8 +165,8 @@ OverlapLayout CostModel::overlapLayout(const StageCost& f, const StageCost& b) c
                 layout.commUs += end - start;
         });
     // In start order, the forward half first at equal starts (the order the chunks were taken).
-    std::stable_sort(layout.segments.begin(), layout.segments.end(), [](const LaneSegment& a, const LaneSegment& b) {
-        return a.startUs < b.startUs || (a.startUs == b.startUs && !a.backwardHalf && b.backwardHalf);
+    std::stable_sort(layout.segments.begin(), layout.segments.end(), [](const LaneSegment& x, const LaneSegment& y) {
+        return x.startUs < y.startUs || (x.startUs == y.startUs && !x.backwardHalf && y.backwardHalf);
     });
     layout.hiddenCommUs = hiddenCommunication(layout.segments);
     return layout;
