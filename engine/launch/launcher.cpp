@@ -285,7 +285,9 @@ void Session::choosePrediction(const PreparedRun& prepared)
         const Prediction p = predict(prepared.project, prepared.variant,
             machinePredictOptions(*m_prediction.machine, prepared.project.costs));
         if (p.valid())
-            human("predicted " + m_prediction.label + ": makespan " + formatTime(p.makespanUs) + ", bubble "
+            human("predicted " + m_prediction.label
+                + (m_options.costsFile.empty() ? "" : ", with the costs of " + m_options.costsFile)
+                + ": makespan " + formatTime(p.makespanUs) + ", bubble "
                 + formatPercent(p.bubbleRate) + " (" + std::to_string(prepared.schedule.ranks) + " ranks on "
                 + std::to_string(m_prediction.machine->cores) + " cores)");
     } catch (const Error& e) {
@@ -578,6 +580,8 @@ void Session::report(const PreparedRun& prepared)
         const MeasuredTrace measured = loadMeasured(m_options.output);
         std::string label;
         const SimResult predicted = predictRunAs(prepared.project, prepared.variant, measured.backend, m_prediction, &label);
+        if (!m_options.costsFile.empty())
+            label += ", with the costs of " + m_options.costsFile;
         sink << formatComparison(compareRun(predicted, measured), measured, label);
         sink.flush();
     } catch (const Error& e) {

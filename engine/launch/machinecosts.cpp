@@ -116,6 +116,14 @@ bool ranksBoundToCores(int ranks, int cores, int threads)
     return ranks <= 2 && ranks <= cores;
 }
 
+bool halvesRunConcurrently(int ranks, int cores, int threads)
+{
+    const double perRank = ranksBoundToCores(ranks, cores, threads)
+        ? 1.0
+        : static_cast<double>(cores) / static_cast<double>(std::max(1, ranks));
+    return perRank >= 2.0 * std::max(1, threads);
+}
+
 ProbeShape variantShape(const Project& project, const Variant& variant)
 {
     Project one;
@@ -143,9 +151,10 @@ MachineCosts machineCosts(
     for (int s = 0; s < stages; ++s)
         costs.stages.push_back(stageCost(calls, s, partition[static_cast<std::size_t>(s)], s == 0, s == stages - 1));
 
-    // The overlapped slots: for each forward stage, the mean over its pairs of max(F, B of the paired stage), or
-    // of F + B when the rank's two threads share the one core it is bound to.
+    // The overlapped slots: for each forward stage, the mean over its pairs of max(F, B of the paired stage) when
+    // the halves run on two threads, else of F + B (one after the other).
     costs.boundToCores = ranksBoundToCores(variant.ranks, costs.cores, costs.threads);
+    costs.halvesConcurrent = halvesRunConcurrently(variant.ranks, costs.cores, costs.threads);
     const Schedule schedule = buildSchedule(project, variant);
     std::map<int, std::pair<double, int>> pairs; // forward stage → (Σ max(F, B), count)
     for (const auto& order : schedule.order)
@@ -156,7 +165,7 @@ MachineCosts machineCosts(
             const MachineStageCost& f = costs.stages[static_cast<std::size_t>(a.op.stage)];
             const MachineStageCost& b = costs.stages[static_cast<std::size_t>(a.backward.stage)];
             auto& [sum, count] = pairs[a.op.stage];
-            sum += costs.boundToCores ? f.forwardUs() + b.backwardUs() : std::max(f.forwardUs(), b.backwardUs());
+            sum += costs.halvesConcurrent ? std::max(f.forwardUs(), b.backwardUs()) : f.forwardUs() + b.backwardUs();
             ++count;
         }
     costs.overlapUs.assign(static_cast<std::size_t>(stages), std::nullopt);
@@ -301,10 +310,10 @@ std::string formatMachineCosts(const MachineCosts& costs)
             formatTime(m.inputGemmUs) + " + " + formatTime(m.geluBackwardUs) + " + " + formatTime(m.geluRecomputeUs) });
     }
     std::string text = "costs for this machine (" + costs.source + ", T×h×f = " + shapeText(costs.shape) + ", "
-        + std::to_string(costs.cores) + (costs.cores == 1 ? " core" : " cores") + ", "
-        + std::to_string(costs.threads) + (costs.threads == 1 ? " BLAS thread" : " BLAS threads") + " per rank"
-        + (costs.boundToCores ? ", each rank bound to a core" : "") + ")\n"
-        + formatTable(rows);
+        + std::to_string(costs.cores) + (costs.cores == 1 ? " core" : " cores") + ", " + std::to_string(costs.threads)
+        + (costs.threads == 1 ? " BLAS thread" : " BLAS threads") + " per rank"
+        + (costs.boundToCores ? ", each rank bound to a core" : "")
+        + (costs.halvesConcurrent ? ", F&B halves on two threads" : ", F&B halves in turn") + ")\n" + formatTable(rows);
     if (costs.latencyUs)
         text += "p2p: latency " + formatTime(*costs.latencyUs) + ", bandwidth "
             + (costs.bandwidthBytesPerUs && positive(*costs.bandwidthBytesPerUs)

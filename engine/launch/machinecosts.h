@@ -10,11 +10,11 @@
 //         (the first stage's first layer skips its dX GEMM: nothing consumes the model's input gradient)
 //     W = gemm(h×f×T, dW2 += dYᵀ·A) + gemm(f×h×T, dW1 += dHᵀ·X)
 //     B = I + W (the same calls in another order)
-//   a stage = the sum over its layers; an overlapped F&B slot runs its halves on two threads
-//   (CpuBackend::runConcurrently): with a core each it lasts max(F, B) of its two stages (averaged over the
-//   schedule's pairs for one forward stage), and predict()'s shared-cores timing (PredictOptions::cores,
-//   sim/sharedcores.h) stretches it when the threads outnumber the cores (F + B on one core); where mpirun
-//   binds each rank to a core of its own (ranksBoundToCores) the two threads share that core: F + B;
+//   a stage = the sum over its layers; an overlapped F&B slot (CpuBackend::runConcurrently) runs its halves
+//   on two threads where the rank has two cores per BLAS thread (halvesRunConcurrently): then it lasts
+//   max(F, B) of its two stages (averaged over the schedule's pairs for one forward stage), and predict()'s
+//   shared-cores timing (PredictOptions::cores, sim/sharedcores.h) stretches it when the threads outnumber
+//   the cores; else one after the other: F + B;
 //   p2p: latency and bandwidth of the probe's ping-pong fit.
 // Not counted: the replica gradient sum of DualPipe (RankExecutor::sumReplicaGradients runs after the step's
 // last action, outside the measured makespan), the first stage's input copy (one T×h memcpy) and the
@@ -57,13 +57,12 @@ struct MachineCosts {
     int cores = 0; ///< the machine's cores (the profile's machine.cores): PredictOptions::cores
     int threads = 1; ///< BLAS threads per rank the profile was measured with
     std::vector<MachineStageCost> stages; ///< one per model stage
-    /// Whether mpirun binds each rank to a core of its own (ranksBoundToCores): then a rank's two threads of
-    /// an overlapped slot share its one core, and no rank takes another's core.
-    bool boundToCores = false;
+    bool boundToCores = false; ///< mpirun binds each rank to a core of its own (ranksBoundToCores)
+    bool halvesConcurrent = false; ///< an overlapped slot's halves run on two threads (halvesRunConcurrently)
     /// Per stage: the overlapped F&B slot whose forward half is this stage, µs, the mean over the schedule's
-    /// overlapped slots that start with its forward: max(F of the stage, B of the paired stage) when each half
-    /// may have a core (the shared-cores timing stretches it where threads outnumber cores), F + B when the
-    /// ranks are bound to a core each; unset when the stage starts no overlapped slot.
+    /// overlapped slots that start with its forward: max(F of the stage, B of the paired stage) when the halves
+    /// run on two threads (the shared-cores timing stretches it where threads outnumber cores), F + B when they
+    /// run one after the other; unset when the stage starts no overlapped slot.
     std::vector<std::optional<double>> overlapUs;
     std::optional<double> latencyUs; ///< the p2p fit; unset when the profile has no p2p part
     std::optional<double> bandwidthBytesPerUs; ///< bytes/µs; 0 = unlimited
@@ -76,6 +75,12 @@ struct MachineCosts {
 /// say otherwise (mpirunOptions: `--bind-to none` with threads > 1). Measured here: 2 ranks on 2 cores run with
 /// Cpus_allowed_list 0 and 1, 4 ranks with 0-1 each. Never throws.
 bool ranksBoundToCores(int ranks, int cores, int threads);
+
+/// Whether the CPU backend of each rank of such a run runs an overlapped slot's halves on two threads at once
+/// (runtime/cpubackend.h LaneMode::Threads): when the cores the rank may use — its one core where mpirun binds
+/// it (ranksBoundToCores), else cores ÷ ranks — are at least twice its BLAS threads; else one after the other
+/// on one thread (LaneMode::InTurn), as defaultLaneMode in runtime/cpubackend.cpp decides. Never throws.
+bool halvesRunConcurrently(int ranks, int cores, int threads);
 
 /// The costs of `variant` of `project` run on the CPU backend of the profile's machine (the formulas above).
 /// `source` names the profile in MachineCosts::source. Throws FormatError when the model is not the block

@@ -17,20 +17,20 @@ namespace {
 
 /// A profile at T×h×f = 4×2×8 with round figures: F GEMMs 10 and 20 µs, I 30 and 40, W 50 and 60;
 /// gelu_forward 1.5, gelu_backward 2.5, mse_loss 3.5, grad_accumulate 4.5; p2p latency 0.5 µs, 1000 bytes/µs.
-CpuProfile handMadeProfile(int cores = 8)
+CpuProfile handMadeProfile(int cores = 8, int threads = 1)
 {
     CpuProfile p;
     p.machine.cpuModel = "test CPU";
     p.machine.cores = cores;
-    p.machine.blasThreads = 1;
+    p.machine.blasThreads = threads;
     ShapeMeasure s;
     s.shape = { 4, 2, 8 };
     s.repetitions = 3;
     s.gemms = { { "F", false, true, 4, 8, 2, 0.0, 10.0 }, { "F", false, true, 4, 2, 8, 0.0, 20.0 },
         { "I", false, false, 4, 8, 2, 0.0, 30.0 }, { "I", false, false, 4, 2, 8, 0.0, 40.0 },
         { "W", true, false, 2, 8, 4, 1.0, 50.0 }, { "W", true, false, 8, 2, 4, 1.0, 60.0 } };
-    s.elementwise = { { "gelu_forward", 32, 256, 1.5 }, { "gelu_backward", 32, 384, 2.5 },
-        { "mse_loss", 8, 96, 3.5 }, { "grad_accumulate", 32, 384, 4.5 } };
+    s.elementwise = { { "gelu_forward", 32, 256, 1.5 }, { "gelu_backward", 32, 384, 2.5 }, { "mse_loss", 8, 96, 3.5 },
+        { "grad_accumulate", 32, 384, 4.5 } };
     p.shapes = { s };
     P2pProfile link;
     link.latencyUs = 0.5;
@@ -67,13 +67,15 @@ Project smallProject()
 // Per layer: F = 10 + 1.5 + 20 = 31.5; I = 30 + 2.5 + 1.5 + 40 = 74; W = 50 + 60 = 110.
 TEST(MachineCosts, StageTimesAreTheMeasuredCallsOfTheirLayers)
 {
-    // One core: the two ranks oversubscribe it, so mpirun binds neither and an overlapped slot's halves may
-    // each have a core (the shared-cores timing stretches them).
+    // 8 cores, 2 BLAS threads per rank: the ranks run unbound (--bind-to none) with 4 cores each, enough for
+    // an overlapped slot's two halves at once.
     const Project project = smallProject();
-    const MachineCosts c = machineCosts(handMadeProfile(1), project, project.variants[0], "p.json");
+    const MachineCosts c = machineCosts(handMadeProfile(8, 2), project, project.variants[0], "p.json");
     EXPECT_EQ(c.shape, (ProbeShape { 4, 2, 8 }));
-    EXPECT_EQ(c.cores, 1);
+    EXPECT_EQ(c.cores, 8);
+    EXPECT_EQ(c.threads, 2);
     EXPECT_FALSE(c.boundToCores);
+    EXPECT_TRUE(c.halvesConcurrent);
     ASSERT_EQ(c.stages.size(), 4u);
     // Stage 0, 1 layer: no dX GEMM (nothing consumes the model's input gradient).
     EXPECT_DOUBLE_EQ(c.stages[0].forwardUs(), 31.5);
@@ -94,7 +96,7 @@ TEST(MachineCosts, StageTimesAreTheMeasuredCallsOfTheirLayers)
     EXPECT_DOUBLE_EQ(c.stages[3].forwardUs(), 35.0);
     EXPECT_DOUBLE_EQ(c.stages[3].inputGradUs(), 74.0);
     EXPECT_DOUBLE_EQ(c.stages[3].backwardUs(), 184.0);
-    // F&B slots with a core per half: max(F, B of the paired stage).
+    // F&B slots with their halves on two threads: max(F, B of the paired stage).
     ASSERT_EQ(c.overlapUs.size(), 4u);
     EXPECT_DOUBLE_EQ(c.overlapUs[0].value_or(-1), 184.0); // max(31.5, B3 = 184)
     EXPECT_DOUBLE_EQ(c.overlapUs[1].value_or(-1), 368.0); // max(63, B2 = 368)
@@ -108,7 +110,7 @@ TEST(MachineCosts, StageTimesAreTheMeasuredCallsOfTheirLayers)
 TEST(MachineCosts, TypedCostsOfTheProjectWin)
 {
     Project project = smallProject();
-    const MachineCosts c = machineCosts(handMadeProfile(1), project, project.variants[0], "p.json");
+    const MachineCosts c = machineCosts(handMadeProfile(8, 2), project, project.variants[0], "p.json");
     project.costs.stages.resize(2);
     project.costs.stages[1].forwardUs = 7.0; // e.g. from a calibration
     project.costs.stages[1].inputGradUs = 9.0;
@@ -187,7 +189,7 @@ TEST(MachineCosts, WithoutP2pTheProjectsLinkIsKept)
     EXPECT_DOUBLE_EQ(model.bandwidthBytesPerUs, project.cluster.bandwidthBytesPerUs);
 }
 
-TEST(MachineCosts, RanksBoundToACoreEachShareItBetweenTheirTwoThreads)
+TEST(MachineCosts, AnOverlappedSlotsHalvesRunInTurnWithoutTwoCoresPerBlasThread)
 {
     // Open MPI binds at most 2 ranks to a core each, unless they oversubscribe the cores or run --bind-to none.
     EXPECT_TRUE(ranksBoundToCores(2, 2, 1));
@@ -195,7 +197,14 @@ TEST(MachineCosts, RanksBoundToACoreEachShareItBetweenTheirTwoThreads)
     EXPECT_FALSE(ranksBoundToCores(2, 1, 1));
     EXPECT_FALSE(ranksBoundToCores(4, 8, 1));
     EXPECT_FALSE(ranksBoundToCores(2, 2, 2));
-    // The launcher's options agree: --bind-to none exactly where more BLAS threads are asked for.
+    // Two threads at once when the rank's cores (its one bound core, else cores ÷ ranks) are ≥ 2 × threads.
+    EXPECT_FALSE(halvesRunConcurrently(2, 2, 1)); // bound: 1 core
+    EXPECT_FALSE(halvesRunConcurrently(2, 16, 1)); // bound: 1 core
+    EXPECT_FALSE(halvesRunConcurrently(8, 2, 1)); // 0.25 core
+    EXPECT_TRUE(halvesRunConcurrently(4, 8, 1)); // 2 cores
+    EXPECT_FALSE(halvesRunConcurrently(4, 8, 2)); // 2 cores, 4 threads
+    EXPECT_TRUE(halvesRunConcurrently(2, 8, 2)); // unbound (--bind-to none), 4 cores
+    // The launcher's options agree with the binding rule: --bind-to none exactly with more BLAS threads.
     for (int threads : { 1, 2 }) {
         RunOptions options;
         options.threads = threads;
@@ -204,11 +213,14 @@ TEST(MachineCosts, RanksBoundToACoreEachShareItBetweenTheirTwoThreads)
             && std::find(argv.begin(), argv.end(), "--bind-to") != argv.end();
         EXPECT_EQ(none, !ranksBoundToCores(2, 2, threads)) << threads;
     }
-    // Bound: an overlapped slot is F + B of its two stages (both threads on the rank's one core).
+    // In turn: an overlapped slot is F + B of its two stages, on 2 cores (bound) as on 1 (oversubscribed).
     const Project project = smallProject();
-    const MachineCosts bound = machineCosts(handMadeProfile(2), project, project.variants[0], "p.json");
-    EXPECT_TRUE(bound.boundToCores);
-    EXPECT_DOUBLE_EQ(bound.overlapUs[0].value_or(-1), 31.5 + 184.0);
-    EXPECT_DOUBLE_EQ(bound.overlapUs[1].value_or(-1), 63.0 + 368.0);
-    EXPECT_DOUBLE_EQ(bound.overlapUs[3].value_or(-1), 35.0 + 144.0);
+    for (int cores : { 2, 1 }) {
+        const MachineCosts c = machineCosts(handMadeProfile(cores), project, project.variants[0], "p.json");
+        EXPECT_EQ(c.boundToCores, cores == 2);
+        EXPECT_FALSE(c.halvesConcurrent);
+        EXPECT_DOUBLE_EQ(c.overlapUs[0].value_or(-1), 31.5 + 184.0) << cores;
+        EXPECT_DOUBLE_EQ(c.overlapUs[1].value_or(-1), 63.0 + 368.0) << cores;
+        EXPECT_DOUBLE_EQ(c.overlapUs[3].value_or(-1), 35.0 + 144.0) << cores;
+    }
 }

@@ -17,6 +17,11 @@
 #include "widgets/runworkspace.h"
 #include "widgets/timelineview.h"
 
+#include "base/fileio.h"
+#include "base/hostinfo.h"
+#include "launch/machinecosts.h"
+#include "project/predict.h"
+
 #include <QApplication>
 #include <QDir>
 #include <QFile>
@@ -35,6 +40,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 using namespace dps::ui;
 
@@ -331,4 +337,67 @@ TEST(RunWorkspace, WorksThroughItsHostAlone)
     EXPECT_EQ(host.document()->undoStack()->undoText(),
         QStringLiteral("Calibrate from %1").arg(QFileInfo(kMeasured).fileName()));
     EXPECT_EQ(host.messages.back().first, MessageBanner::Kind::Info);
+}
+
+TEST(Overlay, ACpuRunOfThisHostIsComparedWithThePredictionForThisMachine)
+{
+    // This machine's profile in the tests' cache (testmain.cpp), at the tiny project's 8×64×256: every GEMM
+    // 10 µs, every other call 1 µs.
+    dps::launch::CpuProfile profile;
+    profile.machine.cpuModel = dps::cpuModelName();
+    profile.machine.cores = dps::cpuCoreCount();
+    profile.machine.cpuFlagsHash = dps::launch::cpuFlagsHash(dps::cpuInfoField("flags"));
+    profile.machine.blasCore = "Test";
+    profile.machine.blasThreads = 1;
+    profile.probedAt = "2026-01-01T00:00:00Z";
+    dps::launch::ShapeMeasure shape;
+    shape.shape = { 8, 64, 256 };
+    shape.repetitions = 3;
+    shape.gemms = { { "F", false, true, 8, 256, 64, 0.0, 10.0 }, { "F", false, true, 8, 64, 256, 0.0, 10.0 },
+        { "I", false, false, 8, 256, 64, 0.0, 10.0 }, { "I", false, false, 8, 64, 256, 0.0, 10.0 },
+        { "W", true, false, 64, 256, 8, 1.0, 10.0 }, { "W", true, false, 256, 64, 8, 1.0, 10.0 } };
+    shape.elementwise = { { "gelu_forward", 2048, 16384, 1.0 }, { "gelu_backward", 2048, 24576, 1.0 },
+        { "mse_loss", 512, 6144, 1.0 }, { "grad_accumulate", 32768, 393216, 1.0 } };
+    profile.shapes = { shape };
+    std::error_code ec;
+    std::filesystem::remove_all(dps::launch::cpuProfileCacheDir(), ec); // e.g. a real run's probe: only ours
+    const std::filesystem::path cached = dps::launch::saveCpuProfileToCache(profile);
+
+    // The tiny run, as if it had run here.
+    QTemporaryDir dir;
+    QFile in(kMeasured);
+    ASSERT_TRUE(in.open(QIODevice::ReadOnly));
+    QJsonObject measured = QJsonDocument::fromJson(in.readAll()).object();
+    measured[QStringLiteral("host")] = QString::fromStdString(dps::hostName());
+    measured[QStringLiteral("cpu")] = QString::fromStdString(dps::cpuModelName());
+    const QString here = dir.filePath(QStringLiteral("here.measured.json"));
+    QFile out(here);
+    ASSERT_TRUE(out.open(QIODevice::WriteOnly));
+    out.write(QJsonDocument(measured).toJson());
+    out.close();
+
+    OverlayFixture f;
+    const double nominal = f.window.snapshot()->makespanUs;
+    ASSERT_TRUE(f.load(here));
+    f.settle();
+    const dps::Project project = dps::loadProject(kProject.toStdString());
+    const dps::launch::MachineCosts costs = dps::launch::machineCosts(profile, project, project.active(), "p");
+    const dps::Prediction machine
+        = dps::predict(project, "dualpipev", dps::launch::machinePredictOptions(costs, project.costs, true));
+    ASSERT_TRUE(machine.valid()) << machine.error;
+    EXPECT_NE(machine.makespanUs, nominal);
+    EXPECT_DOUBLE_EQ(f.window.snapshot()->makespanUs, machine.makespanUs);
+    EXPECT_EQ(f.window.snapshot()->predictionFor, "this machine (probed CPU profile, " + cached.string() + ")");
+    EXPECT_TRUE(f.overlay()->comparisonText().contains(QStringLiteral("for this machine")))
+        << f.overlay()->comparisonText().toStdString();
+    const auto* row = f.overlay()->overlay().row("makespan");
+    ASSERT_NE(row, nullptr);
+    EXPECT_DOUBLE_EQ(row->predicted, machine.makespanUs);
+
+    // Hidden: the project's devices again.
+    f.overlay()->clear();
+    f.settle();
+    EXPECT_TRUE(f.window.snapshot()->predictionFor.empty());
+    EXPECT_DOUBLE_EQ(f.window.snapshot()->makespanUs, nominal);
+    std::filesystem::remove(cached);
 }
