@@ -195,20 +195,9 @@ private:
     /// Stages and microbatches: the schedule's own, or inferred from its ops when unset (as simulate()).
     void inferSizes()
     {
-        m_stages = m_schedule.stages;
-        m_microbatches = m_schedule.microbatches;
-        int maxStage = -1;
-        int maxMicrobatch = -1;
-        for (const auto& row : m_schedule.order)
-            for (const Action& a : row)
-                for (int i = 0; i < a.size(); ++i) {
-                    maxStage = std::max(maxStage, a.at(i).stage);
-                    maxMicrobatch = std::max(maxMicrobatch, a.at(i).microbatch);
-                }
-        if (m_stages <= 0)
-            m_stages = maxStage + 1;
-        if (m_microbatches <= 0)
-            m_microbatches = maxMicrobatch + 1;
+        const SimSizes sizes = simulatedSizes(m_schedule);
+        m_stages = sizes.stages;
+        m_microbatches = sizes.microbatches;
     }
 
     const StageCost& stageCost(int s) const

@@ -161,22 +161,9 @@ private:
     /// Stages and microbatches: the schedule's own, or inferred from its ops when unset.
     void inferSizes()
     {
-        m_stages = m_schedule.stages;
-        m_microbatches = m_schedule.microbatches;
-        if (m_stages > 0 && m_microbatches > 0)
-            return;
-        int maxStage = -1;
-        int maxMicrobatch = -1;
-        for (const auto& row : m_schedule.order)
-            for (const Action& a : row)
-                for (int i = 0; i < a.size(); ++i) {
-                    maxStage = std::max(maxStage, a.at(i).stage);
-                    maxMicrobatch = std::max(maxMicrobatch, a.at(i).microbatch);
-                }
-        if (m_stages <= 0)
-            m_stages = maxStage + 1;
-        if (m_microbatches <= 0)
-            m_microbatches = maxMicrobatch + 1;
+        const SimSizes sizes = simulatedSizes(m_schedule);
+        m_stages = sizes.stages;
+        m_microbatches = sizes.microbatches;
     }
 
     /// Flattens the cost model; stages beyond it get StageCost's defaults (unit costs).
@@ -773,6 +760,26 @@ private:
 };
 
 } // namespace
+
+SimSizes simulatedSizes(const Schedule& schedule)
+{
+    SimSizes sizes { schedule.stages, schedule.microbatches };
+    if (sizes.stages > 0 && sizes.microbatches > 0)
+        return sizes;
+    int maxStage = -1;
+    int maxMicrobatch = -1;
+    for (const auto& row : schedule.order)
+        for (const Action& a : row)
+            for (int i = 0; i < a.size(); ++i) {
+                maxStage = std::max(maxStage, a.at(i).stage);
+                maxMicrobatch = std::max(maxMicrobatch, a.at(i).microbatch);
+            }
+    if (sizes.stages <= 0)
+        sizes.stages = maxStage + 1;
+    if (sizes.microbatches <= 0)
+        sizes.microbatches = maxMicrobatch + 1;
+    return sizes;
+}
 
 SimResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options)
 {

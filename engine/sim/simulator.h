@@ -72,6 +72,14 @@ struct SimResult {
     std::vector<std::vector<SlotTiming>> timing; ///< timing[r][i] for schedule.order[r][i]
 };
 
+/// The stages and microbatches a simulation uses: the schedule's own, or, where one is 0, inferred from its
+/// ops (the highest stage and microbatch + 1).
+struct SimSizes {
+    int stages = 0;
+    int microbatches = 0;
+};
+SimSizes simulatedSizes(const Schedule& schedule);
+
 /// Simulates one step. Each rank runs its list in order; a slot starts when the rank is free and all its
 /// inputs have arrived: F of stage s needs F of stage s−1 (same microbatch), I/B of stage s need F of s
 /// on this rank and (unless s is the last stage) the gradient from the I/B of stage s+1; W needs I of the
