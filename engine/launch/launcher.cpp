@@ -579,7 +579,8 @@ void Session::report(const PreparedRun& prepared)
     try {
         const MeasuredTrace measured = loadMeasured(m_options.output);
         std::string label;
-        const SimResult predicted = predictRunAs(prepared.project, prepared.variant, measured.backend, m_prediction, &label);
+        const SimResult predicted = predictRunAs(
+            prepared.project, prepared.variant, measured.backend, m_prediction, &label, measuredRankNodes(measured));
         if (!m_options.costsFile.empty())
             label += ", with the costs of " + m_options.costsFile;
         sink << formatComparison(compareRun(predicted, measured), measured, label);

@@ -68,9 +68,94 @@ std::vector<ComparisonRow> compareRun(const SimResult& predicted, const Measured
     return rows;
 }
 
-SimResult predictRun(const Project& project, const std::string& variantName, const std::string& backend)
+namespace {
+
+/// A cost adjuster putting the ranks on `rankNode`'s nodes, with the project's inter-node link; empty when
+/// there is no placement.
+CostAdjuster placeOnNodes(const Project& project, const std::vector<int>& rankNode)
 {
-    PredictOptions options = PredictOptions::peaksOnly();
+    if (rankNode.empty())
+        return {};
+    return [rankNode, cluster = project.cluster](CostModel& costs) {
+        costs.rankNode = rankNode;
+        costs.interNodeLatencyUs = cluster.interNodeLatencyUs;
+        costs.interNodeBandwidthBytesPerUs = cluster.interNodeBandwidthBytesPerUs;
+    };
+}
+
+/// `first` then `second` (either may be empty).
+CostAdjuster chained(CostAdjuster first, CostAdjuster second)
+{
+    if (!first)
+        return second;
+    if (!second)
+        return first;
+    return [first = std::move(first), second = std::move(second)](CostModel& costs) {
+        first(costs);
+        second(costs);
+    };
+}
+
+} // namespace
+
+std::vector<int> measuredRankNodes(const MeasuredTrace& measured)
+{
+    std::map<int, const std::string*> hostOfRank;
+    for (const MeasuredRank& r : measured.ranks) {
+        if (r.host.empty())
+            return {};
+        hostOfRank[r.rank] = &r.host;
+    }
+    if (hostOfRank.empty() || hostOfRank.begin()->first != 0
+        || hostOfRank.rbegin()->first + 1 != int(hostOfRank.size()))
+        return {};
+    std::vector<std::string> hosts;
+    std::vector<int> nodes;
+    for (const auto& [rank, host] : hostOfRank) {
+        auto it = std::find(hosts.begin(), hosts.end(), *host);
+        if (it == hosts.end())
+            it = hosts.insert(hosts.end(), *host);
+        nodes.push_back(int(it - hosts.begin()));
+    }
+    if (hosts.size() < 2)
+        return {};
+    return nodes;
+}
+
+std::string placementLabel(const Project& project, const std::vector<int>& rankNode)
+{
+    if (rankNode.empty())
+        return {};
+    const int hosts = *std::max_element(rankNode.begin(), rankNode.end()) + 1;
+    std::string ranks;
+    for (int node = 0; node < hosts; ++node) {
+        std::vector<int> on;
+        for (std::size_t r = 0; r < rankNode.size(); ++r)
+            if (rankNode[r] == node)
+                on.push_back(int(r));
+        std::string list;
+        for (std::size_t i = 0; i < on.size(); ++i) {
+            const bool runEnd = i + 1 == on.size() || on[i + 1] != on[i] + 1;
+            const bool runStart = i == 0 || on[i - 1] != on[i] - 1;
+            if (runStart)
+                list += (list.empty() ? "" : ", ") + std::to_string(on[i]);
+            else if (runEnd)
+                list += "–" + std::to_string(on[i]);
+        }
+        ranks += (node ? "; " : "") + list;
+    }
+    const ClusterDesc& c = project.cluster;
+    return "ranks on " + std::to_string(hosts) + " hosts (" + ranks + "): transfers between hosts take the "
+        + "inter-node link (latency " + formatTime(c.interNodeLatencyUs) + ", bandwidth "
+        + (c.interNodeBandwidthBytesPerUs > 0 ? formatBytes(c.interNodeBandwidthBytesPerUs * 1e6) + "/s"
+                                              : std::string("unlimited"))
+        + ")";
+}
+
+SimResult predictRun(const Project& project, const std::string& variantName, const std::string& backend,
+    const std::vector<int>& rankNode)
+{
+    PredictOptions options = PredictOptions::peaksOnly(placeOnNodes(project, rankNode));
     options.fp32Tensors = backend == "cpu";
     Prediction prediction = predict(project, variantName, options);
     if (!prediction.valid())
@@ -87,8 +172,8 @@ std::string formatComparison(
         cells.push_back({ row.label, formatValue(row, row.predicted), formatValue(row, row.measured),
             error ? formatSignedPercent(*error) : std::string("n/a") });
     }
-    return "predicted vs measured (median of " + std::to_string(measured.steps.size())
-        + " measured steps: step " + std::to_string(measured.medianStep) + ")\n"
+    return "predicted vs measured (median of " + std::to_string(measured.steps.size()) + " measured steps: step "
+        + std::to_string(measured.medianStep) + ")\n"
         + (prediction.empty() ? std::string() : "prediction: " + prediction + "\n") + formatTable(cells);
 }
 
@@ -142,18 +227,22 @@ RunPrediction chooseRunPrediction(const Project& project, const std::string& var
 }
 
 SimResult predictRunAs(const Project& project, const std::string& variantName, const std::string& backend,
-    const RunPrediction& chosen, std::string* label)
+    const RunPrediction& chosen, std::string* label, const std::vector<int>& rankNode)
 {
+    const std::string placement = placementLabel(project, rankNode);
+    const std::string suffix = placement.empty() ? std::string() : "; " + placement;
     if (!chosen.machine || backend != "cpu") {
         if (label)
-            *label = nominalLabel(project);
-        return predictRun(project, variantName, backend);
+            *label = nominalLabel(project) + suffix;
+        return predictRun(project, variantName, backend, rankNode);
     }
-    Prediction prediction = predict(project, variantName, machinePredictOptions(*chosen.machine, project.costs));
+    PredictOptions options = machinePredictOptions(*chosen.machine, project.costs);
+    options.adjustCosts = chained(std::move(options.adjustCosts), placeOnNodes(project, rankNode));
+    Prediction prediction = predict(project, variantName, options);
     if (!prediction.valid())
         throw FormatError("variant '" + prediction.variantName + "': " + prediction.error);
     if (label)
-        *label = chosen.label;
+        *label = chosen.label + suffix;
     return std::move(prediction.sim);
 }
 

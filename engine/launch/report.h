@@ -1,9 +1,9 @@
 #pragma once
 // Predicted against measured: the table `dpstudio run` ends with.
 #include "machinecosts.h"
-#include "trace/measured.h"
 #include "project/project.h"
 #include "sim/simulator.h"
+#include "trace/measured.h"
 
 #include <string>
 #include <vector>
@@ -38,7 +38,17 @@ std::vector<ComparisonRow> compareRun(const SimResult& predicted, const Measured
 /// executes it: the project's cost model (with its overrides, e.g. from --costs), tensor bytes of fp32 when
 /// the backend is "cpu" (a bf16 project runs in fp32 there). Throws FormatError with the prediction's error
 /// (the variant's name, then a size rule it breaks, an unknown name, an invalid schedule or a deadlock).
-SimResult predictRun(const Project& project, const std::string& variant, const std::string& backend);
+SimResult predictRun(const Project& project, const std::string& variant, const std::string& backend,
+    const std::vector<int>& rankNode = {});
+
+/// Node of each rank of a measured run, from the hosts its ranks recorded (ranks[].host): hosts numbered in
+/// the order of their first rank, so a run of ranks 0, 1 on hostA and 2, 3 on hostB gives {0, 0, 1, 1}. Empty
+/// when the run stayed on one host or a rank has no host recorded (then nothing crosses nodes).
+std::vector<int> measuredRankNodes(const MeasuredTrace& measured);
+
+/// "ranks on 2 hosts (0–1, 2–3): transfers between hosts take the inter-node link (latency, bandwidth)" for a
+/// placement from measuredRankNodes; "" when it is empty.
+std::string placementLabel(const Project& project, const std::vector<int>& rankNode);
 
 /// The table as text: a header line naming the median step, then (when `prediction` is not empty) a line
 /// "prediction: <prediction>" saying what was predicted, then one line per row with predicted, measured and
@@ -69,7 +79,10 @@ RunPrediction chooseRunPrediction(const Project& project, const std::string& var
 /// The prediction (predict(), peaks only) `chosen` describes for a run whose measured backend is `backend`:
 /// with the machine's costs and cores when chosen.machine is set and the backend is "cpu", else predictRun.
 /// `label` (when not null) gets the label of the prediction made. Throws FormatError as predictRun.
+/// With a `rankNode` (measuredRankNodes of a run across hosts) the prediction places the ranks on those nodes:
+/// a message between ranks of different nodes takes the project's inter-node link (cluster.inter_node_*),
+/// and the label says so.
 SimResult predictRunAs(const Project& project, const std::string& variant, const std::string& backend,
-    const RunPrediction& chosen, std::string* label = nullptr);
+    const RunPrediction& chosen, std::string* label = nullptr, const std::vector<int>& rankNode = {});
 
 } // namespace dps::launch

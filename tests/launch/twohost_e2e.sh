@@ -97,6 +97,9 @@ assert len(starts) == 96 and starts.keys() == ends.keys(), (len(starts), len(end
 crossing = [(starts[i], ends[i]) for i in starts if hosts[starts[i]] != hosts[ends[i]]]
 assert len(crossing) == 32 and set(crossing) == {(1, 2), (2, 1)}, crossing
 PY'
+    check "the prediction puts ranks 0-1 and 2-3 on two nodes, the 1<->2 transfers over the inter-node link" \
+        'grep -q "ranks on 2 hosts (0–1; 2–3): transfers between hosts take the inter-node link" "$WORK/out" \
+            || { cat "$WORK/out" >&2; false; }'
     check "the crossing transfers went through the veth pair (>= 262144 bytes)" \
         '[ $((after - before)) -ge 262144 ] || { echo "veth moved $((after - before)) bytes" >&2; false; }'
     check "no daemon or rank is left after the run" no_leftovers
