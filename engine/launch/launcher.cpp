@@ -7,6 +7,7 @@
 #include "base/errors.h"
 #include "base/fileio.h"
 #include "base/format.h"
+#include "project/modelcost.h"
 #include "project/predict.h"
 #include "schedule/validator.h"
 
@@ -650,6 +651,7 @@ PreparedRun prepareRun(const RunOptions& options)
 {
     PreparedRun run;
     run.project = loadProject(options.project);
+    checkEngineRunsModel(run.project.model);
     const Variant& variant = selectVariant(run.project, options.variant);
     run.variant = variant.name;
     run.project.activeVariant = variant.name;

@@ -203,4 +203,13 @@ void checkClusterAndCosts(const Project& project)
     checkCostNumbers(project.costs.stages, project.costs.overlapFactor, project.costs.latencyUs, "costs.");
 }
 
+void checkEngineRunsModel(const ModelDesc& model)
+{
+    if (model.kind == ModelKind::Block)
+        return;
+    throw FormatError("model.kind: the engine runs block models (Linear–GELU–Linear) only; this project's model is "
+        "a " + std::string(modelKindName(model.kind)) + (model.preset.empty() ? "" : " (" + model.preset + ")")
+        + ": predict it with `dpstudio simulate`");
+}
+
 } // namespace dps

@@ -70,6 +70,12 @@ int computeBytes(const ModelDesc& model, bool cpuBackend);
 StageCost blockStageCost(const ModelDesc& model, const ClusterDesc& cluster, int layers, bool lastStage,
     int bytesPerElement, std::string_view layersField = "layers");
 
+/// Throws FormatError when `dpstudio run` cannot execute `model`: the engine runs block models only
+/// ("model.kind: the engine runs block models (Linear–GELU–Linear) only; this project's model is a
+/// transformer (deepseek-v3/tiny): predict it with `dpstudio simulate`"). The launcher checks before
+/// starting ranks, the worker again on start.
+void checkEngineRunsModel(const ModelDesc& model);
+
 /// What the runtime allocates per op of a block-model stage of `layers` layers beyond the ledger (the
 /// StageCost::engine of blockStageCost; rules and the code each follows: docs/memory.md). th = bytes of one T×h
 /// tensor (input, output, message, dY), tf = of one T×f tensor (H, GELU(H), dH); n = layers ≥ 1, dx = th on a

@@ -6,6 +6,7 @@
 #include "projectreaders.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dps {
 
@@ -125,6 +126,71 @@ std::vector<PresetInfo> devicePresets()
 ModelPreset modelPreset(const std::string& id)
 {
     return find(tables().models, id, "model").model;
+}
+
+std::vector<std::string> presetScales()
+{
+    return { "full", "tiny" };
+}
+
+namespace {
+
+/// A SwiGLU size at `size`'s ratio to `hidden`, for a hidden of `tinyHidden`: a multiple of 8, at least 8.
+int tinyFfn(int size, int hidden, int tinyHidden)
+{
+    const double scaled = static_cast<double>(size) * tinyHidden / hidden;
+    return std::max(8, static_cast<int>(std::lround(scaled / 8.0)) * 8);
+}
+
+} // namespace
+
+ModelPreset scaledPreset(ModelPreset preset, const std::string& scale)
+{
+    if (scale == "full")
+        return preset;
+    if (scale != "tiny")
+        throw FormatError("unknown scale \"" + scale + "\" (scales: full, tiny)");
+    constexpr int kHidden = 64;
+    constexpr int kHeads = 4;
+    ModelDesc& m = preset.model;
+    if (!m.preset.empty())
+        m.preset += "/tiny";
+    m.seqLen = 32;
+    m.microbatchSize = 1;
+    m.dtype = DType::FP32;
+    if (m.kind == ModelKind::Block) {
+        m.layers = 8;
+        m.ffn = tinyFfn(m.ffn, m.hidden, kHidden);
+        m.hidden = kHidden;
+        return preset;
+    }
+    model::Transformer& t = m.transformer;
+    const int hidden = m.hidden;
+    m.ffn = tinyFfn(m.ffn, hidden, kHidden);
+    if (t.isMoe()) {
+        t.moe.expertFfn = tinyFfn(t.moe.expertFfn, hidden, kHidden);
+        if (t.moe.denseFfn > 0)
+            t.moe.denseFfn = tinyFfn(t.moe.denseFfn, hidden, kHidden);
+        t.moe.ep = t.moe.ep > 1 ? 2 : 1;
+        t.moe.maxNodesPerToken = 0; // one node
+        t.moe.dispatchBytes = t.moe.combineBytes = dtypeBytes(DType::FP32);
+    }
+    m.layers = std::max(8, t.moe.denseLayers + 4);
+    m.hidden = kHidden;
+    // Heads: the group size of GQA kept where 4 heads allow it (a group of more than 4 becomes 4: one kv head).
+    const int group = t.kvHeads > 0 ? std::max(1, t.heads / t.kvHeads) : 1;
+    t.kvHeads = t.attention == model::Attention::MHA ? kHeads : std::max(1, kHeads / std::min(group, kHeads));
+    t.heads = kHeads;
+    t.headDim = kHidden / kHeads;
+    if (t.attention == model::Attention::MLA) {
+        t.mla.qLoraRank = t.mla.qLoraRank > 0 ? 32 : 0;
+        t.mla.kvLoraRank = 32;
+        t.mla.qkNopeHeadDim = 16;
+        t.mla.qkRopeHeadDim = 8;
+        t.mla.vHeadDim = 16;
+    }
+    t.vocab = 256;
+    return preset;
 }
 
 ClusterDesc devicePreset(const std::string& id)

@@ -35,6 +35,19 @@ struct ModelPreset {
     TrainingDesc training;
 };
 ModelPreset modelPreset(const std::string& id);
+/// The scales `dpstudio init --scale` offers: "full" (the preset as published) and "tiny".
+std::vector<std::string> presetScales();
+
+/// Preset `preset` at `scale` (presetScales()). "full" returns it unchanged. "tiny" keeps its structure — the
+/// attention kind (MHA, GQA with kv heads below q heads, MLA with a low-rank query when it has one), the
+/// routed expert count, top-k, the shared experts, the dense first layers, tied embeddings, the recompute
+/// policy and the training state — at sizes a CPU runs a step of in seconds: hidden 64, 4 heads of 16,
+/// SwiGLU sizes at the preset's own ratio to hidden (rounded to a multiple of 8), 8 layers (or the dense
+/// layers + 4 when more), vocab 256, seq_len 32, 1 sequence per microbatch, fp32 (what the CPU engine
+/// computes in), EP 2 where the preset has EP. model.preset becomes "<id>/tiny". docs/model-library.md.
+/// Throws FormatError "unknown scale "x" (scales: full, tiny)".
+ModelPreset scaledPreset(ModelPreset preset, const std::string& scale);
+
 /// The cluster of device preset `id`. Throws FormatError "unknown device preset "x" (presets: ...)".
 ClusterDesc devicePreset(const std::string& id);
 

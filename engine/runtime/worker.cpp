@@ -6,6 +6,7 @@
 #include "executor.h"
 #include "measuredoutput.h"
 #include "project/project.h"
+#include "project/modelcost.h"
 #include "protocol/progress.h"
 #include "schedule/validator.h"
 #include "base/hostinfo.h"
@@ -228,6 +229,7 @@ void loadProject(const WorkerOptions& options, int worldSize, WorkerPlatform& pl
 {
     s.projectText = readTextFile(options.project);
     s.project = parseProject(s.projectText, options.project);
+    checkEngineRunsModel(s.project.model);
     const Variant* variant = options.variant.empty() ? &s.project.active() : s.project.find(options.variant);
     if (!variant)
         throw FormatError("the project has no variant named '" + options.variant + "'");

@@ -205,3 +205,73 @@ TEST(Presets, AProjectMadeOfPresetsRoundTrips)
             EXPECT_EQ(back.cluster.device, device);
         }
 }
+
+TEST(ScaledPresets, TinyDeepSeekV3KeepsItsStructure)
+{
+    ModelPreset full = modelPreset("deepseek-v3");
+    full.model.preset = "deepseek-v3";
+    const ModelPreset tiny = scaledPreset(full, "tiny");
+    const ModelDesc& m = tiny.model;
+    const model::Transformer& t = m.transformer;
+    EXPECT_EQ(m.preset, "deepseek-v3/tiny");
+    EXPECT_EQ(m.kind, ModelKind::Transformer);
+    EXPECT_EQ(m.dtype, DType::FP32);
+    EXPECT_EQ(m.hidden, 64);
+    EXPECT_EQ(m.seqLen, 32);
+    EXPECT_EQ(m.microbatchSize, 1);
+    EXPECT_EQ(m.layers, 8); // 3 dense + 5 MoE
+    EXPECT_EQ(m.ffn, 168); // 18432 × 64 / 7168 = 164.6, to a multiple of 8
+    EXPECT_EQ(t.attention, model::Attention::MLA);
+    EXPECT_EQ(t.heads, 4);
+    EXPECT_EQ(t.mla.qLoraRank, 32); // V3 has a low-rank query: kept
+    EXPECT_EQ(t.mla.kvLoraRank, 32);
+    EXPECT_EQ(t.mla.qkRopeHeadDim, 8);
+    EXPECT_EQ(t.moe.experts, 256); // what the issue keeps: expert counts, top-k, shared, dense first layers
+    EXPECT_EQ(t.moe.topK, 8);
+    EXPECT_EQ(t.moe.sharedExperts, 1);
+    EXPECT_EQ(t.moe.denseLayers, 3);
+    EXPECT_EQ(t.moe.expertFfn, 16); // 2048 × 64 / 7168 = 18.3
+    EXPECT_EQ(t.moe.denseFfn, 168);
+    EXPECT_EQ(t.moe.ep, 2);
+    EXPECT_EQ(t.moe.maxNodesPerToken, 0);
+    EXPECT_EQ(t.moe.dispatchBytes, 4);
+    EXPECT_EQ(t.vocab, 256);
+    EXPECT_FALSE(t.tiedEmbeddings);
+    EXPECT_EQ(m.recompute, full.model.recompute);
+    EXPECT_EQ(tiny.training.momentBytes, full.training.momentBytes);
+    EXPECT_NO_THROW(model::check(transformerOf(m)));
+}
+
+TEST(ScaledPresets, TinyGqaKeepsFewerKvHeadsThanQueryHeads)
+{
+    for (const std::string id : { "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b" }) {
+        const ModelPreset tiny = scaledPreset(modelPreset(id), "tiny");
+        const model::Transformer& t = tiny.model.transformer;
+        EXPECT_EQ(t.attention, model::Attention::GQA) << id;
+        EXPECT_EQ(t.heads, 4) << id;
+        EXPECT_EQ(t.kvHeads, 1) << id; // groups of 4 (8B, Mixtral) and 8 (70B, 405B) become one group of 4
+        EXPECT_EQ(t.headDim, 16) << id;
+        EXPECT_EQ(tiny.model.layers, 8) << id;
+        EXPECT_NO_THROW(model::check(transformerOf(tiny.model))) << id;
+    }
+    EXPECT_EQ(scaledPreset(modelPreset("llama3-70b"), "tiny").model.ffn, 224); // 28672 / 8192 = 3.5 × 64
+    EXPECT_EQ(scaledPreset(modelPreset("llama3-405b"), "tiny").model.ffn, 208); // 53248 / 16384 = 3.25 × 64
+    const ModelPreset mixtral = scaledPreset(modelPreset("mixtral-8x7b"), "tiny");
+    EXPECT_EQ(mixtral.model.transformer.moe.experts, 8);
+    EXPECT_EQ(mixtral.model.transformer.moe.topK, 2);
+    EXPECT_EQ(mixtral.model.transformer.moe.expertFfn, 224);
+    EXPECT_EQ(mixtral.model.transformer.moe.ep, 1); // the preset has no EP: none added
+}
+
+TEST(ScaledPresets, FullIsThePresetAndAnUnknownScaleIsRefused)
+{
+    const ModelPreset full = modelPreset("llama3-8b");
+    const ModelPreset same = scaledPreset(full, "full");
+    EXPECT_EQ(same.model.hidden, full.model.hidden);
+    EXPECT_EQ(same.model.layers, full.model.layers);
+    EXPECT_EQ(errorOf([&] { scaledPreset(full, "huge"); }), "unknown scale \"huge\" (scales: full, tiny)");
+    const ModelPreset block = scaledPreset(modelPreset("block"), "tiny");
+    EXPECT_EQ(block.model.hidden, 64);
+    EXPECT_EQ(block.model.ffn, 256); // the block's 4 × hidden
+    EXPECT_EQ(block.model.layers, 8);
+}
