@@ -686,7 +686,7 @@ Project projectFromFlags(const InitArgs& a)
 
 bool anyPresetFlag(const InitArgs& a)
 {
-    return a.model || a.device || a.nodes || a.gpusPerNode || a.dp || a.recompute;
+    return a.model || a.device || a.nodes || a.gpusPerNode || a.dp || a.recompute || a.scale;
 }
 
 /// "" when init's preset flags go together, else the usage error (exit 2): a preset flag without --model,
@@ -694,10 +694,10 @@ bool anyPresetFlag(const InitArgs& a)
 std::string presetFlagsProblem(const InitArgs& a)
 {
     if (!a.model)
-        return anyPresetFlag(a) ? "--device, --nodes, --gpus-per-node, --dp and --recompute go with --model PRESET "
-                                  "(`dpstudio presets` lists the presets)"
+        return anyPresetFlag(a) ? "--device, --nodes, --gpus-per-node, --dp, --recompute and --scale go with --model "
+                                  "PRESET (`dpstudio presets` lists the presets)"
                                 : "";
-    if (!a.device)
+    if (!a.device && a.scale.value_or("full") != "tiny")
         return "--model needs --device PRESET (`dpstudio presets` lists the presets)";
     const std::pair<bool, const char*> fixed[]
         = { { a.hidden.has_value(), "--hidden" }, { a.ffn.has_value(), "--ffn" }, { a.dtype.has_value(), "--dtype" } };
@@ -732,14 +732,16 @@ model::Recompute recomputeFromFlag(const std::string& name)
 Project projectFromPreset(const InitArgs& a)
 {
     checkPresetId("--model", "model", *a.model, modelPresets());
-    checkPresetId("--device", "device", *a.device, devicePresets());
+    const std::string device = a.device.value_or("cpu"); // only --scale tiny leaves it out
+    checkPresetId("--device", "device", device, devicePresets());
     Project p = defaultProject();
-    ModelPreset preset = modelPreset(*a.model);
+    ModelPreset full = modelPreset(*a.model);
+    full.model.preset = *a.model;
+    ModelPreset preset = scaledPreset(std::move(full), a.scale.value_or("full"));
     p.model = std::move(preset.model);
-    p.model.preset = *a.model;
     p.training = preset.training;
-    p.cluster = devicePreset(*a.device);
-    p.cluster.device = *a.device;
+    p.cluster = devicePreset(device);
+    p.cluster.device = device;
     p.cluster.gpusPerNode = a.gpusPerNode.value_or(p.cluster.gpusPerNode);
     p.cluster.nodes = a.nodes.value_or(p.cluster.nodes);
     p.costs = CostSettings {}; // the preset's training state replaces the default project's cost settings
@@ -749,10 +751,11 @@ Project projectFromPreset(const InitArgs& a)
     if (a.recompute)
         p.model.recompute = recomputeFromFlag(*a.recompute);
     Variant v = variantFromFlags(p, a);
-    v.dp = a.dp.value_or(1);
+    // A tiny MoE runs its EP group on data-parallel replicas (issue 16: dp >= ep), so dp defaults to ep there.
+    v.dp = a.dp.value_or(a.scale.value_or("full") == "tiny" ? p.model.transformer.moe.ep : 1);
     p.variants = { v };
     p.activeVariant = v.name;
-    p.name = *a.model + " on " + *a.device + ": " + std::string(kindDisplayName(v.kind)) + " on "
+    p.name = p.model.preset + " on " + device + ": " + std::string(kindDisplayName(v.kind)) + " on "
         + std::to_string(v.ranks) + " ranks" + (v.dp > 1 ? " × dp " + std::to_string(v.dp) : "");
     finishInitProject(p, a.layers ? "--layers" : "--model " + *a.model + " (its model.layers)");
     return p;

@@ -82,6 +82,7 @@ struct InitArgs {
     // [--recompute none|selective|full]; the last five go with --model.
     std::optional<std::string> model, device, recompute;
     std::optional<int> nodes, gpusPerNode, dp;
+    std::optional<std::string> scale; ///< --scale full|tiny (presets.h scaledPreset); tiny: --device defaults to cpu
 };
 
 struct PresetsArgs {

@@ -4,6 +4,7 @@
 
 #include "base/errors.h"
 #include "launch/launcher.h"
+#include "project/presets.h"
 
 #include <CLI/CLI.hpp>
 
@@ -201,7 +202,7 @@ int main(int argc, char** argv)
         = cIni->add_option("--microbatch-size", iniMbSize, "sequences per microbatch")->check(countValue(1));
     auto* oDtype = cIni->add_option("--dtype", iniDtype, "fp32 or bf16")->check(CLI::IsMember({ "fp32", "bf16" }));
     cIni->add_flag("--force", ini.force, "overwrite an existing file");
-    std::string iniModel, iniDevice, iniRecompute;
+    std::string iniModel, iniDevice, iniRecompute, iniScale;
     int iniNodes = 0, iniGpn = 0, iniDp = 0;
     auto* oModel = cIni->add_option("--model", iniModel,
         "model preset (`dpstudio presets`): its model and training state; --layers, --seq-len and "
@@ -215,6 +216,10 @@ int main(int argc, char** argv)
                     ->check(countValue(1));
     auto* oRecompute = cIni->add_option("--recompute", iniRecompute, "with --model: none, selective or full")
                            ->check(CLI::IsMember({ "none", "selective", "full" }));
+    auto* oScale = cIni->add_option("--scale", iniScale,
+        "with --model: full (the preset as published, default) or tiny (its structure at sizes a CPU runs in "
+        "seconds, fp32; --device defaults to cpu)")
+                       ->check(CLI::IsMember(presetScales()));
 
     launch::RunOptions run;
     auto* cRun = app.add_subcommand("run", "run a project's schedule for real over MPI and measure it");
@@ -309,6 +314,7 @@ int main(int argc, char** argv)
             setIf(oGpn, iniGpn, ini.gpusPerNode);
             setIf(oDp, iniDp, ini.dp);
             setIf(oRecompute, iniRecompute, ini.recompute);
+            setIf(oScale, iniScale, ini.scale);
             return cmdInit(ini);
         }
         if (*cRun) {

@@ -286,6 +286,29 @@ for cmd in simulate model-info; do
         "$cmd: heads named"
 done
 
+# --- init --scale tiny (issue 16): the preset's structure at CPU sizes, on the cpu device by default -------
+expect 0 "init --scale tiny" -- "$DPS" init -o "$WORK/tiny.dpstudio.json" --model deepseek-v3 --scale tiny
+contains "$WORK/out" "dualpipe (8 ranks × dp 2, 8 stages, 20 microbatches)" "tiny DeepSeek-V3: dp defaults to its ep 2"
+check "tiny DeepSeek-V3 keeps MLA, 256 experts top-8, 3 dense layers; hidden 64, fp32, cpu" '
+import json, sys
+p = json.load(open(sys.argv[1]))
+m = p["model"]
+assert m["preset"] == "deepseek-v3/tiny" and m["attention"] == "mla", m
+assert (m["hidden"], m["layers"], m["dtype"], m["seq_len"]) == (64, 8, "fp32", 32), m
+moe = m["moe"]
+assert (moe["experts"], moe["top_k"], moe["shared_experts"], moe["dense_layers"], moe["ep"]) == (256, 8, 1, 3, 2), moe
+assert p["cluster"]["device"] == "cpu", p["cluster"]
+' "$WORK/tiny.dpstudio.json"
+expect 0 "simulate a tiny project" -- "$DPS" simulate "$WORK/tiny.dpstudio.json"
+contains "$WORK/out" "deepseek-v3/tiny on cpu" "the model line names the scaled preset"
+expect 1 "run refuses a transformer project" -- "$DPS" run "$WORK/tiny.dpstudio.json" -o "$WORK/m.json" --steps 1
+contains "$WORK/err" "model.kind: the engine runs block models (Linear–GELU–Linear) only; this project's model is a transformer (deepseek-v3/tiny)" \
+    "run names the model kind"
+[ -e "$WORK/m.json" ] && fail "run of a transformer project wrote a measured file"
+expect 2 "--scale without --model" -- "$DPS" init -o "$WORK/x.dpstudio.json" --scale tiny
+expect 2 "--scale huge" -- "$DPS" init -o "$WORK/x.dpstudio.json" --model llama3-8b --scale huge
+expect 2 "full scale still needs --device" -- "$DPS" init -o "$WORK/x.dpstudio.json" --model llama3-8b
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2
     exit 1
