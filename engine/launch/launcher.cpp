@@ -1,15 +1,15 @@
 #include "launcher.h"
 
-#include "trace/measured.h"
-#include "process.h"
-#include "progress.h"
-#include "report.h"
 #include "base/errors.h"
 #include "base/fileio.h"
 #include "base/format.h"
+#include "process.h"
+#include "progress.h"
 #include "project/modelcost.h"
 #include "project/predict.h"
+#include "report.h"
 #include "schedule/validator.h"
+#include "trace/measured.h"
 
 #include <cerrno>
 #include <charconv>
@@ -283,14 +283,15 @@ void Session::choosePrediction(const PreparedRun& prepared)
     if (!m_prediction.machine)
         return;
     try {
-        const Prediction p = predict(prepared.project, prepared.variant,
-            machinePredictOptions(*m_prediction.machine, prepared.project.costs));
+        const Prediction p = predict(
+            prepared.project, prepared.variant, machinePredictOptions(*m_prediction.machine, prepared.project.costs));
         if (p.valid())
             human("predicted " + m_prediction.label
-                + (m_options.costsFile.empty() ? "" : ", with the costs of " + m_options.costsFile)
-                + ": makespan " + formatTime(p.makespanUs) + ", bubble "
-                + formatPercent(p.bubbleRate) + " (" + std::to_string(prepared.schedule.ranks) + " ranks on "
-                + std::to_string(m_prediction.machine->cores) + " cores)");
+                + (m_options.costsFile.empty() ? "" : ", with the costs of " + m_options.costsFile) + ": makespan "
+                + formatTime(p.makespanUs) + ", bubble " + formatPercent(p.bubbleRate) + " ("
+                + std::to_string(prepared.schedule.ranks) + " ranks on " + std::to_string(m_prediction.machine->cores)
+                + (m_prediction.machine->cores == 1 ? " core" : " cores")
+                + (prepared.processes > prepared.schedule.ranks ? " per replica)" : ")"));
     } catch (const Error& e) {
         human(std::string("note: no prediction for this machine: ") + e.what());
     }
@@ -318,7 +319,7 @@ int Session::launch(const PreparedRun& prepared, const fs::path& mpirun, const f
     saveProject(prepared.project, projectFile);
 
     const std::vector<std::string> argv
-        = mpirunCommand(options, mpirun, worker, projectFile, prepared.variant, prepared.schedule.ranks);
+        = mpirunCommand(options, mpirun, worker, projectFile, prepared.variant, prepared.processes);
     const SignalGuard signals(m_options.handleSignals);
     adoptOrphans();
     std::optional<ChildProcess> child;
@@ -329,8 +330,12 @@ int Session::launch(const PreparedRun& prepared, const fs::path& mpirun, const f
         return kExitRunFailed;
     }
     if (!m_options.progressJson)
-        human("running variant \"" + prepared.variant + "\" on " + std::to_string(prepared.schedule.ranks)
-            + " ranks: " + joinCommandLine(argv));
+        human("running variant \"" + prepared.variant + "\" on " + std::to_string(prepared.schedule.ranks) + " ranks"
+            + (prepared.processes != prepared.schedule.ranks
+                    ? " × dp " + std::to_string(prepared.processes / prepared.schedule.ranks) + " = "
+                        + std::to_string(prepared.processes) + " processes"
+                    : std::string())
+            + ": " + joinCommandLine(argv));
     pump(*child, signals);
     const int code = outcome(child->finish());
     if (code == kExitOk || (code == kExitContent && m_tracker.done()))
@@ -661,6 +666,7 @@ PreparedRun prepareRun(const RunOptions& options)
     run.schedule = buildSchedule(run.project, variant);
     checkRanks(variant, run.schedule);
     checkValid(variant, run.schedule);
+    run.processes = run.schedule.ranks * std::max(1, variant.dp); // placementOf checked the product
     if (!options.hostfile.empty())
         readTextFile(options.hostfile);
     return run;

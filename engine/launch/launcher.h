@@ -57,6 +57,7 @@ struct PreparedRun {
     Project project;
     std::string variant;
     Schedule schedule;
+    int processes = 0; ///< MPI processes: the schedule's ranks × the variant's dp (data-parallel replicas)
 };
 
 /// Loads and checks the project before anything starts: the variant exists, its layer partition covers
@@ -86,8 +87,8 @@ std::vector<std::string> mpirunEnvironment(bool asRoot);
 /// The arguments of `dpstudio run` (after the program name) that give `options` back when parsed:
 /// `run PROJECT [--progress-json] -o OUTPUT [--variant V] --backend B --steps N --warmup N --threads N
 /// --timeout S [--hostfile F] [--trace-dir D] [--costs F] [--profile F] [--nominal]` (strings only when set;
-/// S in seconds, shortest exact decimal). argv, graceS, handleSignals and interactive are not flags and are not written. Throws
-/// nothing; the values are not checked (dpstudio checks them).
+/// S in seconds, shortest exact decimal). argv, graceS, handleSignals and interactive are not flags and are not
+/// written. Throws nothing; the values are not checked (dpstudio checks them).
 std::vector<std::string> runCommandArguments(const RunOptions& options);
 
 /// A command line joined for humans and the trace, quoting words that need it.

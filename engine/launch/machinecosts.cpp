@@ -153,8 +153,17 @@ MachineCosts machineCosts(
 
     // The overlapped slots: for each forward stage, the mean over its pairs of max(F, B of the paired stage) when
     // the halves run on two threads, else of F + B (one after the other).
-    costs.boundToCores = ranksBoundToCores(variant.ranks, costs.cores, costs.threads);
-    costs.halvesConcurrent = halvesRunConcurrently(variant.ranks, costs.cores, costs.threads);
+    // With dp replicas the job has ranks × dp processes (the launcher's binding rule sees them all), and the
+    // replicas share the machine's cores: each replica is predicted on an equal share of them (at least one).
+    const int dp = std::max(1, variant.dp);
+    const int processes = variant.ranks * dp;
+    costs.boundToCores = ranksBoundToCores(processes, costs.cores, costs.threads);
+    costs.halvesConcurrent = halvesRunConcurrently(processes, costs.cores, costs.threads);
+    if (dp > 1) {
+        costs.notes.push_back("dp " + std::to_string(dp) + ": the replicas share the " + std::to_string(costs.cores)
+            + " cores; one replica is predicted on " + std::to_string(std::max(1, costs.cores / dp)));
+        costs.cores = std::max(1, costs.cores / dp);
+    }
     const Schedule schedule = buildSchedule(project, variant);
     std::map<int, std::pair<double, int>> pairs; // forward stage → (Σ max(F, B), count)
     for (const auto& order : schedule.order)

@@ -297,6 +297,8 @@ CostModel buildCostModel(const Project& project, const Variant& variant, int byt
     // empty and every message takes the one link, as before.
     const DevicePlacement placement = placementOf(project, variant);
     const bool transformer = project.model.kind == ModelKind::Transformer;
+    ModelDesc blockModel = project.model; // the block model at the variant's microbatch size
+    blockModel.microbatchSize = microbatchSizeOf(project, variant);
     CostModel model;
     int firstLayer = 0;
     for (std::size_t s = 0; s < partition.size(); ++s) {
@@ -307,7 +309,7 @@ CostModel buildCostModel(const Project& project, const Variant& variant, int byt
                 transformerStageCost(project, variant, placement, firstLayer, partition[s], s == 0, last, field));
         else
             model.stages.push_back(
-                blockStageCost(project.model, project.cluster, partition[s], last, bytesPerElement, field));
+                blockStageCost(blockModel, project.cluster, partition[s], last, bytesPerElement, field));
         checkStageSettings(model.stages.back(), project, field);
         firstLayer += partition[s];
     }
@@ -315,6 +317,7 @@ CostModel buildCostModel(const Project& project, const Variant& variant, int byt
     model.latencyUs = project.cluster.latencyUs;
     model.bandwidthBytesPerUs = project.cluster.bandwidthBytesPerUs;
     model.rankNode = placement.rankNode;
+    model.gradientReplicas = transformer ? 1 : placement.replicas; // the engine's dp replicas (block model)
     if (!model.rankNode.empty()) {
         model.interNodeLatencyUs = project.cluster.interNodeLatencyUs;
         model.interNodeBandwidthBytesPerUs = project.cluster.interNodeBandwidthBytesPerUs;

@@ -50,11 +50,14 @@ RankExecutor::RankExecutor(
     , m_schedule(schedule)
     , m_options(std::move(options))
     , m_math(backend, m_spec)
-    , m_rank(comm.rank())
+    , m_rank(comm.rank() / std::max(1, m_options.replicas))
+    , m_replica(comm.rank() % std::max(1, m_options.replicas))
+    , m_replicas(std::max(1, m_options.replicas))
     , m_staging(!backend.hostAccessible() && !comm.acceptsDevicePointers())
 {
-    if (schedule.ranks != comm.size())
-        throw RuntimeError("the schedule has " + std::to_string(schedule.ranks) + " ranks but the job has "
+    if (static_cast<long long>(schedule.ranks) * m_replicas != comm.size())
+        throw RuntimeError("the schedule has " + std::to_string(schedule.ranks) + " ranks"
+            + (m_replicas > 1 ? " × " + std::to_string(m_replicas) + " replicas" : std::string()) + " but the job has "
             + std::to_string(comm.size()));
     if (schedule.stages != spec.stages())
         throw RuntimeError("the schedule has " + std::to_string(schedule.stages) + " stages but the layer partition "
@@ -88,7 +91,8 @@ int RankExecutor::messageTag(int stage, int microbatch, int kind) const
 
 std::string RankExecutor::where(const Action& action) const
 {
-    return "rank " + std::to_string(m_rank) + ", action " + toString(action);
+    return "rank " + std::to_string(m_rank) + (m_replicas > 1 ? " (replica " + std::to_string(m_replica) + ")" : "")
+        + ", action " + toString(action);
 }
 
 void RankExecutor::buildStages()
@@ -102,7 +106,8 @@ void RankExecutor::buildStages()
         for (int s : stages) {
             if (s < 0 || s >= m_schedule.stages)
                 throw RuntimeError("rank " + std::to_string(r) + ": stage " + std::to_string(s) + " out of range");
-            m_holders[static_cast<std::size_t>(s)].push_back(r);
+            for (int d = 0; d < m_replicas; ++d)
+                m_holders[static_cast<std::size_t>(s)].push_back(r * m_replicas + d); // ascending in r, then d
         }
     }
     for (const Action& a : m_schedule.order[static_cast<std::size_t>(m_rank)]) {
@@ -132,12 +137,14 @@ void RankExecutor::buildData()
                 continue;
             if (op.stage == 0 && !m_inputs.count(op.microbatch)) {
                 Tensor x(m_backend, t, h, MemoryCategory::Data);
-                m_backend.uploadFloats(0, x.data(), microbatchInput(m_spec, op.microbatch).data(), x.elements());
+                m_backend.uploadFloats(
+                    0, x.data(), microbatchInput(m_spec, modelMicrobatch(op.microbatch)).data(), x.elements());
                 m_inputs.emplace(op.microbatch, std::move(x));
             }
             if (op.stage == last && !m_targets.count(op.microbatch)) {
                 Tensor y(m_backend, t, h, MemoryCategory::Data);
-                m_backend.uploadFloats(0, y.data(), microbatchTarget(m_spec, op.microbatch).data(), y.elements());
+                m_backend.uploadFloats(
+                    0, y.data(), microbatchTarget(m_spec, modelMicrobatch(op.microbatch)).data(), y.elements());
                 m_targets.emplace(op.microbatch, std::move(y));
             }
         }
@@ -193,9 +200,9 @@ void RankExecutor::postReceives(std::size_t through)
             MemoryCategory::Communication);
         if (m_staging) {
             t.host.resize(bytes);
-            t.request = m_comm.irecv(t.host.data(), bytes, in.peer, in.key);
+            t.request = m_comm.irecv(t.host.data(), bytes, commRank(in.peer), in.key);
         } else {
-            t.request = m_comm.irecv(t.device.data(), bytes, in.peer, in.key);
+            t.request = m_comm.irecv(t.device.data(), bytes, commRank(in.peer), in.key);
         }
         m_posted.emplace(in.key, std::move(t));
     }
@@ -267,9 +274,9 @@ void RankExecutor::deliver(const Op& op, Tensor output, ActionRecord& record)
     if (m_staging) {
         t.host.resize(t.device.bytes());
         m_backend.copyDeviceToHost(0, t.host.data(), t.device.data(), t.device.bytes());
-        t.request = m_comm.isend(t.host.data(), t.host.size(), dest, key);
+        t.request = m_comm.isend(t.host.data(), t.host.size(), commRank(dest), key);
     } else {
-        t.request = m_comm.isend(t.device.data(), t.device.bytes(), dest, key);
+        t.request = m_comm.isend(t.device.data(), t.device.bytes(), commRank(dest), key);
     }
     m_pending.push_back(std::move(t));
 }
@@ -312,7 +319,7 @@ Tensor RankExecutor::runOp(Lane lane, const Op& op, Tensor input, SavedActivatio
 void RankExecutor::finishOp(const Op& op, double loss)
 {
     if (op.kind == OpKind::F && op.stage == m_schedule.stages - 1)
-        m_losses[op.microbatch] = loss;
+        m_losses[modelMicrobatch(op.microbatch)] = loss;
     if (op.kind == OpKind::W || op.kind == OpKind::B)
         m_saved.erase(std::make_pair(op.stage, op.microbatch));
 }
@@ -492,23 +499,36 @@ std::size_t RankExecutor::sumReplicaGradients(std::vector<ActionRecord>* stepRec
 void RankExecutor::addReplicaGradients()
 {
     const int tagBase = 2 * m_schedule.stages * m_schedule.microbatches;
-    std::vector<std::pair<int, Transfer>> received; // (stage, its gradients from another holder)
+    // By stage: every other holder's gradients, by holder (comm rank).
+    std::map<int, std::map<int, Transfer>> received;
     for (auto& [stage, params] : m_params) {
         const auto& holders = m_holders[static_cast<std::size_t>(stage)];
         if (holders.size() < 2 || params->gradients().empty())
             continue;
         for (int peer : holders)
-            if (peer != m_rank)
-                received.emplace_back(stage, exchangeGradients(params->gradients(), peer, tagBase + stage));
+            if (peer != m_comm.rank())
+                received[stage].emplace(peer, exchangeGradients(params->gradients(), peer, tagBase + stage));
     }
-    for (auto& [stage, t] : received)
-        m_comm.wait(t.request);
+    for (auto& [stage, fromHolders] : received)
+        for (auto& [peer, t] : fromHolders)
+            m_comm.wait(t.request);
     finishSends(); // our gradients are read by the sends: add only once they are done
-    for (auto& [stage, t] : received) {
-        if (m_staging)
-            m_backend.copyHostToDevice(0, t.device.data(), t.host.data(), t.host.size());
+    // Every holder adds in the same order, ascending holder, so that all end with the same bits (float addition
+    // is not associative: with more than two holders, each adding the others to its own would differ).
+    for (auto& [stage, fromHolders] : received) {
         Tensor& grads = m_params.at(stage)->gradients();
-        m_backend.axpy(0, grads.elements(), 1.0f, t.device.data(), grads.data());
+        for (auto& [peer, t] : fromHolders)
+            if (m_staging)
+                m_backend.copyHostToDevice(0, t.device.data(), t.host.data(), t.host.size());
+        const auto& holders = m_holders[static_cast<std::size_t>(stage)];
+        const auto gradientsOf = [&](int holder) -> void* {
+            return holder == m_comm.rank() ? grads.data() : fromHolders.at(holder).device.data();
+        };
+        void* sum = gradientsOf(holders.front()); // the first holder's buffer accumulates
+        for (std::size_t i = 1; i < holders.size(); ++i)
+            m_backend.axpy(0, grads.elements(), 1.0f, gradientsOf(holders[i]), sum);
+        if (sum != grads.data())
+            m_backend.copyDeviceToDevice(0, grads.data(), sum, grads.bytes());
     }
     m_backend.synchronize();
 }

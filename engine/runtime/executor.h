@@ -60,6 +60,12 @@ struct ExecutorOptions {
     std::function<void(int step, int index)> beforeAction;
     /// Called after each action with the number of actions done and the total of the step.
     std::function<void(int step, int done, int total)> progress;
+    /// Data-parallel replicas of the pipeline (≥ 1): the job has schedule ranks × replicas processes; comm rank
+    /// c is pipeline rank c / replicas of replica c % replicas (the placement rule of docs/model-library.md,
+    /// device = rank × dp + replica), each replica runs the schedule on its own microbatches (replica d's
+    /// microbatch m is the model's microbatch d × microbatches + m) and sumReplicaGradients sums a stage's
+    /// gradients over every holder of every replica. docs/worker-protocol.md.
+    int replicas = 1;
 };
 
 class RankExecutor {
@@ -76,23 +82,25 @@ public:
     /// Runs one step: zeroes the gradients, a barrier, then every action of the rank in order. Returns one
     /// record per action. Throws RuntimeError naming the rank and action on an inconsistency.
     std::vector<ActionRecord> runStep(int step);
-    /// Sums the weight gradients of stages held by several ranks (DualPipe's two replicas) so that every
-    /// holder has the total. Collective over the holders; call on every rank after runStep. Returns the
-    /// allocator's high-water mark during the sum (bytes: it receives each other holder's gradients into a
-    /// buffer of their size); with `stepRecords` (runStep's records of the step) the last one's memoryBytes is
-    /// raised to it, so the step's memory covers the sum. Throws RuntimeError on a communication failure.
+    /// Sums the weight gradients of stages held by several ranks (DualPipe's two replicas of a stage, and the
+    /// data-parallel replicas) so that every holder has the total. Collective over the holders; call on every rank
+    /// after runStep. Returns the allocator's high-water mark during the sum (bytes: it receives each other holder's
+    /// gradients into a buffer of their size); with `stepRecords` (runStep's records of the step) the last one's
+    /// memoryBytes is raised to it, so the step's memory covers the sum. Throws RuntimeError on a communication
+    /// failure.
     std::size_t sumReplicaGradients(std::vector<ActionRecord>* stepRecords = nullptr);
 
     /// Replaces ExecutorOptions::beforeAction.
     void setBeforeAction(std::function<void(int step, int index)> hook) { m_options.beforeAction = std::move(hook); }
 
-    /// Losses of the last step, by microbatch, for the microbatches whose last-stage F ran here.
+    /// Losses of the last step, by the model's microbatch (replica × microbatches + m), for the microbatches
+    /// whose last-stage F ran here.
     const std::map<int, double>& losses() const { return m_losses; }
     /// The stages this rank holds, ascending.
     std::vector<int> localStages() const;
     /// Parameters of a local stage; throws RuntimeError when the stage is not held here.
     const StageParams& stageParams(int stage) const;
-    /// Ranks that hold each stage (ascending), from the whole schedule.
+    /// Comm ranks that hold each stage (ascending), from the whole schedule, every replica's.
     const std::vector<std::vector<int>>& holders() const { return m_holders; }
     /// Tag of the message into (stage, microbatch): kind 0 activation, 1 gradient. In [0, 2·S·C).
     int messageTag(int stage, int microbatch, int kind) const;
@@ -137,6 +145,10 @@ private:
     /// Posts the exchange of a stage's gradients with another holder; returns the incoming transfer.
     Transfer exchangeGradients(const Tensor& grads, int peer, int tag);
     std::string where(const Action& action) const;
+    /// The comm rank of pipeline rank `rank` in this replica.
+    int commRank(int rank) const { return rank * m_replicas + m_replica; }
+    /// The model's index of this replica's microbatch `microbatch`.
+    int modelMicrobatch(int microbatch) const { return m_replica * m_schedule.microbatches + microbatch; }
 
     Backend& m_backend;
     Comm& m_comm;
@@ -144,7 +156,9 @@ private:
     const Schedule& m_schedule;
     ExecutorOptions m_options;
     StageMath m_math;
-    int m_rank;
+    int m_rank; ///< the pipeline rank: the schedule's row this process runs
+    int m_replica; ///< the data-parallel replica, in [0, replicas)
+    int m_replicas;
     bool m_staging; ///< messages pass through host buffers
     std::vector<std::vector<int>> m_holders;
     std::map<int, std::unique_ptr<StageParams>> m_params;

@@ -1,15 +1,16 @@
 #include "worker.h"
 #include "base/fileio.h"
 
+#include "base/hostinfo.h"
 #include "correctness.h"
 #include "cpubackend.h"
 #include "executor.h"
 #include "measuredoutput.h"
-#include "project/project.h"
 #include "project/modelcost.h"
+#include "project/project.h"
+#include "project/transformercost.h"
 #include "protocol/progress.h"
 #include "schedule/validator.h"
-#include "base/hostinfo.h"
 #include "wire.h"
 
 #include <nlohmann/json.hpp>
@@ -178,6 +179,7 @@ struct RunState {
     ModelSpec spec;
     JobChoice choice;
     DType computeDtype = DType::FP32;
+    int replicas = 1; ///< the variant's data-parallel replicas: comm rank c runs pipeline rank c / replicas
     std::vector<std::string> warnings;
     std::unique_ptr<Backend> backend;
     std::unique_ptr<Comm> ownComm; ///< the platform's comm (NCCL, MPI renamed); null when the job's serves
@@ -198,7 +200,8 @@ void checkBackendName(const std::string& requested)
         throw UsageError("--backend: expected cpu, cuda or auto, got '" + requested + "'");
 }
 
-void checkSchedule(const Schedule& schedule, int worldSize)
+/// `replicas`: the variant's data-parallel replicas (dp); the job must have schedule ranks × replicas processes.
+void checkSchedule(const Schedule& schedule, int replicas, int worldSize)
 {
     const ValidationReport report = validate(schedule);
     if (!report.valid()) {
@@ -206,9 +209,11 @@ void checkSchedule(const Schedule& schedule, int worldSize)
             if (d.severity == Severity::Error)
                 throw FormatError("the schedule is invalid: " + format(d));
     }
-    if (schedule.ranks != worldSize)
-        throw FormatError("the variant has " + std::to_string(schedule.ranks) + " ranks but the job has "
-            + std::to_string(worldSize) + " (mpirun -np must equal the variant's ranks)");
+    if (static_cast<long long>(schedule.ranks) * replicas != worldSize)
+        throw FormatError("the variant has " + std::to_string(schedule.ranks) + " ranks"
+            + (replicas > 1 ? " × dp " + std::to_string(replicas) : std::string()) + " but the job has "
+            + std::to_string(worldSize) + " processes (mpirun -np must equal the variant's ranks"
+            + (replicas > 1 ? " × dp" : "") + ")");
 }
 
 ModelSpec modelSpec(const Project& project, const Variant& variant)
@@ -216,7 +221,7 @@ ModelSpec modelSpec(const Project& project, const Variant& variant)
     ModelSpec spec;
     spec.hidden = project.model.hidden;
     spec.ffn = project.model.ffn;
-    spec.tokens = project.model.microbatchSize * project.model.seqLen;
+    spec.tokens = microbatchSizeOf(project, variant) * project.model.seqLen;
     spec.partition = effectivePartition(project, variant);
     spec.seed = project.seed;
     if (spec.hidden < 1 || spec.ffn < 1 || spec.tokens < 1)
@@ -235,12 +240,16 @@ void loadProject(const WorkerOptions& options, int worldSize, WorkerPlatform& pl
         throw FormatError("the project has no variant named '" + options.variant + "'");
     s.variant = *variant;
     s.schedule = buildSchedule(s.project, s.variant);
-    checkSchedule(s.schedule, worldSize);
+    s.replicas = std::max(1, s.variant.dp);
+    checkSchedule(s.schedule, s.replicas, worldSize);
     s.spec = modelSpec(s.project, s.variant);
     const bool bf16 = s.project.model.dtype == DType::BF16;
     s.computeDtype = s.choice.backend == "cpu" ? DType::FP32 : s.project.model.dtype;
     if (bf16 && s.choice.backend == "cpu")
         s.warnings.push_back("the project asks for bf16: the CPU backend computes in fp32");
+    if (s.replicas > 1 && s.choice.backend != "cpu")
+        throw RuntimeError("variant " + s.variant.name + ": dp " + std::to_string(s.replicas)
+            + ": data-parallel replicas run on the cpu backend only so far (--backend cpu)");
     s.backend = platform.createBackend(bf16, options.threads);
 }
 
@@ -251,6 +260,7 @@ void connect(
     s.ownComm = platform.createComm(comm, *s.backend);
     s.comm = s.ownComm ? s.ownComm.get() : &comm;
     executorOptions.receiveWindow = options.receiveWindow;
+    executorOptions.replicas = s.replicas;
     s.executor = std::make_unique<RankExecutor>(*s.backend, *s.comm, s.spec, s.schedule, executorOptions);
 }
 
@@ -264,7 +274,7 @@ void prepare(WorkerPlatform& platform, RunState& s)
             return executor.messageTag(stage, microbatch, gradient ? 1 : 0);
         },
         s.spec.messageElements() * static_cast<std::size_t>(s.backend->elementBytes()));
-    const auto& order = s.schedule.order[static_cast<std::size_t>(s.comm->rank())];
+    const auto& order = s.schedule.order[static_cast<std::size_t>(s.comm->rank() / s.replicas)];
     s.executor->setBeforeAction(faultHook(s.comm->rank(), static_cast<int>(order.size())));
 }
 
@@ -390,12 +400,15 @@ int finish(const WorkerOptions& options, Comm& comm, RunState& s, const Correctn
     const auto hosts = comm.gather(std::vector<char>(host.begin(), host.end()), 0);
     if (comm.rank() != 0)
         return report.passed ? kExitOk : kExitContent;
+    // The trace holds the pipeline of replica 0 (comm ranks 0, dp, 2·dp, ...): the replicas run the same
+    // schedule, and the measured format has one row per pipeline rank (docs/worker-protocol.md).
     std::vector<std::vector<ActionRecord>> records;
-    for (const auto& bytes : all)
-        records.push_back(unpackRecords(bytes));
+    const auto replica0 = [&s](std::size_t rank) { return rank * static_cast<std::size_t>(s.replicas); };
+    for (std::size_t r = 0; replica0(r) < all.size(); ++r)
+        records.push_back(unpackRecords(all[replica0(r)]));
     MeasuredTrace run = measuredTrace(records, s.schedule);
-    for (std::size_t r = 0; r < run.ranks.size() && r < hosts.size(); ++r)
-        run.ranks[r].host.assign(hosts[r].begin(), hosts[r].end()); // which transfers crossed hosts
+    for (std::size_t r = 0; r < run.ranks.size() && replica0(r) < hosts.size(); ++r)
+        run.ranks[r].host.assign(hosts[replica0(r)].begin(), hosts[replica0(r)].end()); // which transfers crossed hosts
     run.command = options.command;
     run.host = hostName();
     run.cpu = cpuModelName();
@@ -433,8 +446,8 @@ int execute(const WorkerOptions& options, Comm& comm, RunState& s, Events& event
     for (const std::string& w : s.warnings)
         log.line("warning: " + w);
     const std::vector<ActionRecord> mine = runSteps(options, s, log);
-    const CorrectnessReport report = checkCorrectness(comm, *s.backend, s.spec, *s.executor, s.schedule.microbatches,
-        thresholdsFor(s.choice.backend, s.computeDtype));
+    const CorrectnessReport report = checkCorrectness(comm, *s.backend, s.spec, *s.executor,
+        s.schedule.microbatches * s.replicas, thresholdsFor(s.choice.backend, s.computeDtype));
     return finish(options, comm, s, report, mine, events, log);
 }
 

@@ -123,6 +123,10 @@ struct CostModel {
     std::vector<int> rankNode;
     double interNodeLatencyUs = 0.0; ///< µs
     double interNodeBandwidthBytesPerUs = 0.0; ///< bytes/µs; 0 = unlimited
+    /// Data-parallel replicas whose engine sums each stage's gradients at the step's end (≥ 1): a stage held by
+    /// k ranks of the schedule has k × gradientReplicas holders, and each receives every other holder's
+    /// gradients at once (docs/memory.md); counted only when every stage has EngineBuffers.
+    int gradientReplicas = 1;
     /// Receives the engine posts ahead of need (≥ 1); counted only when every stage has EngineBuffers.
     int receiveWindow = kDefaultReceiveWindow;
 

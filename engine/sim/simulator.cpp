@@ -314,11 +314,14 @@ private:
                 e.buffers += receives[i].bytes;
             e.peak = startBytes(static_cast<int>(r));
         }
+        const int replicas = std::max(1, m_costs.gradientReplicas);
         for (std::size_t r = 0; r < ranks; ++r)
-            for (int stage : held[r])
-                if (holders[static_cast<std::size_t>(stage)] > 1)
-                    m_engineRank[r].replicaBytes += (holders[static_cast<std::size_t>(stage)] - 1)
-                        * m_table[static_cast<std::size_t>(stage)].gradientBytes;
+            for (int stage : held[r]) {
+                const int all = holders[static_cast<std::size_t>(stage)] * replicas; // every replica's holders
+                if (all > 1)
+                    m_engineRank[r].replicaBytes
+                        += (all - 1) * m_table[static_cast<std::size_t>(stage)].gradientBytes;
+            }
     }
 
     std::size_t receiveWindow() const { return static_cast<std::size_t>(std::max(1, m_costs.receiveWindow)); }

@@ -44,16 +44,17 @@ constexpr int kWindow = 3;
 /// between the replica sum and the check. `lanes`: how the backend runs overlapped slots (unset: its default).
 std::vector<RankOutcome> runThreaded(const Schedule& schedule, const ModelSpec& spec, int steps = 2,
     const std::function<void(RankExecutor&, Backend&, int rank)>& tamper = {},
-    std::optional<LaneMode> lanes = std::nullopt)
+    std::optional<LaneMode> lanes = std::nullopt, int replicas = 1)
 {
-    std::vector<RankOutcome> out(static_cast<std::size_t>(schedule.ranks));
-    ThreadWorld world(schedule.ranks);
+    std::vector<RankOutcome> out(static_cast<std::size_t>(schedule.ranks * replicas));
+    ThreadWorld world(schedule.ranks * replicas);
     world.run([&](Comm& comm) {
         CpuBackend backend(1);
         if (lanes)
             backend.setLaneMode(*lanes);
         ExecutorOptions options;
         options.receiveWindow = kWindow;
+        options.replicas = replicas;
         RankExecutor executor(backend, comm, spec, schedule, options);
         RankOutcome& mine = out[static_cast<std::size_t>(comm.rank())];
         for (int step = 0; step < steps; ++step) {
@@ -64,7 +65,8 @@ std::vector<RankOutcome> runThreaded(const Schedule& schedule, const ModelSpec& 
         if (tamper)
             tamper(executor, backend, comm.rank());
         mine.losses = executor.losses();
-        mine.report = checkCorrectness(comm, backend, spec, executor, schedule.microbatches, { 1e-6, 1e-10 });
+        mine.report
+            = checkCorrectness(comm, backend, spec, executor, schedule.microbatches * replicas, { 1e-6, 1e-10 });
     });
     return out;
 }
@@ -326,4 +328,67 @@ TEST(Correctness, ThresholdTableAndMetric)
     EXPECT_NEAR(gradientMetric({ 1.0f, 0.0f }, { 0.0f, 1.0f }), 1.0, 1e-15);
     EXPECT_NEAR(gradientMetric({ 1.0f }, { -1.0f }), 2.0, 1e-15);
     EXPECT_NEAR(relativeError(1.1, 1.0), 0.1, 1e-12);
+}
+
+TEST(Executor, DataParallelReplicasRunTheirOwnMicrobatchesAndSumOverEveryHolder)
+{
+    // DualPipe on 2 ranks × 2 replicas: comm rank c is pipeline rank c / 2 of replica c % 2; both pipeline ranks
+    // hold both stages, so each stage has 4 holders.
+    const Schedule schedule = generate({ ScheduleKind::DualPipe, 2, 4, 0 });
+    const ModelSpec spec = tinySpec({ 1, 1 });
+    std::vector<std::vector<float>> grads(4);
+    const auto out = runThreaded(
+        schedule, spec, 2,
+        [&](RankExecutor& executor, Backend& backend, int rank) {
+            EXPECT_EQ(executor.holders()[0], (std::vector<int> { 0, 1, 2, 3 }));
+            grads[static_cast<std::size_t>(rank)] = executor.stageParams(1).gradient(backend, 0, Matrix::W2);
+        },
+        std::nullopt, 2);
+    for (int c = 1; c < 4; ++c)
+        EXPECT_EQ(grads[static_cast<std::size_t>(c)], grads[0]) << "comm rank " << c; // every holder has the sum
+    // Each replica computed the losses of its own microbatches: replica d's m is the model's 4d + m, and
+    // together the two replicas cover 0..7 exactly once.
+    std::map<int, int> computed;
+    for (int c = 0; c < 4; ++c)
+        for (const auto& [m, loss] : out[static_cast<std::size_t>(c)].losses) {
+            EXPECT_EQ(m / 4, c % 2) << "comm rank " << c << " computed microbatch " << m;
+            ++computed[m];
+        }
+    EXPECT_EQ(computed.size(), 8u);
+    for (const auto& [m, n] : computed)
+        EXPECT_EQ(n, 1) << "microbatch " << m;
+    // The check compares every holder's sum with the reference over all 8 microbatches.
+    for (int c = 0; c < 4; ++c)
+        EXPECT_TRUE(out[static_cast<std::size_t>(c)].report.passed) << out[static_cast<std::size_t>(c)].report.failure;
+    // Memory: the simulator with gradientReplicas 2 counts the 3 other holders' gradients at the step's end, to
+    // the byte, on every rank of replica 0.
+    CostModel costs = costModel(spec);
+    costs.gradientReplicas = 2;
+    const SimResult sim = simulate(schedule, costs);
+    for (int r = 0; r < 2; ++r) {
+        std::uint64_t peak = 0;
+        for (const ActionRecord& rec : out[static_cast<std::size_t>(r * 2)].records)
+            peak = std::max(peak, rec.memoryBytes);
+        EXPECT_EQ(static_cast<double>(peak), sim.ranks[static_cast<std::size_t>(r)].peakMemoryBytes) << "rank " << r;
+    }
+    EXPECT_GT(sim.ranks[0].peakMemoryBytes, simulate(schedule, costModel(spec)).ranks[0].peakMemoryBytes);
+}
+
+TEST(Executor, AJobOfTheWrongSizeForTheReplicasIsRefused)
+{
+    const Schedule schedule = generate({ ScheduleKind::OneFOneB, 2, 2, 0 });
+    const ModelSpec spec = tinySpec({ 1, 1 });
+    ThreadWorld world(3);
+    std::vector<std::string> errors(3);
+    world.run([&](Comm& comm) {
+        CpuBackend backend(1);
+        ExecutorOptions options;
+        options.replicas = 2;
+        try {
+            RankExecutor executor(backend, comm, spec, schedule, options);
+        } catch (const RuntimeError& e) {
+            errors[static_cast<std::size_t>(comm.rank())] = e.what();
+        }
+    });
+    EXPECT_EQ(errors[0], "the schedule has 2 ranks × 2 replicas but the job has 3");
 }
