@@ -155,6 +155,10 @@ ModelPreset scaledPreset(ModelPreset preset, const std::string& scale)
     ModelDesc& m = preset.model;
     if (!m.preset.empty())
         m.preset += "/tiny";
+    // What the CPU engine runs, so that a run measures what is predicted: no recompute (it keeps every
+    // activation) and no optimizer state (it holds weights and gradients only).
+    m.recompute = model::Recompute::None;
+    preset.training = TrainingDesc {};
     m.seqLen = 32;
     m.microbatchSize = 1;
     m.dtype = DType::FP32;

@@ -40,8 +40,9 @@ std::vector<std::string> presetScales();
 
 /// Preset `preset` at `scale` (presetScales()). "full" returns it unchanged. "tiny" keeps its structure — the
 /// attention kind (MHA, GQA with kv heads below q heads, MLA with a low-rank query when it has one), the
-/// routed expert count, top-k, the shared experts, the dense first layers, tied embeddings, the recompute
-/// policy and the training state — at sizes a CPU runs a step of in seconds: hidden 64, 4 heads of 16,
+/// routed expert count, top-k, the shared experts, the dense first layers, tied embeddings — at sizes a CPU
+/// runs a step of in seconds, with what the CPU engine runs (no recompute, no optimizer state, fp32): hidden
+/// 64, 4 heads of 16,
 /// SwiGLU sizes at the preset's own ratio to hidden (rounded to a multiple of 8), 8 layers (or the dense
 /// layers + 4 when more), vocab 256, seq_len 32, 1 sequence per microbatch, fp32 (what the CPU engine
 /// computes in), EP 2 where the preset has EP. model.preset becomes "<id>/tiny". docs/model-library.md.

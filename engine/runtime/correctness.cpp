@@ -1,6 +1,7 @@
 #include "correctness.h"
 
 #include "stagemath.h"
+#include "transformerstage.h"
 #include "wire.h"
 
 #include <cmath>
@@ -30,10 +31,6 @@ std::string formatNumber(double value)
     return text;
 }
 
-const char* matrixName(int matrix)
-{
-    return matrix == 0 ? "w1" : "w2";
-}
 
 std::vector<int> microbatchesOf(int rank, int ranks, int microbatches)
 {
@@ -66,15 +63,14 @@ std::vector<ParameterCheck> compareGradients(
     Comm& comm, Backend& backend, const ModelSpec& spec, const RankExecutor& executor, const Reference& ref)
 {
     std::vector<ParameterCheck> checks;
-    const std::size_t matrix = static_cast<std::size_t>(spec.hidden) * static_cast<std::size_t>(spec.ffn);
     for (int s = 0; s < spec.stages(); ++s) {
         const auto& holders = executor.holders()[static_cast<std::size_t>(s)];
-        const int layers = spec.layersOf(s);
-        if (layers == 0)
+        const StageParams& reference = *ref.stages[static_cast<std::size_t>(s)];
+        const std::size_t n = reference.gradients().elements();
+        if (n == 0)
             continue;
         if (holders.empty())
             throw RuntimeError("stage " + std::to_string(s) + " is held by no rank");
-        const std::size_t n = static_cast<std::size_t>(layers) * 2 * matrix;
         std::vector<float> local(n);
         backend.downloadFloats(0, local.data(), ref.stages[static_cast<std::size_t>(s)]->gradients().data(), n);
         std::vector<double> sum(local.begin(), local.end());
@@ -82,13 +78,9 @@ std::vector<ParameterCheck> compareGradients(
         if (comm.rank() != holders.front())
             continue;
         backend.downloadFloats(0, local.data(), executor.stageParams(s).gradients().data(), n);
-        for (int l = 0; l < layers; ++l) {
-            for (int which = 0; which < 2; ++which) {
-                const std::size_t offset = (static_cast<std::size_t>(l) * 2 + static_cast<std::size_t>(which)) * matrix;
-                checks.push_back(ParameterCheck { s, spec.firstLayer(s) + l, matrixName(which),
-                    metric(local.data() + offset, sum.data() + offset, matrix) });
-            }
-        }
+        for (const StageParameter& p : reference.parameters(spec))
+            checks.push_back(ParameterCheck { s, p.layer, p.name,
+                metric(local.data() + p.offset, sum.data() + p.offset, p.elements) });
     }
     return checks;
 }
@@ -150,7 +142,8 @@ void judge(CorrectnessReport& report, const std::map<int, double>& losses, const
         report.maxGradError = std::max(report.maxGradError, c.error);
         if (c.error > worstGrad || std::isnan(c.error)) {
             worstGrad = std::isnan(c.error) ? INFINITY : c.error;
-            gradFailure = "stage " + std::to_string(c.stage) + " (layer " + std::to_string(c.layer) + ") " + c.parameter
+            gradFailure = "stage " + std::to_string(c.stage)
+                + (c.layer >= 0 ? " (layer " + std::to_string(c.layer) + ") " : std::string(" ")) + c.parameter
                 + ": gradient metric " + formatNumber(c.error) + " > " + formatNumber(t.grad);
         }
     }
@@ -197,6 +190,28 @@ Reference runReference(Backend& backend, const ModelSpec& spec, const std::vecto
     Reference ref;
     for (int s = 0; s < spec.stages(); ++s)
         ref.stages.push_back(std::make_unique<StageParams>(backend, spec, s));
+    if (spec.transformer) {
+        for (int m : microbatches) {
+            const MicrobatchTokens tokens = microbatchTokens(*spec.transformer, spec.seed, m);
+            std::vector<SavedActivations> saved(static_cast<std::size_t>(spec.stages()));
+            double loss = 0.0;
+            Tensor x;
+            for (std::size_t s = 0; s < ref.stages.size(); ++s) {
+                StageParams& p = *ref.stages[s];
+                x = p.transformer()->forward(0, p.weights().data(), p.gradients().data(), std::move(x), tokens,
+                    saved[s], &loss);
+            }
+            Tensor grad;
+            for (std::size_t s = ref.stages.size(); s-- > 0;) {
+                StageParams& p = *ref.stages[s];
+                grad = p.transformer()->backward(
+                    0, p.weights().data(), p.gradients().data(), saved[s], std::move(grad), tokens);
+            }
+            backend.synchronize();
+            ref.losses[m] = loss;
+        }
+        return ref;
+    }
     const StageMath math(backend, spec);
     const auto t = static_cast<std::size_t>(spec.tokens);
     const auto h = static_cast<std::size_t>(spec.hidden);

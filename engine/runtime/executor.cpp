@@ -128,6 +128,16 @@ void RankExecutor::buildStages()
 void RankExecutor::buildData()
 {
     const int last = m_schedule.stages - 1;
+    if (m_spec.transformer) {
+        for (const Action& a : m_schedule.order[static_cast<std::size_t>(m_rank)])
+            for (int i = 0; i < a.size(); ++i) {
+                const Op& op = a.at(i);
+                if ((op.stage == 0 || op.stage == last) && !m_tokens.count(op.microbatch))
+                    m_tokens.emplace(op.microbatch,
+                        microbatchTokens(*m_spec.transformer, m_spec.seed, modelMicrobatch(op.microbatch)));
+            }
+        return;
+    }
     const std::size_t h = static_cast<std::size_t>(m_spec.hidden);
     const std::size_t t = static_cast<std::size_t>(m_spec.tokens);
     for (const Action& a : m_schedule.order[static_cast<std::size_t>(m_rank)]) {
@@ -235,6 +245,8 @@ Tensor RankExecutor::fetchInput(int position, const Op& op, ActionRecord& record
     if (op.kind == OpKind::W || (isBackward(op.kind) && op.stage == m_schedule.stages - 1))
         return {};
     if (op.kind == OpKind::F && op.stage == 0) {
+        if (m_spec.transformer)
+            return {}; // the embedding reads the microbatch's token ids
         const Tensor& source = m_inputs.at(op.microbatch);
         Tensor x(m_backend, source.rows(), source.cols(), MemoryCategory::Communication);
         m_backend.copyDeviceToDevice(0, x.data(), source.data(), source.bytes());
@@ -300,6 +312,25 @@ Tensor RankExecutor::runOp(Lane lane, const Op& op, Tensor input, SavedActivatio
 {
     const StageParams& params = *m_params.at(op.stage);
     const bool last = op.stage == m_schedule.stages - 1;
+    if (const TransformerStage* stage = params.transformer()) {
+        static const MicrobatchTokens kNone;
+        const auto it = m_tokens.find(op.microbatch);
+        const MicrobatchTokens& tokens = it == m_tokens.end() ? kNone : it->second;
+        void* w = params.weights().data();
+        void* g = params.gradients().data();
+        switch (op.kind) {
+        case OpKind::F:
+            return stage->forward(lane, w, g, std::move(input), tokens, saved, &loss);
+        case OpKind::I:
+            return stage->inputGrad(lane, w, g, saved, std::move(input), tokens);
+        case OpKind::W:
+            stage->weightGrad(lane, w, g, saved, tokens);
+            return {};
+        case OpKind::B:
+            return stage->backward(lane, w, g, saved, std::move(input), tokens);
+        }
+        return {};
+    }
     switch (op.kind) {
     case OpKind::F: {
         const Tensor* target = last ? &m_targets.at(op.microbatch) : nullptr;

@@ -17,6 +17,7 @@
 #include "schedule/schedule.h"
 #include "sim/costmodel.h"
 #include "stagemath.h"
+#include "transformerstage.h"
 
 #include <chrono>
 #include <cstdint>
@@ -164,6 +165,9 @@ private:
     std::map<int, std::unique_ptr<StageParams>> m_params;
     std::map<int, Tensor> m_inputs; ///< by microbatch: inputs of stage 0 run here (Data)
     std::map<int, Tensor> m_targets; ///< by microbatch: targets of the last stage run here (Data)
+    /// A transformer: by microbatch, the token ids and labels of those whose first or last stage runs here
+    /// (host memory, not counted)
+    std::map<int, MicrobatchTokens> m_tokens;
     std::map<std::pair<int, int>, SavedActivations> m_saved; ///< by (stage, microbatch)
     std::map<int, Tensor> m_local; ///< in-memory handovers by message key
     std::vector<Incoming> m_plan; ///< the receives of a step in the order they are needed

@@ -1,5 +1,7 @@
 #include "model.h"
 
+#include "transformerstage.h"
+
 #include <cmath>
 #include <numeric>
 
@@ -38,6 +40,12 @@ std::size_t toSize(int n)
 
 } // namespace
 
+std::vector<float> seededUniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t index, std::size_t n,
+    double bound)
+{
+    return uniformValues(seed, static_cast<Stream>(stream), index, n, bound);
+}
+
 int ModelSpec::totalLayers() const
 {
     return std::accumulate(partition.begin(), partition.end(), 0);
@@ -70,6 +78,19 @@ std::vector<float> microbatchTarget(const ModelSpec& spec, int microbatch)
 StageParams::StageParams(Backend& backend, const ModelSpec& spec, int stage)
     : m_stage(stage)
 {
+    if (spec.transformer) {
+        m_transformer = std::make_unique<TransformerStage>(backend, *spec.transformer, spec.gating,
+            spec.firstLayer(stage), spec.layersOf(stage), stage == 0, stage == spec.stages() - 1);
+        const std::size_t n = m_transformer->parameterElements();
+        if (n == 0)
+            return;
+        m_weights = Tensor(backend, 1, n, MemoryCategory::Parameter);
+        m_gradients = Tensor(backend, 1, n, MemoryCategory::Gradient);
+        backend.uploadFloats(0, m_weights.data(), m_transformer->initialWeights(spec.seed).data(), n);
+        zeroGradients(backend);
+        backend.synchronize();
+        return;
+    }
     const int layers = spec.layersOf(stage);
     const std::size_t matrix = toSize(spec.hidden) * toSize(spec.ffn);
     if (layers == 0)
@@ -89,6 +110,22 @@ StageParams::StageParams(Backend& backend, const ModelSpec& spec, int stage)
     }
     zeroGradients(backend);
     backend.synchronize();
+}
+
+StageParams::~StageParams() = default;
+
+std::vector<StageParameter> StageParams::parameters(const ModelSpec& spec) const
+{
+    if (m_transformer)
+        return m_transformer->parameters();
+    std::vector<StageParameter> result;
+    const std::size_t matrix = toSize(spec.hidden) * toSize(spec.ffn);
+    for (int l = 0; l < layerCount(); ++l) {
+        const int global = spec.firstLayer(m_stage) + l;
+        result.push_back({ "w1", global, toSize(l) * 2 * matrix, matrix });
+        result.push_back({ "w2", global, toSize(l) * 2 * matrix + matrix, matrix });
+    }
+    return result;
 }
 
 void StageParams::zeroGradients(Backend& backend)

@@ -10,6 +10,8 @@ constexpr auto kYes = Transpose::Yes;
 std::size_t SavedActivations::bytes() const
 {
     std::size_t total = lossGrad.bytes();
+    for (const auto& b : blocks)
+        total += b.bytes();
     for (const auto& l : layers)
         total += l.x.bytes() + l.h.bytes() + l.a.bytes() + l.dh.bytes() + l.dy.bytes();
     return total;

@@ -6,6 +6,7 @@
 //
 // Per layer, T = tokens: X (T×h) → H = X·W1ᵀ (T×f) → A = GELU(H) (T×f) → Y = A·W2ᵀ (T×h).
 // Backward from dY (T×h): dW2 += dYᵀ·A, dA = dY·W2, dH = dA ⊙ GELU'(H), dW1 += dHᵀ·X, dX = dH·W1.
+#include "layers/common.h"
 #include "model.h"
 
 namespace dps::runtime {
@@ -23,6 +24,7 @@ struct LayerSaved {
 struct SavedActivations {
     std::vector<LayerSaved> layers;
     Tensor lossGrad; ///< last stage: dL/dY of the final output (T×h), from F until I or B
+    std::vector<layers::Saved> blocks; ///< a transformer stage: what each of its blocks keeps (transformerstage.h)
     bool inputGradDone = false; ///< I ran; W still due
     /// Bytes of everything kept.
     std::size_t bytes() const;

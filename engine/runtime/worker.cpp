@@ -224,6 +224,14 @@ ModelSpec modelSpec(const Project& project, const Variant& variant)
     spec.tokens = microbatchSizeOf(project, variant) * project.model.seqLen;
     spec.partition = effectivePartition(project, variant);
     spec.seed = project.seed;
+    if (project.model.kind == ModelKind::Transformer) {
+        spec.transformer = transformerOf(project.model, microbatchSizeOf(project, variant));
+        // The model library does not record the router's gating: DeepSeek's presets use DeepSeek-V3's (sigmoid,
+        // normalised over the top-k, × 2.5), every other MoE Mixtral's (softmax over the top-k). docs/layers.md.
+        spec.gating = project.model.preset.rfind("deepseek", 0) == 0 ? layers::MoeGating::deepSeekV3()
+                                                                      : layers::MoeGating::mixtral();
+        return spec;
+    }
     if (spec.hidden < 1 || spec.ffn < 1 || spec.tokens < 1)
         throw FormatError("model: hidden, ffn, seq_len and microbatch_size must be positive");
     return spec;
@@ -247,6 +255,10 @@ void loadProject(const WorkerOptions& options, int worldSize, WorkerPlatform& pl
     s.computeDtype = s.choice.backend == "cpu" ? DType::FP32 : s.project.model.dtype;
     if (bf16 && s.choice.backend == "cpu")
         s.warnings.push_back("the project asks for bf16: the CPU backend computes in fp32");
+    if (s.spec.transformer && recomputeOf(s.project, s.variant) != model::Recompute::None)
+        s.warnings.push_back(std::string("the project asks for recompute \"")
+            + std::string(model::recomputeName(recomputeOf(s.project, s.variant)))
+            + "\": the engine keeps every activation (no recompute), so it holds more than the prediction");
     if (s.replicas > 1 && s.choice.backend != "cpu")
         throw RuntimeError("variant " + s.variant.name + ": dp " + std::to_string(s.replicas)
             + ": data-parallel replicas run on the cpu backend only so far (--backend cpu)");

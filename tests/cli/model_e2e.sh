@@ -301,10 +301,24 @@ assert p["cluster"]["device"] == "cpu", p["cluster"]
 ' "$WORK/tiny.dpstudio.json"
 expect 0 "simulate a tiny project" -- "$DPS" simulate "$WORK/tiny.dpstudio.json"
 contains "$WORK/out" "deepseek-v3/tiny on cpu" "the model line names the scaled preset"
-expect 1 "run refuses a transformer project" -- "$DPS" run "$WORK/tiny.dpstudio.json" -o "$WORK/m.json" --steps 1
-contains "$WORK/err" "model.kind: the engine runs block models (Linear–GELU–Linear) only; this project's model is a transformer (deepseek-v3/tiny)" \
-    "run names the model kind"
-[ -e "$WORK/m.json" ] && fail "run of a transformer project wrote a measured file"
+expect 1 "run refuses expert parallelism (not run yet)" -- "$DPS" run "$WORK/tiny.dpstudio.json" -o "$WORK/m.json" --steps 1
+contains "$WORK/err" "model.moe.ep: 2: the engine runs every expert on each replica so far" "run names model.moe.ep"
+[ -e "$WORK/m.json" ] && fail "a refused run wrote a measured file"
+# A tiny dense transformer runs for real: DualPipeV on 2 ranks, correctness against the reference.
+expect 0 "init tiny llama3-8b" -- "$DPS" init -o "$WORK/llama.dpstudio.json" --model llama3-8b --scale tiny \
+    --schedule dualpipev --ranks 2 --microbatches 6
+if "$DPS" devices --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["mpirun"]["path"] and d["worker"]["path"] else 1)'; then
+    expect 0 "run tiny llama3-8b" -- "$DPS" run "$WORK/llama.dpstudio.json" -o "$WORK/llama.json" --steps 2 --backend cpu
+    check "the tiny transformer run passed correctness, activations as predicted" '
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["correctness"]["passed"], m["correctness"]
+assert m["correctness"]["max_grad_error"] < 1e-10, m["correctness"]
+' "$WORK/llama.json"
+    contains "$WORK/out" "rank 0 peak activations" "the run report compares activations"
+else
+    echo "skipped: the tiny transformer run (no mpirun or worker)"
+fi
 expect 2 "--scale without --model" -- "$DPS" init -o "$WORK/x.dpstudio.json" --scale tiny
 expect 2 "--scale huge" -- "$DPS" init -o "$WORK/x.dpstudio.json" --model llama3-8b --scale huge
 expect 2 "full scale still needs --device" -- "$DPS" init -o "$WORK/x.dpstudio.json" --model llama3-8b

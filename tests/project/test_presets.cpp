@@ -237,8 +237,8 @@ TEST(ScaledPresets, TinyDeepSeekV3KeepsItsStructure)
     EXPECT_EQ(t.moe.dispatchBytes, 4);
     EXPECT_EQ(t.vocab, 256);
     EXPECT_FALSE(t.tiedEmbeddings);
-    EXPECT_EQ(m.recompute, full.model.recompute);
-    EXPECT_EQ(tiny.training.momentBytes, full.training.momentBytes);
+    EXPECT_EQ(m.recompute, model::Recompute::None); // what the CPU engine runs
+    EXPECT_FALSE(tiny.training.present); // no optimizer state: the engine holds weights and gradients only
     EXPECT_NO_THROW(model::check(transformerOf(m)));
 }
 

@@ -1,0 +1,542 @@
+#include "runtime/layers/attention.h"
+
+#include "runtime/layers/rmsnorm.h"
+#include "runtime/layers/rope.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dps::runtime::layers {
+
+namespace {
+
+constexpr auto kAct = MemoryCategory::Activation;
+constexpr auto kWork = MemoryCategory::Workspace;
+
+std::size_t z(int v)
+{
+    return static_cast<std::size_t>(v);
+}
+
+void requirePositive(int value, const std::string& what)
+{
+    if (value < 1)
+        throw RuntimeError(what + " must be at least 1, got " + std::to_string(value));
+}
+
+void zero(Backend& backend, Tensor& t)
+{
+    if (!t.empty())
+        backend.setZero(0, t.data(), t.bytes());
+}
+
+// GQA slots: kept from F until I (or B) ...
+enum GqaSlot : std::size_t { gX, gXn, gQh, gKh, gVh, gP, gCtx, gDq, gDk, gDv, gDy };
+// ... and MLA's.
+enum MlaSlot : std::size_t { mX, mXn, mCq, mCqn, mCkv, mCkvn, mQh, mKh, mVh, mP, mCtx, mDcq, mDkva, mDq, mDkv, mDy };
+
+} // namespace
+
+AttentionConfig AttentionConfig::of(const model::Transformer& m)
+{
+    model::check(m);
+    AttentionConfig c;
+    c.hidden = m.hidden;
+    c.heads = m.heads;
+    c.kvHeads = m.attention == model::Attention::MLA ? m.heads : m.kvHeads;
+    c.headDim = m.headDim > 0 ? m.headDim : m.hidden / m.heads;
+    c.mla = m.mla;
+    c.batch = m.microbatchSize;
+    c.seqLen = m.seqLen;
+    return c;
+}
+
+// ---------------------------------------------------------------------------------------------------------- GQA
+
+GqaAttention::GqaAttention(Backend& backend, const AttentionConfig& config)
+    : m_backend(backend)
+    , m_c(config)
+{
+    requireHostFp32(backend, "gqa attention");
+    requirePositive(m_c.hidden, "gqa attention: hidden");
+    requirePositive(m_c.heads, "gqa attention: heads");
+    requirePositive(m_c.kvHeads, "gqa attention: kv heads");
+    requirePositive(m_c.headDim, "gqa attention: head size");
+    requirePositive(m_c.batch, "gqa attention: batch");
+    requirePositive(m_c.seqLen, "gqa attention: sequence length");
+    if (m_c.heads % m_c.kvHeads != 0)
+        throw RuntimeError("gqa attention: kv heads " + std::to_string(m_c.kvHeads) + " do not divide heads "
+            + std::to_string(m_c.heads));
+    if (m_c.headDim % 2 != 0)
+        throw RuntimeError("gqa attention: head size " + std::to_string(m_c.headDim) + " is odd (rotary pairs)");
+    m_core = CoreShape { m_c.batch, m_c.seqLen, m_c.heads, m_c.kvHeads, m_c.headDim, m_c.headDim,
+        static_cast<float>(1.0 / std::sqrt(static_cast<double>(m_c.headDim))) };
+}
+
+std::vector<ParamShape> GqaAttention::parameterShapes() const
+{
+    const std::size_t h = z(m_c.hidden);
+    const std::size_t qd = z(m_c.heads * m_c.headDim);
+    const std::size_t kvd = z(m_c.kvHeads * m_c.headDim);
+    return { { "input_layernorm", 1, h }, { "q_proj", qd, h }, { "k_proj", kvd, h }, { "v_proj", kvd, h },
+        { "o_proj", h, qd } };
+}
+
+Tensor GqaAttention::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) const
+{
+    requirePhase(sv, Phase::Empty, "gqa attention F");
+    const std::size_t t = z(m_c.tokens());
+    const std::size_t h = z(m_c.hidden);
+    const int d = m_c.headDim;
+    const std::size_t qd = z(m_c.heads * d);
+    const std::size_t kvd = z(m_c.kvHeads * d);
+    requireShape(x, t, h, "gqa attention F: input");
+    Backend& b = m_backend;
+    x.recategorize(kAct);
+    Tensor xn(b, t, h, kAct);
+    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
+    Tensor q(b, t, qd, kWork);
+    Tensor k(b, t, kvd, kWork);
+    Tensor v(b, t, kvd, kWork);
+    linearForward(b, lane, xn.data(), p[1], q.data(), t);
+    linearForward(b, lane, xn.data(), p[2], k.data(), t);
+    linearForward(b, lane, xn.data(), p[3], v.data(), t);
+    ropeApply(floats(q), t, qd, m_c.heads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, false);
+    ropeApply(floats(k), t, kvd, m_c.kvHeads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, false);
+    Tensor qh(b, z(m_c.batch * m_c.heads * m_c.seqLen), z(d), kAct);
+    Tensor kh(b, z(m_c.batch * m_c.kvHeads * m_c.seqLen), z(d), kAct);
+    Tensor vh(b, z(m_c.batch * m_c.kvHeads * m_c.seqLen), z(d), kAct);
+    gatherHeads(floats(q), { qd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.heads, d, floats(qh), d, 0);
+    gatherHeads(floats(k), { kvd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.kvHeads, d, floats(kh), d, 0);
+    gatherHeads(floats(v), { kvd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.kvHeads, d, floats(vh), d, 0);
+    q.reset();
+    k.reset();
+    v.reset();
+    Tensor probs(b, z(m_c.batch * m_c.heads * m_c.seqLen), z(m_c.seqLen), kAct);
+    Tensor ctxh(b, z(m_c.batch * m_c.heads * m_c.seqLen), z(d), kWork);
+    attentionCoreForward(b, lane, m_core, qh.data(), kh.data(), vh.data(), probs.data(), ctxh.data());
+    Tensor ctx(b, t, qd, kAct);
+    scatterHeads(floats(ctxh), m_c.batch, m_c.seqLen, m_c.heads, d, d, 0, floats(ctx), { qd, 0, z(d) }, false);
+    ctxh.reset();
+    Tensor y = copyOf(b, x, kWork);
+    linearForward(b, lane, ctx.data(), p[4], y.data(), t, 1.0f);
+    sv[gX] = std::move(x);
+    sv[gXn] = std::move(xn);
+    sv[gQh] = std::move(qh);
+    sv[gKh] = std::move(kh);
+    sv[gVh] = std::move(vh);
+    sv[gP] = std::move(probs);
+    sv[gCtx] = std::move(ctx);
+    sv.phase = Phase::AfterForward;
+    return y;
+}
+
+Tensor GqaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, bool fused) const
+{
+    requirePhase(sv, Phase::AfterForward, fused ? "gqa attention B" : "gqa attention I");
+    const std::size_t t = z(m_c.tokens());
+    const std::size_t h = z(m_c.hidden);
+    const int d = m_c.headDim;
+    const std::size_t qd = z(m_c.heads * d);
+    const std::size_t kvd = z(m_c.kvHeads * d);
+    requireShape(dy, t, h, "gqa attention backward: output gradient");
+    Backend& b = m_backend;
+    const MemoryCategory keep = fused ? kWork : kAct; // what W needs: kept after I, dropped after B's use
+    dy.recategorize(keep);
+
+    // Output projection: dctx = dy · W_O; W: dW_O += dyᵀ · ctx.
+    Tensor dctx(b, t, qd, kWork);
+    linearInputGrad(b, lane, dy.data(), p[4], dctx.data(), t);
+    if (fused) {
+        linearWeightGrad(b, lane, dy.data(), sv[gCtx].data(), p[4], t);
+        sv[gCtx].reset();
+    }
+    Tensor dctxh(b, z(m_c.batch * m_c.heads * m_c.seqLen), z(d), kWork);
+    gatherHeads(floats(dctx), { qd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.heads, d, floats(dctxh), d, 0);
+    dctx.reset();
+
+    // The core.
+    Tensor dqh(b, z(m_c.batch * m_c.heads * m_c.seqLen), z(d), kWork);
+    Tensor dkh(b, z(m_c.batch * m_c.kvHeads * m_c.seqLen), z(d), kWork);
+    Tensor dvh(b, z(m_c.batch * m_c.kvHeads * m_c.seqLen), z(d), kWork);
+    {
+        Tensor scratch(b, z(m_c.seqLen), z(m_c.seqLen), kWork);
+        attentionCoreBackward(b, lane, m_core, sv[gQh].data(), sv[gKh].data(), sv[gVh].data(), sv[gP].data(),
+            dctxh.data(), dqh.data(), dkh.data(), dvh.data(), scratch.data());
+    }
+    dctxh.reset();
+    sv[gQh].reset();
+    sv[gKh].reset();
+    sv[gVh].reset();
+    sv[gP].reset();
+
+    // Back to token-major, the rotary undone: the gradients of the projections' outputs.
+    Tensor dq(b, t, qd, keep);
+    Tensor dk(b, t, kvd, keep);
+    Tensor dv(b, t, kvd, keep);
+    scatterHeads(floats(dqh), m_c.batch, m_c.seqLen, m_c.heads, d, d, 0, floats(dq), { qd, 0, z(d) }, false);
+    scatterHeads(floats(dkh), m_c.batch, m_c.seqLen, m_c.kvHeads, d, d, 0, floats(dk), { kvd, 0, z(d) }, false);
+    scatterHeads(floats(dvh), m_c.batch, m_c.seqLen, m_c.kvHeads, d, d, 0, floats(dv), { kvd, 0, z(d) }, false);
+    dqh.reset();
+    dkh.reset();
+    dvh.reset();
+    ropeApply(floats(dq), t, qd, m_c.heads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, true);
+    ropeApply(floats(dk), t, kvd, m_c.kvHeads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, true);
+
+    // Projections: dxn = dq·W_Q + dk·W_K + dv·W_V.
+    Tensor dxn(b, t, h, kWork);
+    linearInputGrad(b, lane, dq.data(), p[1], dxn.data(), t);
+    linearInputGrad(b, lane, dk.data(), p[2], dxn.data(), t, 1.0f);
+    linearInputGrad(b, lane, dv.data(), p[3], dxn.data(), t, 1.0f);
+    if (fused) {
+        linearWeightGrad(b, lane, dq.data(), sv[gXn].data(), p[1], t);
+        linearWeightGrad(b, lane, dk.data(), sv[gXn].data(), p[2], t);
+        linearWeightGrad(b, lane, dv.data(), sv[gXn].data(), p[3], t);
+        dq.reset();
+        dk.reset();
+        dv.reset();
+        sv[gXn].reset();
+    }
+
+    // The norm and the residual: dx = dy + RMSNorm'(x)ᵀ dxn (its weights' gradient here, in I).
+    Tensor dx = copyOf(b, dy, kWork);
+    rmsNormBackward(floats(sv[gX]), h, floats(p[0].weight), floats(dxn), h, floats(dx), h, floats(p[0].grad), t, h);
+    dxn.reset();
+    sv[gX].reset();
+    if (fused) {
+        dy.reset();
+        sv.clear();
+        return dx;
+    }
+    sv[gDq] = std::move(dq);
+    sv[gDk] = std::move(dk);
+    sv[gDv] = std::move(dv);
+    sv[gDy] = std::move(dy);
+    sv.phase = Phase::AfterInputGrad;
+    return dx;
+}
+
+Tensor GqaAttention::inputGrad(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
+{
+    return backwardImpl(lane, p, sv, std::move(dy), false);
+}
+
+Tensor GqaAttention::backward(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
+{
+    return backwardImpl(lane, p, sv, std::move(dy), true);
+}
+
+void GqaAttention::weightGrad(Lane lane, const ParamSet& p, Saved& sv) const
+{
+    requirePhase(sv, Phase::AfterInputGrad, "gqa attention W");
+    const std::size_t t = z(m_c.tokens());
+    Backend& b = m_backend;
+    linearWeightGrad(b, lane, sv[gDy].data(), sv[gCtx].data(), p[4], t);
+    linearWeightGrad(b, lane, sv[gDq].data(), sv[gXn].data(), p[1], t);
+    linearWeightGrad(b, lane, sv[gDk].data(), sv[gXn].data(), p[2], t);
+    linearWeightGrad(b, lane, sv[gDv].data(), sv[gXn].data(), p[3], t);
+    sv.clear();
+}
+
+// ---------------------------------------------------------------------------------------------------------- MLA
+
+MlaAttention::MlaAttention(Backend& backend, const AttentionConfig& config)
+    : m_backend(backend)
+    , m_c(config)
+{
+    requireHostFp32(backend, "mla attention");
+    requirePositive(m_c.hidden, "mla attention: hidden");
+    requirePositive(m_c.heads, "mla attention: heads");
+    requirePositive(m_c.batch, "mla attention: batch");
+    requirePositive(m_c.seqLen, "mla attention: sequence length");
+    requirePositive(m_c.mla.kvLoraRank, "mla attention: kv_lora_rank");
+    requirePositive(m_c.mla.qkNopeHeadDim, "mla attention: qk_nope_head_dim");
+    requirePositive(m_c.mla.qkRopeHeadDim, "mla attention: qk_rope_head_dim");
+    requirePositive(m_c.mla.vHeadDim, "mla attention: v_head_dim");
+    if (m_c.mla.qLoraRank < 0)
+        throw RuntimeError("mla attention: q_lora_rank must not be negative, got " + std::to_string(m_c.mla.qLoraRank));
+    if (m_c.mla.qkRopeHeadDim % 2 != 0)
+        throw RuntimeError(
+            "mla attention: qk_rope_head_dim " + std::to_string(m_c.mla.qkRopeHeadDim) + " is odd (rotary pairs)");
+    const int dk = m_c.mla.qkNopeHeadDim + m_c.mla.qkRopeHeadDim;
+    // DeepSeek-V2 §2.1.3: the scores are scaled by 1/√(d_n + d_r) (without DeepSeek-V3's YaRN mscale).
+    m_core = CoreShape { m_c.batch, m_c.seqLen, m_c.heads, m_c.heads, dk, m_c.mla.vHeadDim,
+        static_cast<float>(1.0 / std::sqrt(static_cast<double>(dk))) };
+    std::size_t i = 1;
+    if (lowRankQuery()) {
+        m_qa = i++;
+        m_qaNorm = i++;
+    }
+    m_q = i++;
+    m_kva = i++;
+    m_kvaNorm = i++;
+    m_kvb = i++;
+    m_o = i++;
+}
+
+std::vector<ParamShape> MlaAttention::parameterShapes() const
+{
+    const std::size_t h = z(m_c.hidden);
+    const std::size_t nh = z(m_c.heads);
+    const std::size_t ql = z(m_c.mla.qLoraRank);
+    const std::size_t kvl = z(m_c.mla.kvLoraRank);
+    const std::size_t dn = z(m_c.mla.qkNopeHeadDim);
+    const std::size_t dr = z(m_c.mla.qkRopeHeadDim);
+    const std::size_t dv = z(m_c.mla.vHeadDim);
+    std::vector<ParamShape> shapes { { "input_layernorm", 1, h } };
+    if (lowRankQuery()) {
+        shapes.push_back({ "q_a_proj", ql, h });
+        shapes.push_back({ "q_a_layernorm", 1, ql });
+        shapes.push_back({ "q_b_proj", nh * (dn + dr), ql });
+    } else {
+        shapes.push_back({ "q_proj", nh * (dn + dr), h });
+    }
+    shapes.push_back({ "kv_a_proj_with_mqa", kvl + dr, h });
+    shapes.push_back({ "kv_a_layernorm", 1, kvl });
+    shapes.push_back({ "kv_b_proj", nh * (dn + dv), kvl });
+    shapes.push_back({ "o_proj", h, nh * dv });
+    return shapes;
+}
+
+Tensor MlaAttention::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) const
+{
+    requirePhase(sv, Phase::Empty, "mla attention F");
+    const std::size_t t = z(m_c.tokens());
+    const std::size_t h = z(m_c.hidden);
+    const int nh = m_c.heads;
+    const std::size_t ql = z(m_c.mla.qLoraRank);
+    const std::size_t kvl = z(m_c.mla.kvLoraRank);
+    const int dn = m_c.mla.qkNopeHeadDim;
+    const int dr = m_c.mla.qkRopeHeadDim;
+    const int dv = m_c.mla.vHeadDim;
+    const int dk = dn + dr;
+    const std::size_t qDim = z(nh * dk);
+    const std::size_t kvDim = z(nh * (dn + dv));
+    const std::size_t kvaDim = kvl + z(dr);
+    const std::size_t headRows = z(m_c.batch * nh * m_c.seqLen);
+    requireShape(x, t, h, "mla attention F: input");
+    Backend& b = m_backend;
+    x.recategorize(kAct);
+    Tensor xn(b, t, h, kAct);
+    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
+
+    // Query: q = RMSNorm(xn·W^DQᵀ)·W^UQᵀ (DeepSeek-V2 eq. 12-13), or xn·W^Qᵀ.
+    Tensor cq;
+    Tensor cqn;
+    Tensor q(b, t, qDim, kWork);
+    if (lowRankQuery()) {
+        cq = Tensor(b, t, ql, kAct);
+        cqn = Tensor(b, t, ql, kAct);
+        linearForward(b, lane, xn.data(), p[m_qa], cq.data(), t);
+        rmsNormForward(floats(cq), ql, floats(p[m_qaNorm].weight), floats(cqn), ql, t, ql);
+        linearForward(b, lane, cqn.data(), p[m_q], q.data(), t);
+    } else {
+        linearForward(b, lane, xn.data(), p[m_q], q.data(), t);
+    }
+    // Key-value latent and the shared rotary key: [c_kv, k_R] = xn·W^DKVᵀ (eq. 9, 15); k, v = RMSNorm(c_kv)·W^UKVᵀ.
+    Tensor kva(b, t, kvaDim, kWork);
+    linearForward(b, lane, xn.data(), p[m_kva], kva.data(), t);
+    Tensor ckv(b, t, kvl, kAct);
+    for (std::size_t r = 0; r < t; ++r)
+        std::copy_n(floats(kva) + r * kvaDim, kvl, floats(ckv) + r * kvl);
+    Tensor ckvn(b, t, kvl, kAct);
+    rmsNormForward(floats(ckv), kvl, floats(p[m_kvaNorm].weight), floats(ckvn), kvl, t, kvl);
+    Tensor kv(b, t, kvDim, kWork);
+    linearForward(b, lane, ckvn.data(), p[m_kvb], kv.data(), t);
+    // Rotary on the decoupled dimensions only (eq. 14-15): each head's last d_r query columns, the shared key.
+    ropeApply(floats(q), t, qDim, nh, z(dk), z(dn), dr, m_c.seqLen, m_c.ropeBase, false);
+    ropeApply(floats(kva), t, kvaDim, 1, 0, kvl, dr, m_c.seqLen, m_c.ropeBase, false);
+
+    // Per head: Q = [q_nope, q_rope], K = [k_nope, k_R shared], V (eq. 16-18).
+    Tensor qh(b, headRows, z(dk), kAct);
+    Tensor kh(b, headRows, z(dk), kAct);
+    Tensor vh(b, headRows, z(dv), kAct);
+    gatherHeads(floats(q), { qDim, 0, z(dk) }, m_c.batch, m_c.seqLen, nh, dk, floats(qh), dk, 0);
+    gatherHeads(floats(kv), { kvDim, 0, z(dn + dv) }, m_c.batch, m_c.seqLen, nh, dn, floats(kh), dk, 0);
+    gatherHeads(floats(kva), { kvaDim, kvl, 0 }, m_c.batch, m_c.seqLen, nh, dr, floats(kh), dk, dn);
+    gatherHeads(floats(kv), { kvDim, z(dn), z(dn + dv) }, m_c.batch, m_c.seqLen, nh, dv, floats(vh), dv, 0);
+    q.reset();
+    kva.reset();
+    kv.reset();
+
+    Tensor probs(b, headRows, z(m_c.seqLen), kAct);
+    Tensor ctxh(b, headRows, z(dv), kWork);
+    attentionCoreForward(b, lane, m_core, qh.data(), kh.data(), vh.data(), probs.data(), ctxh.data());
+    Tensor ctx(b, t, z(nh * dv), kAct);
+    scatterHeads(floats(ctxh), m_c.batch, m_c.seqLen, nh, dv, dv, 0, floats(ctx), { z(nh * dv), 0, z(dv) }, false);
+    ctxh.reset();
+    Tensor y = copyOf(b, x, kWork);
+    linearForward(b, lane, ctx.data(), p[m_o], y.data(), t, 1.0f);
+
+    sv[mX] = std::move(x);
+    sv[mXn] = std::move(xn);
+    sv[mCq] = std::move(cq);
+    sv[mCqn] = std::move(cqn);
+    sv[mCkv] = std::move(ckv);
+    sv[mCkvn] = std::move(ckvn);
+    sv[mQh] = std::move(qh);
+    sv[mKh] = std::move(kh);
+    sv[mVh] = std::move(vh);
+    sv[mP] = std::move(probs);
+    sv[mCtx] = std::move(ctx);
+    sv.phase = Phase::AfterForward;
+    return y;
+}
+
+Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, bool fused) const
+{
+    requirePhase(sv, Phase::AfterForward, fused ? "mla attention B" : "mla attention I");
+    const std::size_t t = z(m_c.tokens());
+    const std::size_t h = z(m_c.hidden);
+    const int nh = m_c.heads;
+    const std::size_t ql = z(m_c.mla.qLoraRank);
+    const std::size_t kvl = z(m_c.mla.kvLoraRank);
+    const int dn = m_c.mla.qkNopeHeadDim;
+    const int dr = m_c.mla.qkRopeHeadDim;
+    const int dv = m_c.mla.vHeadDim;
+    const int dk = dn + dr;
+    const std::size_t qDim = z(nh * dk);
+    const std::size_t kvDim = z(nh * (dn + dv));
+    const std::size_t kvaDim = kvl + z(dr);
+    const std::size_t headRows = z(m_c.batch * nh * m_c.seqLen);
+    requireShape(dy, t, h, "mla attention backward: output gradient");
+    Backend& b = m_backend;
+    const MemoryCategory keep = fused ? kWork : kAct;
+    dy.recategorize(keep);
+
+    Tensor dctx(b, t, z(nh * dv), kWork);
+    linearInputGrad(b, lane, dy.data(), p[m_o], dctx.data(), t);
+    if (fused) {
+        linearWeightGrad(b, lane, dy.data(), sv[mCtx].data(), p[m_o], t);
+        sv[mCtx].reset();
+    }
+    Tensor dctxh(b, headRows, z(dv), kWork);
+    gatherHeads(floats(dctx), { z(nh * dv), 0, z(dv) }, m_c.batch, m_c.seqLen, nh, dv, floats(dctxh), dv, 0);
+    dctx.reset();
+
+    Tensor dqh(b, headRows, z(dk), kWork);
+    Tensor dkh(b, headRows, z(dk), kWork);
+    Tensor dvh(b, headRows, z(dv), kWork);
+    {
+        Tensor scratch(b, z(m_c.seqLen), z(m_c.seqLen), kWork);
+        attentionCoreBackward(b, lane, m_core, sv[mQh].data(), sv[mKh].data(), sv[mVh].data(), sv[mP].data(),
+            dctxh.data(), dqh.data(), dkh.data(), dvh.data(), scratch.data());
+    }
+    dctxh.reset();
+    sv[mQh].reset();
+    sv[mKh].reset();
+    sv[mVh].reset();
+    sv[mP].reset();
+
+    // The gradients of q (q_b_proj's or q_proj's output), of kv (kv_b_proj's) and of [c_kv, k_R] (kv_a's).
+    Tensor dq(b, t, qDim, keep);
+    scatterHeads(floats(dqh), m_c.batch, m_c.seqLen, nh, dk, dk, 0, floats(dq), { qDim, 0, z(dk) }, false);
+    ropeApply(floats(dq), t, qDim, nh, z(dk), z(dn), dr, m_c.seqLen, m_c.ropeBase, true);
+    Tensor dkv(b, t, kvDim, keep);
+    scatterHeads(floats(dkh), m_c.batch, m_c.seqLen, nh, dn, dk, 0, floats(dkv), { kvDim, 0, z(dn + dv) }, false);
+    scatterHeads(floats(dvh), m_c.batch, m_c.seqLen, nh, dv, dv, 0, floats(dkv), { kvDim, z(dn), z(dn + dv) }, false);
+    Tensor dkva(b, t, kvaDim, keep);
+    zero(b, dkva);
+    scatterHeads(floats(dkh), m_c.batch, m_c.seqLen, nh, dr, dk, dn, floats(dkva), { kvaDim, kvl, 0 }, true);
+    ropeApply(floats(dkva), t, kvaDim, 1, 0, kvl, dr, m_c.seqLen, m_c.ropeBase, true);
+    dqh.reset();
+    dkh.reset();
+    dvh.reset();
+
+    // kv_b_proj, then kv_a_layernorm into the c_kv columns of d[c_kv, k_R].
+    {
+        Tensor dckvn(b, t, kvl, kWork);
+        linearInputGrad(b, lane, dkv.data(), p[m_kvb], dckvn.data(), t);
+        if (fused) {
+            linearWeightGrad(b, lane, dkv.data(), sv[mCkvn].data(), p[m_kvb], t);
+            dkv.reset();
+            sv[mCkvn].reset();
+        }
+        rmsNormBackward(floats(sv[mCkv]), kvl, floats(p[m_kvaNorm].weight), floats(dckvn), kvl, floats(dkva), kvaDim,
+            floats(p[m_kvaNorm].grad), t, kvl);
+        sv[mCkv].reset();
+    }
+    Tensor dxn(b, t, h, kWork);
+    linearInputGrad(b, lane, dkva.data(), p[m_kva], dxn.data(), t);
+    if (fused) {
+        linearWeightGrad(b, lane, dkva.data(), sv[mXn].data(), p[m_kva], t);
+        dkva.reset();
+    }
+
+    // The query path.
+    Tensor dcq;
+    if (lowRankQuery()) {
+        Tensor dcqn(b, t, ql, kWork);
+        linearInputGrad(b, lane, dq.data(), p[m_q], dcqn.data(), t);
+        if (fused) {
+            linearWeightGrad(b, lane, dq.data(), sv[mCqn].data(), p[m_q], t);
+            dq.reset();
+            sv[mCqn].reset();
+        }
+        dcq = Tensor(b, t, ql, keep);
+        zero(b, dcq);
+        rmsNormBackward(floats(sv[mCq]), ql, floats(p[m_qaNorm].weight), floats(dcqn), ql, floats(dcq), ql,
+            floats(p[m_qaNorm].grad), t, ql);
+        dcqn.reset();
+        sv[mCq].reset();
+        linearInputGrad(b, lane, dcq.data(), p[m_qa], dxn.data(), t, 1.0f);
+        if (fused) {
+            linearWeightGrad(b, lane, dcq.data(), sv[mXn].data(), p[m_qa], t);
+            dcq.reset();
+        }
+    } else {
+        linearInputGrad(b, lane, dq.data(), p[m_q], dxn.data(), t, 1.0f);
+        if (fused) {
+            linearWeightGrad(b, lane, dq.data(), sv[mXn].data(), p[m_q], t);
+            dq.reset();
+        }
+    }
+    if (fused)
+        sv[mXn].reset();
+
+    Tensor dx = copyOf(b, dy, kWork);
+    rmsNormBackward(floats(sv[mX]), h, floats(p[0].weight), floats(dxn), h, floats(dx), h, floats(p[0].grad), t, h);
+    dxn.reset();
+    sv[mX].reset();
+    if (fused) {
+        dy.reset();
+        sv.clear();
+        return dx;
+    }
+    sv[mDcq] = std::move(dcq);
+    sv[mDkva] = std::move(dkva);
+    sv[mDq] = std::move(dq);
+    sv[mDkv] = std::move(dkv);
+    sv[mDy] = std::move(dy);
+    sv.phase = Phase::AfterInputGrad;
+    return dx;
+}
+
+Tensor MlaAttention::inputGrad(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
+{
+    return backwardImpl(lane, p, sv, std::move(dy), false);
+}
+
+Tensor MlaAttention::backward(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
+{
+    return backwardImpl(lane, p, sv, std::move(dy), true);
+}
+
+void MlaAttention::weightGrad(Lane lane, const ParamSet& p, Saved& sv) const
+{
+    requirePhase(sv, Phase::AfterInputGrad, "mla attention W");
+    const std::size_t t = z(m_c.tokens());
+    Backend& b = m_backend;
+    linearWeightGrad(b, lane, sv[mDy].data(), sv[mCtx].data(), p[m_o], t);
+    linearWeightGrad(b, lane, sv[mDkv].data(), sv[mCkvn].data(), p[m_kvb], t);
+    linearWeightGrad(b, lane, sv[mDkva].data(), sv[mXn].data(), p[m_kva], t);
+    if (lowRankQuery()) {
+        linearWeightGrad(b, lane, sv[mDq].data(), sv[mCqn].data(), p[m_q], t);
+        linearWeightGrad(b, lane, sv[mDcq].data(), sv[mXn].data(), p[m_qa], t);
+    } else {
+        linearWeightGrad(b, lane, sv[mDq].data(), sv[mXn].data(), p[m_q], t);
+    }
+    sv.clear();
+}
+
+} // namespace dps::runtime::layers

@@ -1,0 +1,176 @@
+#pragma once
+// Shared pieces of the transformer and MoE layers (docs/layers.md): parameter shapes and their views into a
+// stage's contiguous weight and gradient buffers, the tensors a layer keeps between its actions, the interface
+// every layer kind implements (F, I and W apart, and B fused), and the linear layer's three GEMMs.
+//
+// Conventions: fp32, row-major; activations are T × width with T = batch × seqLen tokens, token t at position
+// t mod seqLen of its sequence. Weights are stored as PyTorch stores a Linear(in → out): out × in, so a linear
+// layer is y = x·Wᵀ. The GEMMs go through Backend::gemm; the elementwise kernels (norms, rotary, softmax, SiLU,
+// routing) are host loops, so the layers need a host-accessible fp32 backend (the CPU backend) for now.
+#include "runtime/backend.h"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace dps::runtime::layers {
+
+/// One weight matrix of a layer: rows × cols elements (a vector is 1 × n).
+struct ParamShape {
+    std::string name; ///< as in the reference implementation ("q_proj", "experts.3.down_proj")
+    std::size_t rows = 0;
+    std::size_t cols = 0;
+    std::size_t elements() const { return rows * cols; }
+};
+
+/// Elements of all `shapes` together.
+std::size_t parameterElements(const std::vector<ParamShape>& shapes);
+
+/// A weight and its gradient, views into a layer's buffers.
+struct ParamView {
+    void* weight = nullptr;
+    void* grad = nullptr;
+    std::size_t rows = 0;
+    std::size_t cols = 0;
+};
+
+/// Views over the weights and gradients of one layer laid out contiguously in the order of its shapes (so a
+/// stage can hold every layer's weights in one buffer and its gradients in another, as StageParams does).
+class ParamSet {
+public:
+    ParamSet() = default;
+    /// `weights` and `grads` each hold parameterElements(shapes) elements of `elementBytes` bytes.
+    ParamSet(const std::vector<ParamShape>& shapes, void* weights, void* grads, int elementBytes);
+    /// Throws RuntimeError naming the index when it is out of range.
+    const ParamView& operator[](std::size_t i) const;
+    /// Number of parameters (weight matrices and vectors).
+    std::size_t size() const { return m_views.size(); }
+
+private:
+    std::vector<ParamView> m_views;
+};
+
+/// Weights and gradients of one layer owned on a backend (Parameter and Gradient memory); gradients start at
+/// zero, weights at zero until set. For tests and single layers; a stage binds a ParamSet over its own buffers.
+class ParamStorage {
+public:
+    /// Throws RuntimeError when the backend cannot allocate.
+    ParamStorage(Backend& backend, std::vector<ParamShape> shapes);
+    /// The views the layer's actions take.
+    const ParamSet& params() const { return m_set; }
+    /// The shapes given at construction.
+    const std::vector<ParamShape>& shapes() const { return m_shapes; }
+    /// Uploads the weights of parameter i (rows × cols floats). Throws RuntimeError on a size mismatch, naming it.
+    void setWeight(std::size_t i, const std::vector<float>& values);
+    /// The weights (or gradients) of parameter i, downloaded as rows × cols floats. Throws RuntimeError for an
+    /// index out of range.
+    std::vector<float> weight(std::size_t i) const;
+    std::vector<float> grad(std::size_t i) const;
+    /// Sets every gradient to zero (before a step's first backward).
+    void zeroGrads();
+
+private:
+    Backend& m_backend;
+    std::vector<ParamShape> m_shapes;
+    Tensor m_weights;
+    Tensor m_grads;
+    ParamSet m_set;
+};
+
+/// Where a layer's saved tensors stand between its actions.
+enum class Phase { Empty, AfterForward, AfterInputGrad };
+
+/// What one layer keeps between actions for one microbatch: Activation tensors in numbered slots (each layer
+/// kind names its slots), and host bookkeeping that the allocator does not count (the MoE routing).
+class Saved {
+public:
+    /// The tensor in `slot` (created empty on first use).
+    Tensor& operator[](std::size_t slot);
+    /// The tensor in `slot`; throws RuntimeError naming the slot when it was never made.
+    const Tensor& at(std::size_t slot) const;
+    /// Bytes of the tensors held (the activation ledger of this layer).
+    std::size_t bytes() const;
+    /// Frees everything; the phase becomes Empty.
+    void clear();
+
+    Phase phase = Phase::Empty;
+    std::vector<int> routes; ///< MoE: T × top_k routed experts per token, host memory
+    std::vector<std::vector<int>> expertRows; ///< MoE: per expert, its token-expert pairs (t · top_k + slot)
+
+private:
+    std::vector<Tensor> m_slots;
+};
+
+/// One layer kind (an attention block, a dense MLP block, an MoE block): y = x + f(RMSNorm(x)) on T × h,
+/// with its forward (F), backward for inputs (I) and backward for weights (W) apart, and B = I and W fused.
+/// F keeps what I needs, I keeps what W needs (the zero-bubble split, Qi et al. 2023), W frees it; B keeps
+/// nothing. Kept tensors are MemoryCategory::Activation, transient ones Workspace; what F and I return is
+/// Workspace (the caller recategorizes it). The norms' weight gradients are accumulated in I (and B), as the
+/// model library counts (docs/model-library.md, "Kept from I until W").
+class Layer {
+public:
+    virtual ~Layer() = default;
+    /// "gqa", "mla", "swiglu", "moe".
+    virtual std::string kind() const = 0;
+    /// The weights, in the order a ParamSet over them is laid out.
+    virtual std::vector<ParamShape> parameterShapes() const = 0;
+    /// F: consumes x (T × h), returns y (T × h) and keeps in `saved` (Empty) what I needs.
+    /// Throws RuntimeError for a shape mismatch or a saved state that is not Empty.
+    virtual Tensor forward(Lane lane, const ParamSet& p, Tensor x, Saved& saved) const = 0;
+    /// I: from dy (T × h, consumed) returns dx (T × h) and keeps what W needs. Throws RuntimeError without F.
+    virtual Tensor inputGrad(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const = 0;
+    /// W: accumulates the weight gradients from what I kept and frees it. Throws RuntimeError without I.
+    virtual void weightGrad(Lane lane, const ParamSet& p, Saved& saved) const = 0;
+    /// B: I and W at once (the same GEMMs, so the gradients equal I then W's); frees what F kept.
+    virtual Tensor backward(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const = 0;
+};
+
+/// Throws RuntimeError unless `backend` is host-accessible fp32 (what the layers' host kernels need),
+/// naming `what`.
+void requireHostFp32(const Backend& backend, const std::string& what);
+/// Throws RuntimeError naming `what` unless `saved` is in `phase`.
+void requirePhase(const Saved& saved, Phase phase, const std::string& what);
+/// Throws RuntimeError naming `what` unless `t` is rows × cols.
+void requireShape(const Tensor& t, std::size_t rows, std::size_t cols, const std::string& what);
+
+/// The float array of a tensor of a host-accessible backend.
+inline float* floats(const Tensor& t)
+{
+    return static_cast<float*>(t.data());
+}
+inline float* floats(void* p)
+{
+    return static_cast<float*>(p);
+}
+
+/// y (rows × out) = x (rows × in) · Wᵀ + beta · y: the forward of a linear layer with W out × in.
+void linearForward(
+    Backend& backend, Lane lane, const void* x, const ParamView& w, void* y, std::size_t rows, float beta = 0.0f);
+/// dx (rows × in) = dy (rows × out) · W + beta · dx: the linear layer's I.
+void linearInputGrad(
+    Backend& backend, Lane lane, const void* dy, const ParamView& w, void* dx, std::size_t rows, float beta = 0.0f);
+/// dW += dyᵀ · x: the linear layer's W (accumulates into w.grad).
+void linearWeightGrad(Backend& backend, Lane lane, const void* dy, const void* x, const ParamView& w, std::size_t rows);
+
+/// A host copy of a tensor's content into a new tensor of the same shape in `category`.
+Tensor copyOf(Backend& backend, const Tensor& t, MemoryCategory category);
+
+/// How a token-major tensor holds heads: element (token t, head j, column c) is at
+/// t·rowStride + colOffset + j·headStride + c. headStride 0 shares one head among all (MLA's rotary key).
+struct HeadLayout {
+    std::size_t rowStride = 0;
+    std::size_t colOffset = 0;
+    std::size_t headStride = 0;
+};
+
+/// Copies `width` columns of each of `heads` heads of token-major `src` into head-major `dst`
+/// (batch × heads × seqLen × dstWidth, at column dstOffset).
+void gatherHeads(const float* src, const HeadLayout& layout, int batch, int seqLen, int heads, int width, float* dst,
+    int dstWidth, int dstOffset);
+/// The reverse of gatherHeads: writes (accumulate false) or adds (true) head-major `src` columns
+/// [srcOffset, srcOffset + width) of rows srcWidth wide into token-major `dst`. With headStride 0 and
+/// accumulate, sums the heads (the gradient of a shared head).
+void scatterHeads(const float* src, int batch, int seqLen, int heads, int width, int srcWidth, int srcOffset,
+    float* dst, const HeadLayout& layout, bool accumulate);
+
+} // namespace dps::runtime::layers

@@ -1,0 +1,82 @@
+#pragma once
+// The MoE block of DeepSeekMoE (DeepSeek-V3 report §2.1.2) and Mixtral (Jiang et al. 2024, §2.1):
+// y = x + Σ_shared FFN_s(xn) + Σ_{i ∈ top-k} g_i · FFN_i(xn), xn = RMSNorm(x), every FFN a SwiGLU expert
+// (swiglu.h), the router a linear map h → E (no bias) whose affinities s are
+//  - Sigmoid (DeepSeek-V3 eq. 15): s_i = σ(u·e_i), gates g_i = s_i / Σ_{j ∈ top-k} s_j (eq. 13), times the
+//    routed scaling factor (2.5 in DeepSeek-V3's config.json);
+//  - Softmax (Mixtral eq. 1-2; DeepSeek-V2 eq. 22): s = softmax over all E, and g_i = s_i renormalised over
+//    the top-k (Mixtral, = softmax of the top-k logits) or not (DeepSeek-V2: norm_topk_prob false).
+// Top-k picks the k largest affinities; ties go to the lower expert index, so routing is deterministic and
+// the same in every process (issue 16). DeepSeek-V3's bias for load balancing (e_score_correction_bias) and its
+// node-limited routing are not implemented: the top-k is over s itself. The routing (expert per token-slot) is
+// host bookkeeping in Saved; the router's affinities are kept in fp32 (T × E), as the model library counts.
+// All experts are local here; the expert-parallel dispatch and combine come with the worker integration.
+#include "model/transformer.h"
+#include "runtime/layers/common.h"
+
+namespace dps::runtime::layers {
+
+/// The router's affinity function.
+enum class Gating { Softmax, Sigmoid };
+
+/// How the router turns logits into gates.
+struct MoeGating {
+    Gating kind = Gating::Sigmoid;
+    bool normalizeTopK = true; ///< divide the k selected affinities by their sum
+    double scale = 1.0; ///< the routed scaling factor, times every gate
+
+    /// DeepSeek-V3 (config.json: scoring_func sigmoid, norm_topk_prob true, routed_scaling_factor 2.5).
+    static MoeGating deepSeekV3() { return { Gating::Sigmoid, true, 2.5 }; }
+    /// Mixtral (softmax, then the top-k renormalised).
+    static MoeGating mixtral() { return { Gating::Softmax, true, 1.0 }; }
+};
+
+/// Sizes of an MoE block for one microbatch.
+struct MoeConfig {
+    int hidden = 0; ///< h
+    int experts = 0; ///< E routed experts
+    int topK = 0; ///< k
+    int expertFfn = 0; ///< f_e
+    int sharedExperts = 0; ///< S
+    int tokens = 0; ///< T
+    MoeGating gating;
+    /// The MoE block of `m` (its experts, top_k, expert_ffn, shared experts) with `gating` (the model library
+    /// does not carry the gating function). Throws FormatError as model::check does.
+    static MoeConfig of(const model::Transformer& m, const MoeGating& gating);
+};
+
+/// The top-k of `scores` (n values): the k indices of the largest, the lower index first among equals, in
+/// that order (largest first). Throws RuntimeError when k is outside [1, n].
+std::vector<int> topK(const float* scores, int n, int k);
+
+/// The MoE block. Parameters: post_attention_layernorm (1 × h), gate (the router, E × h), then per shared expert
+/// s: shared_experts.s.{gate_proj, up_proj, down_proj}, then per routed expert e: experts.e.{gate_proj (f_e × h),
+/// up_proj (f_e × h), down_proj (h × f_e)}.
+class MoeBlock final : public Layer {
+public:
+    /// Throws RuntimeError for sizes below 1 (shared experts may be 0), top_k above the experts, or a backend
+    /// without host-accessible fp32 memory.
+    MoeBlock(Backend& backend, const MoeConfig& config);
+
+    std::string kind() const override { return "moe"; }
+    std::vector<ParamShape> parameterShapes() const override;
+    Tensor forward(Lane lane, const ParamSet& p, Tensor x, Saved& saved) const override;
+    Tensor inputGrad(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const override;
+    void weightGrad(Lane lane, const ParamSet& p, Saved& saved) const override;
+    Tensor backward(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const override;
+
+    /// The gate of token-slot pair t·k + j, from the kept affinities and routes (after F, before I).
+    std::vector<double> gates(const Saved& saved) const;
+
+private:
+    Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const;
+    std::size_t sharedSlot(int s) const;
+    std::size_t expertSlot(int e) const;
+    std::size_t sharedParam(int s) const { return 2 + 3 * static_cast<std::size_t>(s); }
+    std::size_t expertParam(int e) const;
+
+    Backend& m_backend;
+    MoeConfig m_c;
+};
+
+} // namespace dps::runtime::layers
