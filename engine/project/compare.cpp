@@ -2,6 +2,7 @@
 
 #include "base/errors.h"
 #include "schedule/generator.h"
+#include "transformercost.h"
 
 namespace dps {
 
@@ -19,6 +20,32 @@ Variant variantForKind(const Project& project, ScheduleKind kind, const Variant&
     v.ranks = stages / perRank;
     v.microbatches = like.microbatches;
     v.layerPartition = effectivePartition(project, like);
+    return v;
+}
+
+int devicesOf(const Project& project, const Variant& variant)
+{
+    return variant.ranks * placementOf(project, variant).replicas;
+}
+
+Variant onSameDevices(const Project& project, const Variant& variant, int devices)
+{
+    const int own = devicesOf(project, variant);
+    if (own == devices)
+        return variant;
+    if (own <= 0 || devices % own != 0)
+        throw ConstraintError("compare.same-devices",
+            variant.name + ": its " + std::to_string(own) + " devices do not divide the " + std::to_string(devices)
+                + " devices compared");
+    const int k = devices / own;
+    if (variant.microbatches % k != 0)
+        throw ConstraintError("compare.same-devices",
+            variant.name + ": " + std::to_string(variant.microbatches) + " microbatches cannot be split over "
+                + std::to_string(k) + " times the data-parallel replicas at the same global batch");
+    Variant v = variant;
+    v.dp = std::max(1, variant.dp) * k;
+    v.microbatches = variant.microbatches / k;
+    v.order.reset(); // a hand-edited order is for the old microbatch count
     return v;
 }
 
@@ -55,6 +82,12 @@ VariantComparison compareVariant(const Project& project, const Variant& variant,
     row.largestIdleUs = p.largestIdleUs;
     row.p2pBytes = p.p2pBytes;
     row.closedForm = p.closedForm;
+    row.dp = p.dp;
+    row.devices = p.devices;
+    row.stepUs = p.stepUs;
+    row.tokensPerStep = p.tokensPerStep;
+    row.tokensPerSecond = p.tokensPerSecond();
+    row.tokensPerSecondPerDevice = p.tokensPerSecondPerDevice();
     return row;
 }
 

@@ -27,7 +27,23 @@ struct VariantComparison {
     double largestIdleUs = 0.0; ///< largest per-rank idle time (simulated), µs
     double p2pBytes = 0.0; ///< bytes sent between different ranks in one step
     ClosedForm closedForm; ///< the kind's closed form of the largest idle, where it has one
+    int dp = 1; ///< data-parallel replicas of the pipeline
+    int devices = 0; ///< devices of the job: ranks × max(dp, ep) (set whenever the variant can be placed)
+    double stepUs = 0.0; ///< makespan + the data-parallel all-reduce not hidden (Prediction::stepUs), µs
+    double tokensPerStep = 0.0; ///< the global batch's tokens
+    double tokensPerSecond = 0.0; ///< whole job
+    double tokensPerSecondPerDevice = 0.0;
 };
+
+/// Devices a variant's job uses: ranks × max(dp, ep) (the placement rule, transformercost.h). Throws FormatError as
+/// placementOf.
+int devicesOf(const Project& project, const Variant& variant);
+
+/// The variant on `devices` devices at the same global batch (the "same devices" comparison): with k = devices ÷
+/// devicesOf(variant), dp × k data-parallel replicas and microbatches ÷ k each; unchanged when k = 1. Throws
+/// ConstraintError (rule "compare.same-devices") naming the variant when devices is not a multiple of its
+/// devices or its microbatches are not a multiple of k.
+Variant onSameDevices(const Project& project, const Variant& variant, int devices);
 
 /// A variant named after `kind` with the ranks that give `like`'s stage count (DualPipe: ranks = stages;
 /// V shapes: stages ÷ 2; interleaved: stages ÷ its default chunks; others: stages), `like`'s microbatches

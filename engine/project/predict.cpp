@@ -1,6 +1,8 @@
 #include "predict.h"
 
 #include "base/errors.h"
+#include "dataparallel.h"
+#include "transformercost.h"
 
 #include <algorithm>
 
@@ -104,6 +106,8 @@ Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOpti
     p.timed = true;
     p.closedForm = closedFormLargestIdle(s, p.costs);
     summarize(p);
+    p.devices = s.ranks;
+    p.stepUs = p.makespanUs;
     return p;
 }
 
@@ -124,6 +128,24 @@ Prediction predict(const Project& project, const Variant& variant, const Predict
     Prediction p = predictSchedule(std::move(*schedule), std::move(costs), options);
     p.variantName = variant.name;
     p.handEdited = variant.order.has_value();
+    if (p.timed) {
+        // The step: the dp gradient all-reduce after each rank's last slot (docs/planner.md "The step time").
+        try {
+            const DataParallelAllReduce allReduce = dataParallelAllReduce(project, variant, *p.schedule, p.costs);
+            p.dp = allReduce.dp;
+            p.devices = p.schedule->ranks * placementOf(project, variant).replicas;
+            p.allReduceUsPerRank = allReduce.us;
+            for (double us : allReduce.us)
+                p.allReduceUs = std::max(p.allReduceUs, us);
+            p.stepUs = stepTimeUs(p.sim, allReduce.us);
+            p.exposedAllReduceUs = p.stepUs - p.makespanUs;
+            p.tokensPerStep = static_cast<double>(p.schedule->microbatches) * microbatchSizeOf(project, variant)
+                * project.model.seqLen * p.dp;
+        } catch (const Error& e) { // buildCostModel placed the variant already: not expected
+            p.error = e.what();
+            p.timed = false;
+        }
+    }
     return p;
 }
 

@@ -67,6 +67,20 @@ struct Prediction {
     double p2pBytes = 0.0; ///< bytes sent between different ranks in one step
     std::vector<StaticMemory> staticMemory; ///< per rank
 
+    // The training step (docs/planner.md "The step time"): set when timed. predictSchedule knows no model and no
+    // data parallelism: dp 1, devices = ranks, no all-reduce, step = makespan, tokens 0.
+    int dp = 1; ///< data-parallel replicas of the pipeline (the variant's dp)
+    int devices = 0; ///< devices of the job: ranks × max(dp, ep) (placement rule, transformercost.h)
+    double tokensPerStep = 0.0; ///< microbatches × microbatch size × seq len × dp (the global batch's tokens)
+    std::vector<double> allReduceUsPerRank; ///< per rank: its gradient all-reduce over the dp replicas, µs
+    double allReduceUs = 0.0; ///< the largest of them, µs
+    double stepUs = 0.0; ///< max(makespan, max over ranks of last slot end + all-reduce), µs
+    double exposedAllReduceUs = 0.0; ///< stepUs − makespanUs: the all-reduce not hidden by the cool-down, µs
+    /// Tokens per second of the whole job (tokensPerStep ÷ stepUs × 1e6); 0 without tokens or time.
+    double tokensPerSecond() const { return stepUs > 0.0 ? tokensPerStep / stepUs * 1e6 : 0.0; }
+    /// tokensPerSecond() ÷ devices; 0 without devices.
+    double tokensPerSecondPerDevice() const { return devices > 0 ? tokensPerSecond() / devices : 0.0; }
+
     /// Whether the schedule could be built (when not, `error` says why).
     bool built() const { return schedule.has_value(); }
     /// Built, valid and simulated without deadlock: the figures are real.

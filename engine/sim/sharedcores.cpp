@@ -174,6 +174,7 @@ public:
             RankResult& rr = result.ranks[r];
             rr.busyUs = m_rank[r].busyUs;
             rr.idleUs = makespan - rr.busyUs;
+            rr.endUs = m_rank[r].freeUs;
             idle += rr.idleUs;
             if (!rr.memory.empty()) {
                 std::size_t point = 1;

@@ -669,6 +669,7 @@ private:
             RankResult& rr = m_result.ranks[r];
             rr.busyUs = m_state[r].busyUs;
             rr.idleUs = makespan - rr.busyUs;
+            rr.endUs = m_state[r].freeUs;
             rr.peakActivationBytes = m_state[r].peakActivationBytes;
             rr.peakInflight = m_state[r].peakInflight;
             rr.peakMemoryBytes = m_engine ? m_engineRank[r].peak : rr.staticBytes + rr.peakActivationBytes;

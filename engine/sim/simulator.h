@@ -35,6 +35,7 @@ struct MemoryPoint {
 struct RankResult {
     double busyUs = 0.0;
     double idleUs = 0.0; ///< makespan − busy, idle before the first and after the last slot included
+    double endUs = 0.0; ///< end of the rank's last slot, µs (≤ makespan; where its gradient all-reduce can start)
     double p2pBytesSent = 0.0;
     double p2pBytesReceived = 0.0;
     double staticBytes = 0.0; ///< parameters + gradients + optimizer state of the stages the rank holds

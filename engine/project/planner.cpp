@@ -1,0 +1,588 @@
+#include "planner.h"
+
+#include "base/errors.h"
+#include "base/format.h"
+#include "schedule/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <tuple>
+
+// The search, its bounds and the pruning rule: docs/planner.md.
+
+namespace dps {
+
+std::vector<int> minMaxPartition(const std::vector<double>& layerCost, int stages)
+{
+    const int layers = static_cast<int>(layerCost.size());
+    if (stages < 1 || stages > layers)
+        return {};
+    const std::size_t width = static_cast<std::size_t>(layers) + 1;
+    std::vector<double> prefix(width, 0.0);
+    for (std::size_t l = 0; l < layerCost.size(); ++l)
+        prefix[l + 1] = prefix[l] + layerCost[l];
+    const auto sum = [&](int from, int to) {
+        return prefix[static_cast<std::size_t>(to)] - prefix[static_cast<std::size_t>(from)];
+    };
+    const double inf = std::numeric_limits<double>::infinity();
+    const auto at = [width](int k, int l) { return static_cast<std::size_t>(k) * width + static_cast<std::size_t>(l); };
+    // Pass 1: best[k][l], the least largest stage sum splitting the first l layers into k stages.
+    std::vector<double> best((static_cast<std::size_t>(stages) + 1) * width, inf);
+    best[0] = 0.0;
+    for (int k = 1; k <= stages; ++k)
+        for (int l = k; l <= layers - (stages - k); ++l)
+            for (int j = k - 1; j < l; ++j)
+                best[at(k, l)] = std::min(best[at(k, l)], std::max(best[at(k - 1, j)], sum(j, l)));
+    // Pass 2: among the splits whose stages all stay within that optimum, the one with the least sum of squared
+    // stage sums (the most even), the earliest cut on a tie.
+    const double cap = best[at(stages, layers)] * (1.0 + 1e-12);
+    std::vector<double> squares((static_cast<std::size_t>(stages) + 1) * width, inf);
+    std::vector<int> cut((static_cast<std::size_t>(stages) + 1) * width, 0);
+    squares[0] = 0.0;
+    for (int k = 1; k <= stages; ++k)
+        for (int l = k; l <= layers - (stages - k); ++l)
+            for (int j = k - 1; j < l; ++j) {
+                const double stage = sum(j, l);
+                if (stage > cap || squares[at(k - 1, j)] == inf)
+                    continue;
+                const double v = squares[at(k - 1, j)] + stage * stage;
+                if (v < squares[at(k, l)]) {
+                    squares[at(k, l)] = v;
+                    cut[at(k, l)] = j;
+                }
+            }
+    std::vector<int> partition(static_cast<std::size_t>(stages));
+    int l = layers;
+    for (int k = stages; k >= 1; --k) {
+        const int from = cut[at(k, l)];
+        partition[static_cast<std::size_t>(k) - 1] = l - from;
+        l = from;
+    }
+    return partition;
+}
+
+double parseMemorySize(const std::string& text, const std::string& field)
+{
+    const char* begin = text.c_str();
+    char* end = nullptr;
+    const double value = std::strtod(begin, &end);
+    const auto fail = [&]() -> double {
+        throw ConstraintError("plan.memory-limit",
+            field + ": '" + text + "' is not a memory size (bytes such as 80e9, or 80GB, 80GiB, 512MiB)");
+    };
+    if (end == begin || !std::isfinite(value) || value < 0.0)
+        return fail();
+    std::string unit(end);
+    while (!unit.empty() && unit.front() == ' ')
+        unit.erase(unit.begin());
+    static const std::pair<const char*, double> units[]
+        = { { "", 1.0 }, { "B", 1.0 }, { "kB", 1e3 }, { "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "TB", 1e12 },
+              { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 } };
+    for (const auto& [name, scale] : units)
+        if (unit == name)
+            return value * scale;
+    return fail();
+}
+
+std::vector<std::size_t> paretoFront(const std::vector<std::pair<double, double>>& points)
+{
+    std::vector<std::size_t> front;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        bool dominated = false;
+        for (std::size_t j = 0; j < points.size() && !dominated; ++j)
+            dominated = j != i && points[j].first <= points[i].first && points[j].second <= points[i].second
+                && (points[j].first < points[i].first || points[j].second < points[i].second);
+        if (!dominated)
+            front.push_back(i);
+    }
+    return front;
+}
+
+std::string planVariantName(const Variant& variant, const Project& project)
+{
+    std::string name = std::string(kindName(variant.kind)) + "-pp" + std::to_string(variant.ranks);
+    if (variant.kind == ScheduleKind::Interleaved1F1B && variant.stagesPerRank > 0)
+        name += "-v" + std::to_string(variant.stagesPerRank);
+    const int mbs = variant.microbatchSize > 0 ? variant.microbatchSize : project.model.microbatchSize;
+    name += "-dp" + std::to_string(std::max(1, variant.dp)) + "-mb" + std::to_string(variant.microbatches) + "x"
+        + std::to_string(mbs);
+    if (project.model.kind == ModelKind::Transformer)
+        name += "-" + std::string(model::recomputeName(variant.recompute.value_or(project.model.recompute)));
+    return name;
+}
+
+Project withPlanVariants(Project project, const PlanResult& result, int top)
+{
+    const std::size_t count = std::min(result.candidates.size(), static_cast<std::size_t>(std::max(0, top)));
+    for (std::size_t i = 0; i < count; ++i) {
+        Variant v = result.candidates[i].variant;
+        const std::string base = v.name;
+        for (int n = 2; project.find(v.name); ++n)
+            v.name = base + "-" + std::to_string(n);
+        if (i == 0)
+            project.activeVariant = v.name;
+        project.variants.push_back(std::move(v));
+    }
+    validateProject(project);
+    return project;
+}
+
+namespace {
+
+/// Per-layer figures of one (dp, microbatch size, recompute): layer l alone as a stage (stage 0 with the
+/// embedding, the last with the head), from buildCostModel of a GPipe variant of one layer per rank.
+struct LayerFigures {
+    std::vector<double> balance; ///< F + B of each layer (what the partition balances), µs
+    std::vector<double> work; ///< a lower bound of a rank's busy time per microbatch of the layer, plain slots, µs
+    std::vector<double> workOverlapped; ///< the same inside an overlapped F&B slot (DualPipe, DualPipeV), µs
+    std::vector<double> staticBytes; ///< parameters + gradients + optimizer state, bytes
+    std::vector<double> activationBytes; ///< kept from F until I or B for one microbatch, bytes
+    std::string error; ///< why the model cannot be costed at these sizes ("" = fine)
+};
+
+double chainCompute(const std::vector<Chunk>& chain)
+{
+    double us = 0.0;
+    for (const Chunk& c : chain)
+        if (c.lane == Chunk::Compute)
+            us += c.us;
+    return us;
+}
+
+LayerFigures layerFigures(const Project& project, int dp, int microbatchSize, std::optional<model::Recompute> recompute)
+{
+    LayerFigures f;
+    const int layers = project.model.layers;
+    Variant v;
+    v.name = "layers";
+    v.kind = ScheduleKind::GPipe;
+    v.ranks = layers;
+    v.microbatches = 1;
+    v.layerPartition.assign(static_cast<std::size_t>(layers), 1);
+    v.dp = dp;
+    v.microbatchSize = project.model.kind == ModelKind::Transformer ? microbatchSize : 0;
+    v.recompute = recompute;
+    try {
+        const CostModel costs = buildCostModel(project, v);
+        for (const StageCost& c : costs.stages) {
+            f.balance.push_back(c.forwardUs + c.backward());
+            // A rank runs a microbatch's backward as B or as I and W (zero-bubble kinds): the smaller counts.
+            const double full = c.forwardUs + std::min(c.backward(), c.inputGradUs + c.weightGradUs);
+            f.work.push_back(full);
+            // In an overlapped slot: the flat factor × (F + B) when below 1, or only the compute of the chains
+            // (their communication may hide behind the other half's compute; compute is never faster alone).
+            double overlapped = std::min(full, costs.overlapFactor * full);
+            if (!c.forwardChain.empty() || !c.backwardChain.empty())
+                overlapped = std::min(overlapped, chainCompute(c.forwardChain) + chainCompute(c.backwardChain));
+            if (c.overlapUs)
+                overlapped = 0.0; // a typed slot time: no bound
+            f.workOverlapped.push_back(std::max(0.0, overlapped));
+            // With the engine's buffers (the block model) the peak is the runtime's high-water mark
+            // (docs/memory.md), not the ledger's activations: only the static bytes bound it then.
+            f.activationBytes.push_back(c.engine ? 0.0 : c.activationBytes);
+            f.staticBytes.push_back(c.parameterBytes + c.gradientBytes
+                + c.optimizerBytes.value_or(c.parameterCount * costs.optimizerBytesPerParameter));
+        }
+    } catch (const Error& e) {
+        f.error = e.what();
+    }
+    return f;
+}
+
+/// Whether the memory bound counts activations (the ledger's; not a block model's engine buffers).
+bool hasActivations(const LayerFigures& f)
+{
+    return std::any_of(f.activationBytes.begin(), f.activationBytes.end(), [](double a) { return a > 0.0; });
+}
+
+/// One point of the search space before its partition is chosen.
+struct Spec {
+    ScheduleKind kind = ScheduleKind::DualPipe;
+    int pp = 0;
+    int dp = 1;
+    int stagesPerRank = 0; ///< as the variant holds it (0 = the kind's default)
+    int stages = 0;
+    int microbatches = 0;
+    int microbatchSize = 0;
+    std::optional<model::Recompute> recompute;
+    const LayerFigures* layers = nullptr;
+    double timeBound = 0.0; ///< µs, ≤ the step time of any partition
+    double memoryBound = 0.0; ///< bytes, ≤ the peak memory of any partition
+};
+
+bool overlapsSlots(ScheduleKind kind)
+{
+    return kind == ScheduleKind::DualPipe || kind == ScheduleKind::DualPipeV;
+}
+
+bool oneStagePerRank(ScheduleKind kind)
+{
+    return kind == ScheduleKind::GPipe || kind == ScheduleKind::OneFOneB || kind == ScheduleKind::ZBH1;
+}
+
+double maxOf(const std::vector<double>& values, const std::vector<int>& partition)
+{
+    double most = 0.0;
+    std::size_t l = 0;
+    for (int n : partition) {
+        double sum = 0.0;
+        for (int i = 0; i < n; ++i)
+            sum += values[l++];
+        most = std::max(most, sum);
+    }
+    return most;
+}
+
+/// The bounds of docs/planner.md "Pruning": every microbatch passes every stage once, so the busiest rank
+/// works at least the average; a kind with one stage per rank works at least the min-max stage (any partition);
+/// static memory likewise (DualPipe holds every stage twice). Step ≥ makespan ≥ busy; peak ≥ static.
+void setBounds(Spec& s, bool timeBoundValid)
+{
+    const LayerFigures& f = *s.layers;
+    const std::vector<double>& work = overlapsSlots(s.kind) ? f.workOverlapped : f.work;
+    double total = 0.0, bytes = 0.0;
+    for (double w : work)
+        total += w;
+    for (double b : f.staticBytes)
+        bytes += b;
+    const double copies = s.kind == ScheduleKind::DualPipe ? 2.0 : 1.0;
+    double activations = 0.0;
+    for (double a : f.activationBytes)
+        activations += a;
+    double time = s.microbatches * total / s.pp;
+    double memory = copies * bytes / s.pp;
+    // Activations: a rank of a one-stage-per-rank kind holds at least one microbatch of its stage after its first
+    // F (GPipe: every microbatch, all F come before any B), so the ranks' peaks sum to at least the static
+    // bytes plus one (GPipe: m) microbatch of every layer's activations.
+    if (oneStagePerRank(s.kind))
+        memory = std::max(memory, (bytes + (s.kind == ScheduleKind::GPipe ? s.microbatches : 1) * activations) / s.pp);
+    if (oneStagePerRank(s.kind)) {
+        time = std::max(time, s.microbatches * maxOf(work, minMaxPartition(work, s.stages)));
+        memory = std::max(memory, maxOf(f.staticBytes, minMaxPartition(f.staticBytes, s.stages)));
+    }
+    constexpr double kSlack = 1.0 - 1e-9; // the sums of per-layer figures round differently from a stage's own
+    s.timeBound = timeBoundValid ? time * kSlack : 0.0;
+    s.memoryBound = memory * kSlack;
+}
+
+std::vector<int> divisors(int n)
+{
+    std::vector<int> result;
+    for (int d = 1; d <= n; ++d)
+        if (n % d == 0)
+            result.push_back(d);
+    return result;
+}
+
+/// A simulated candidate: the variant and its prediction's figures.
+struct Tried {
+    Variant variant;
+    Prediction prediction;
+};
+
+Tried predictVariant(const Project& project, Variant variant, int& counter)
+{
+    ++counter;
+    Prediction p = predict(project, variant, PredictOptions::peaksOnly());
+    return { std::move(variant), std::move(p) };
+}
+
+bool better(const Prediction& a, const Prediction& b)
+{
+    return a.valid() && (!b.valid() || a.stepUs < b.stepUs);
+}
+
+/// Moves one layer off the critical stage (the stage with the largest F + B on the rank with the most busy
+/// time) to a neighbour while that shortens the step (and the result fits when the current one does).
+Tried refine(const Project& project, Tried current, const PlanRequest& request, double limit, int& refinements)
+{
+    for (int step = 0; step < request.refineSteps && current.prediction.valid(); ++step) {
+        const Prediction& p = current.prediction;
+        int busiest = 0;
+        for (std::size_t r = 1; r < p.sim.ranks.size(); ++r)
+            if (p.sim.ranks[r].busyUs > p.sim.ranks[static_cast<std::size_t>(busiest)].busyUs)
+                busiest = static_cast<int>(r);
+        int critical = -1;
+        double most = -1.0;
+        for (int s = 0; s < p.schedule->stages && s < static_cast<int>(p.costs.stages.size()); ++s) {
+            bool held = false;
+            for (int m = 0; m < p.schedule->microbatches && !held; ++m)
+                held = p.schedule->placement.rankOf(s, m) == busiest;
+            const StageCost& c = p.costs.stages[static_cast<std::size_t>(s)];
+            if (held && c.forwardUs + c.backward() > most) {
+                most = c.forwardUs + c.backward();
+                critical = s;
+            }
+        }
+        if (critical < 0 || current.variant.layerPartition[static_cast<std::size_t>(critical)] <= 1)
+            break;
+        std::optional<Tried> best;
+        for (int neighbour : { critical - 1, critical + 1 }) {
+            if (neighbour < 0 || neighbour >= static_cast<int>(current.variant.layerPartition.size()))
+                continue;
+            Variant moved = current.variant;
+            moved.layerPartition[static_cast<std::size_t>(critical)] -= 1;
+            moved.layerPartition[static_cast<std::size_t>(neighbour)] += 1;
+            Tried t = predictVariant(project, std::move(moved), refinements);
+            if (!best || better(t.prediction, best->prediction))
+                best = std::move(t);
+        }
+        const bool fits = current.prediction.peakMemoryBytes <= limit;
+        if (!best || !better(best->prediction, current.prediction)
+            || (fits && best->prediction.peakMemoryBytes > limit))
+            break;
+        current = std::move(*best);
+    }
+    return current;
+}
+
+PlanCandidate candidateOf(const Tried& t, const Spec& s)
+{
+    const Prediction& p = t.prediction;
+    PlanCandidate c;
+    c.variant = t.variant;
+    c.kind = s.kind;
+    c.pp = s.pp;
+    c.dp = s.dp;
+    c.stagesPerRank = s.kind == ScheduleKind::DualPipe ? 1 : s.stages / s.pp;
+    c.microbatches = s.microbatches;
+    c.microbatchSize = s.microbatchSize;
+    c.layerPartition = t.variant.layerPartition;
+    c.recompute = s.recompute.value_or(model::Recompute::None);
+    c.stepUs = p.stepUs;
+    c.makespanUs = p.makespanUs;
+    c.exposedAllReduceUs = p.exposedAllReduceUs;
+    c.bubbleRate = p.bubbleRate;
+    c.peakMemoryBytes = p.peakMemoryBytes;
+    c.peakMemoryRank = p.peakMemoryRank;
+    for (const RankResult& r : p.sim.ranks)
+        c.peakMemoryPerRank.push_back(r.peakMemoryBytes);
+    c.tokensPerSecond = p.tokensPerSecond();
+    c.tokensPerSecondPerDevice = p.tokensPerSecondPerDevice();
+    return c;
+}
+
+void drop(PlanResult& result, std::string candidate, std::string reason)
+{
+    if (result.drops.size() < 200)
+        result.drops.push_back({ std::move(candidate), std::move(reason) });
+}
+
+} // namespace
+
+PlanResult plan(const Project& project, const PlanRequest& request)
+{
+    const auto started = std::chrono::steady_clock::now();
+    if (request.devices < 1)
+        throw ConstraintError(
+            "plan.devices", "--devices: must be at least 1 (got " + std::to_string(request.devices) + ")");
+    if (request.globalBatch < 1)
+        throw ConstraintError("plan.global-batch",
+            "--global-batch: must be at least 1 (got " + std::to_string(request.globalBatch) + ")");
+    if (!(request.memoryLimitBytes >= 0.0))
+        throw ConstraintError("plan.memory-limit", "--memory-limit: must not be negative");
+    PlanResult result;
+    const double limit
+        = request.memoryLimitBytes > 0.0 ? request.memoryLimitBytes : project.cluster.memoryPerDeviceBytes;
+    result.memoryLimitBytes = limit;
+    const bool transformer = project.model.kind == ModelKind::Transformer;
+    const model::Transformer& t = project.model.transformer;
+    const int ep = transformer && t.isMoe() ? std::max(1, t.moe.ep) : 1;
+    const std::vector<ScheduleKind> kinds = request.kinds.empty() ? generatedKinds() : request.kinds;
+    std::vector<std::optional<model::Recompute>> recomputes;
+    if (!transformer)
+        recomputes.push_back(std::nullopt);
+    else if (request.recomputes.empty())
+        recomputes = { model::Recompute::None, model::Recompute::Selective, model::Recompute::Full };
+    else
+        for (model::Recompute r : request.recomputes)
+            recomputes.push_back(r);
+    // Typed per-stage costs replace the model's whatever the partition: the time bound does not hold then.
+    const bool timeBoundValid = project.costs.stages.empty();
+
+    // The space: p × d = devices (ep divides d), microbatches × size × d = global batch, every kind (interleaved
+    // with each chunk count), every recompute; sizes the generators refuse and more stages than layers left out.
+    std::map<std::tuple<int, int, int>, LayerFigures> figures;
+    std::vector<Spec> specs;
+    std::map<ScheduleKind, int> failedEarly; // candidates whose sizes the model cannot be costed at
+    for (int pp : divisors(request.devices)) {
+        const int dp = request.devices / pp;
+        if (ep > 1 && dp % ep != 0)
+            continue; // the placement rule needs ep | dp (an EP group inside the replicas of a stage)
+        if (request.globalBatch % dp != 0)
+            continue;
+        const int perReplica = request.globalBatch / dp;
+        for (int mbs : divisors(perReplica)) {
+            if (mbs > request.maxMicrobatchSize)
+                break;
+            if (!transformer && mbs != project.model.microbatchSize)
+                continue; // a block model's microbatch size is the model's (variants cannot override it)
+            const int microbatches = perReplica / mbs;
+            if (microbatches > request.maxMicrobatches)
+                continue;
+            for (ScheduleKind kind : kinds) {
+                std::vector<int> chunks { 0 };
+                if (kind == ScheduleKind::Interleaved1F1B)
+                    chunks = request.interleavedChunks;
+                for (int v : chunks) {
+                    const int stages = stageCountFor(kind, pp, v > 0 ? v : defaultStagesPerRank(kind));
+                    if (stages < 1 || stages > project.model.layers)
+                        continue;
+                    try {
+                        checkConstraints({ kind, pp, microbatches, v });
+                    } catch (const ConstraintError&) {
+                        continue;
+                    }
+                    for (const auto& rc : recomputes) {
+                        const auto key = std::make_tuple(dp, mbs, rc ? static_cast<int>(*rc) : -1);
+                        auto it = figures.find(key);
+                        if (it == figures.end())
+                            it = figures.emplace(key, layerFigures(project, dp, mbs, rc)).first;
+                        Spec s { kind, pp, dp, v, stages, microbatches, mbs, rc, &it->second };
+                        if (!it->second.error.empty()) {
+                            ++result.enumerated;
+                            ++result.failed;
+                            ++failedEarly[kind];
+                            drop(result,
+                                planVariantName(
+                                    Variant { "", kind, pp, microbatches, v, {}, {}, dp, transformer ? mbs : 0, rc },
+                                    project),
+                                it->second.error);
+                            continue;
+                        }
+                        setBounds(s, timeBoundValid);
+                        specs.push_back(s);
+                    }
+                }
+            }
+        }
+    }
+    result.enumerated += static_cast<int>(specs.size());
+    // Best-first by the time bound, so that the fast candidates are found early and bound the rest.
+    std::stable_sort(specs.begin(), specs.end(), [](const Spec& a, const Spec& b) {
+        return a.timeBound != b.timeBound ? a.timeBound < b.timeBound : a.memoryBound < b.memoryBound;
+    });
+
+    for (ScheduleKind kind : generatedKinds())
+        if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end())
+            result.kinds.push_back({ kind });
+    const auto summary = [&result](ScheduleKind kind) -> PlanKindSummary& {
+        for (PlanKindSummary& k : result.kinds)
+            if (k.kind == kind)
+                return k;
+        return result.kinds.emplace_back(PlanKindSummary { kind });
+    };
+    for (const Spec& s : specs)
+        summary(s.kind).enumerated++;
+    for (const auto& [kind, count] : failedEarly) {
+        summary(kind).enumerated += count;
+        summary(kind).failed += count;
+    }
+
+    std::vector<Tried> kept;
+    std::vector<Spec> keptSpecs;
+    std::vector<std::pair<double, double>> keptPoints; // (step, peak) of the candidates that fit
+    const int total = static_cast<int>(specs.size());
+    double smallestBound = std::numeric_limits<double>::infinity();
+    std::string smallestBoundName;
+    for (int i = 0; i < total; ++i) {
+        if (request.progress && !request.progress(i, total)) {
+            result.cancelled = true;
+            break;
+        }
+        const Spec& s = specs[static_cast<std::size_t>(i)];
+        Variant v;
+        v.kind = s.kind;
+        v.ranks = s.pp;
+        v.microbatches = s.microbatches;
+        v.stagesPerRank = s.stagesPerRank;
+        v.dp = s.dp;
+        v.microbatchSize = transformer ? s.microbatchSize : 0;
+        v.recompute = s.recompute;
+        v.layerPartition = minMaxPartition(s.layers->balance, s.stages);
+        v.name = planVariantName(v, project);
+        if (s.memoryBound < smallestBound) {
+            smallestBound = s.memoryBound;
+            smallestBoundName = v.name;
+        }
+        if (request.prune) {
+            if (s.memoryBound > limit) {
+                ++result.pruned;
+                summary(s.kind).pruned++;
+                drop(result, v.name,
+                    "pruned: its peak memory is at least " + formatBytes(s.memoryBound) + " (static memory"
+                        + (oneStagePerRank(s.kind) && hasActivations(*s.layers) ? std::string(" and activations")
+                                                                                : std::string())
+                        + " on the busiest rank), over the limit " + formatBytes(limit));
+                continue; // static memory alone exceeds the limit on some rank
+            }
+            bool dominated = false;
+            for (const auto& [step, peak] : keptPoints)
+                if (step <= s.timeBound && peak <= s.memoryBound && (step < s.timeBound || peak < s.memoryBound)) {
+                    dominated = true;
+                    break;
+                }
+            if (dominated) {
+                ++result.pruned;
+                summary(s.kind).pruned++;
+                continue;
+            }
+        }
+        Tried tried = predictVariant(project, std::move(v), result.simulated);
+        if (request.refine && tried.prediction.valid())
+            tried = refine(project, std::move(tried), request, limit, result.refinements);
+        const Prediction& p = tried.prediction;
+        PlanKindSummary& kindSummary = summary(s.kind);
+        kindSummary.simulated++;
+        if (!p.valid()) {
+            ++result.failed;
+            kindSummary.failed++;
+            drop(result, tried.variant.name, p.error);
+            continue;
+        }
+        if (result.smallestPeakRank < 0 || p.peakMemoryBytes < result.smallestPeakBytes) {
+            result.smallestPeakBytes = p.peakMemoryBytes;
+            result.smallestPeakCandidate = tried.variant.name;
+            result.smallestPeakRank = p.peakMemoryRank;
+        }
+        if (kindSummary.smallestPeakBytes <= 0.0 || p.peakMemoryBytes < kindSummary.smallestPeakBytes)
+            kindSummary.smallestPeakBytes = p.peakMemoryBytes;
+        if (p.peakMemoryBytes > limit) {
+            ++result.overLimit;
+            kindSummary.overLimit++;
+            drop(result, tried.variant.name,
+                "peak memory " + formatBytes(p.peakMemoryBytes) + " on rank " + std::to_string(p.peakMemoryRank)
+                    + " exceeds the limit " + formatBytes(limit));
+            continue;
+        }
+        kindSummary.fitting++;
+        keptPoints.emplace_back(p.stepUs, p.peakMemoryBytes);
+        keptSpecs.push_back(s);
+        kept.push_back(std::move(tried));
+    }
+    if (!result.cancelled && request.progress)
+        request.progress(total, total); // the end (its answer no longer matters)
+    if (result.smallestPeakRank < 0 && std::isfinite(smallestBound)) {
+        // Nothing simulated (every candidate's static memory over the limit): the least static bound.
+        result.smallestPeakBytes = smallestBound;
+        result.smallestPeakCandidate = smallestBoundName + " (static memory alone, a lower bound)";
+    }
+
+    for (std::size_t i = 0; i < kept.size(); ++i)
+        result.candidates.push_back(candidateOf(kept[i], keptSpecs[i]));
+    for (std::size_t i : paretoFront(keptPoints))
+        result.candidates[i].pareto = true;
+    std::stable_sort(
+        result.candidates.begin(), result.candidates.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+            return std::tie(a.stepUs, a.peakMemoryBytes, a.variant.name)
+                < std::tie(b.stepUs, b.peakMemoryBytes, b.variant.name);
+        });
+    result.searchMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+} // namespace dps
