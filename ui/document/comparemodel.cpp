@@ -1,6 +1,7 @@
 #include "document/comparemodel.h"
 
 #include "document/formatting.h"
+#include "project/compare.h"
 
 #include <QFont>
 
@@ -39,9 +40,9 @@ int CompareModel::columnCount(const QModelIndex& parent) const
 
 QString CompareModel::metricName(int metric)
 {
-    static const char* const names[] = { "Kind", "Devices", "Stages", "Microbatches", "Parameters per device",
-        "Peak activation memory", "Peak memory", "Bubble rate", "Makespan", "Largest idle (simulated)",
-        "Largest idle (closed form)", "P2P volume" };
+    static const char* const names[] = { "Kind", "Devices", "Data-parallel replicas", "Stages", "Microbatches",
+        "Parameters per device", "Peak activation memory", "Peak memory", "Bubble rate", "Makespan", "Step time",
+        "Tokens/s", "Tokens/s per device", "Largest idle (simulated)", "Largest idle (closed form)", "P2P volume" };
     return metric >= 0 && metric < MetricCount ? tr(names[metric]) : QString();
 }
 
@@ -51,7 +52,9 @@ double CompareModel::value(const SimulationSnapshot& s, int metric) const
         return kNaN;
     switch (metric) {
     case Devices:
-        return s.schedule->ranks;
+        return s.devices > 0 ? s.devices : s.schedule->ranks;
+    case DataParallel:
+        return s.dp;
     case Stages:
         return s.schedule->stages;
     case Microbatches:
@@ -72,6 +75,12 @@ double CompareModel::value(const SimulationSnapshot& s, int metric) const
         return s.bubbleRate;
     case Makespan:
         return s.makespanUs;
+    case StepTime:
+        return s.stepUs > 0.0 ? s.stepUs : kNaN;
+    case TokensPerSecond:
+        return s.tokensPerSecond() > 0.0 ? s.tokensPerSecond() : kNaN;
+    case TokensPerSecondPerDevice:
+        return s.tokensPerSecondPerDevice() > 0.0 ? s.tokensPerSecondPerDevice() : kNaN;
     case LargestIdle:
         return s.largestIdleUs;
     case ClosedFormIdle:
@@ -103,26 +112,37 @@ QString CompareModel::text(const SimulationSnapshot& s, int metric) const
     case Bubble:
         return formatPercent(v);
     case Makespan:
+    case StepTime:
     case LargestIdle:
     case ClosedFormIdle:
         return formatTime(v);
+    case TokensPerSecond:
+    case TokensPerSecondPerDevice:
+        return formatCount(v);
     default:
         return QString::number(v, 'f', 0);
     }
 }
 
+bool CompareModel::higherIsBetter(int metric)
+{
+    return metric == TokensPerSecond || metric == TokensPerSecondPerDevice;
+}
+
 bool CompareModel::isBest(int metric, int variant) const
 {
     static const int lowerIsBetter[]
-        = { ParametersPerDevice, PeakActivations, PeakMemory, Bubble, Makespan, P2pVolume };
-    if (!std::count(std::begin(lowerIsBetter), std::end(lowerIsBetter), metric) || m_snapshot->variants.size() < 2)
+        = { ParametersPerDevice, PeakActivations, PeakMemory, Bubble, Makespan, StepTime, P2pVolume };
+    if ((!std::count(std::begin(lowerIsBetter), std::end(lowerIsBetter), metric) && !higherIsBetter(metric))
+        || m_snapshot->variants.size() < 2)
         return false;
+    const double sign = higherIsBetter(metric) ? -1.0 : 1.0; // compare −tokens/s: lower is better then
     const double mine = value(*m_snapshot->variants[variant], metric);
     if (std::isnan(mine))
         return false;
     for (const auto& other : m_snapshot->variants) {
         const double v = value(*other, metric);
-        if (!std::isnan(v) && v < mine - 1e-9 * std::abs(mine))
+        if (!std::isnan(v) && sign * v < sign * mine - 1e-9 * std::abs(mine))
             return false;
     }
     return true;
@@ -146,7 +166,18 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const
         if (index.row() == ClosedFormIdle && s.closedForm.available)
             return tr("%1 — %2").arg(
                 QString::fromStdString(s.closedForm.formula), QString::fromStdString(s.closedForm.reason));
-        return index.row() == Bubble ? tr("Σ idle ÷ (ranks × makespan)") : QVariant();
+        switch (index.row()) {
+        case Bubble:
+            return tr("Σ idle ÷ (ranks × makespan)");
+        case StepTime:
+            return tr("makespan + the data-parallel gradient all-reduce not hidden by the cool-down (docs/planner.md)");
+        case TokensPerSecond:
+            return tr("microbatches × microbatch size × sequence length × dp tokens per step ÷ step time");
+        case TokensPerSecondPerDevice:
+            return tr("tokens/s ÷ devices: compares variants on different device counts fairly");
+        default:
+            return {};
+        }
     case Qt::FontRole: {
         if (!isBest(index.row(), index.column() - 1))
             return {};
@@ -168,6 +199,33 @@ QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int 
     if (!m_snapshot || section < 1 || section > static_cast<int>(m_snapshot->variants.size()))
         return {};
     return QString::fromStdString(m_snapshot->variants[section - 1]->variantName);
+}
+
+} // namespace dps::ui
+
+namespace dps::ui {
+
+Project onSameDevicesProject(const Project& project, QStringList* notes)
+{
+    int devices = 0;
+    for (const auto& v : project.variants) {
+        try {
+            devices = std::max(devices, devicesOf(project, v));
+        } catch (const std::exception&) { // cannot be placed: it keeps its error in the comparison
+        }
+    }
+    Project result = project;
+    if (devices <= 0)
+        return result;
+    for (auto& v : result.variants) {
+        try {
+            v = onSameDevices(project, v, devices);
+        } catch (const std::exception& e) {
+            if (notes)
+                *notes << QString::fromUtf8(e.what());
+        }
+    }
+    return result;
 }
 
 } // namespace dps::ui

@@ -3,6 +3,7 @@
 #include "document/comparemodel.h"
 #include "widgets/timelineview.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -21,6 +22,8 @@ CompareView::CompareView(QWidget* parent)
     , m_timeline(new TimelineView)
     , m_model(new CompareModel(this))
     , m_table(new QTableView)
+    , m_sameDevices(new QCheckBox(tr("Same devices")))
+    , m_sameDevicesNote(new QLabel)
     , m_currentX(std::numeric_limits<double>::quiet_NaN())
     , m_colors(ChartColors::fromPalette(palette()))
 {
@@ -36,8 +39,20 @@ CompareView::CompareView(QWidget* parent)
     topLayout->setContentsMargins(0, 0, 0, 0);
     topLayout->addWidget(new TimelineLegend);
     topLayout->addWidget(m_timeline, 1);
+    m_sameDevices->setToolTip(tr("Put every variant on the largest device count any of them uses, at the same global "
+                                 "batch: k times the data-parallel replicas and 1/k of the microbatches each"));
+    m_sameDevicesNote->setWordWrap(true);
+    connect(m_sameDevices, &QCheckBox::toggled, this, &CompareView::sameDevicesChanged);
+    auto* tableControls = new QHBoxLayout;
+    tableControls->addWidget(m_sameDevices);
+    tableControls->addWidget(m_sameDevicesNote, 1);
+    auto* tableBox = new QWidget;
+    auto* tableLayout = new QVBoxLayout(tableBox);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    tableLayout->addLayout(tableControls);
+    tableLayout->addWidget(m_table, 1);
     auto* bottom = new QSplitter(Qt::Horizontal);
-    bottom->addWidget(m_table);
+    bottom->addWidget(tableBox);
     bottom->addWidget(setupSweep());
     bottom->setStretchFactor(0, 1);
     bottom->setStretchFactor(1, 1);
@@ -115,6 +130,16 @@ void CompareView::markCurrentValue(double top)
     label->setPadding(QMargins(4, 0, 0, 0));
     label->setColor(m_colors.text);
     label->setText(tr("project: %1").arg(m_currentX));
+}
+
+bool CompareView::sameDevices() const
+{
+    return m_sameDevices->isChecked();
+}
+
+void CompareView::setSameDevicesNotes(const QStringList& notes)
+{
+    m_sameDevicesNote->setText(notes.join(QStringLiteral("; ")));
 }
 
 SweepParameter CompareView::sweepParameter() const

@@ -1,11 +1,14 @@
 #pragma once
-// The comparison view: every variant of the project stacked on one time axis, a side-by-side metrics table,
-// and a sweep of all variants over the microbatch count or the F&B / (F + B) ratio drawn as a plot.
+// The comparison view: every variant of the project stacked on one time axis, a side-by-side metrics table
+// (makespan, step time, tokens/s and tokens/s per device, ...) with a "Same devices" toggle that puts every
+// variant on the same device count at the same global batch, and a sweep of all variants over the microbatch
+// count or the F&B / (F + B) ratio drawn as a plot.
 #include "document/simulationservice.h"
 #include "widgets/theme.h"
 
 #include <QWidget>
 
+class QCheckBox;
 class QComboBox;
 class QCustomPlot;
 class QLabel;
@@ -28,11 +31,18 @@ public:
     SweepParameter sweepParameter() const;
     CompareModel* model() const { return m_model; }
     TimelineView* timeline() const { return m_timeline; }
+    /// Whether "Same devices" is ticked: the variants are then compared as onSameDevicesProject() moves them.
+    bool sameDevices() const;
+    QCheckBox* sameDevicesBox() const { return m_sameDevices; }
+    /// Why some variants could not be moved onto the same devices (the engine's messages); empty clears.
+    void setSameDevicesNotes(const QStringList& notes);
     QCustomPlot* sweepPlot() const { return m_sweepPlot; }
 
 signals:
     /// The user chose another sweep parameter.
     void sweepParameterChanged(dps::SweepParameter parameter);
+    /// The user ticked or cleared "Same devices".
+    void sameDevicesChanged(bool same);
     /// The view became visible (its content is computed only while shown).
     void shown();
 
@@ -51,6 +61,8 @@ private:
     TimelineView* m_timeline;
     CompareModel* m_model;
     QTableView* m_table;
+    QCheckBox* m_sameDevices;
+    QLabel* m_sameDevicesNote;
     QComboBox* m_parameter = nullptr;
     QComboBox* m_metric = nullptr;
     QCustomPlot* m_sweepPlot = nullptr;
