@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev libopenblas-dev
   xvfb xauth imagemagick libspdlog-dev dpkg-dev file
   iproute2 # ip, for the two-host test (scripts/netns-twohost.sh)
+  zlib1g-dev # gzipped PyTorch profiler traces (dpstudio import-trace)
   libdnnl-dev # oneDNN's sgemm, faster than OpenBLAS at the CPU backend's shapes (docs/performance.md)
 )
 missing=()

@@ -13,6 +13,9 @@ namespace {
 
 using json = nlohmann::json;
 
+/// What a validated config says of a run without a correctness check (issue 14).
+const char* const kMeasuredExternally = "measured externally, not checked";
+
 json diagnosticsJson(const ValidationReport& report)
 {
     json list = json::array();
@@ -35,6 +38,11 @@ json runJson(const ValidatedRun& run)
     json hardware = { { "host", run.host }, { "cpu", run.cpu } };
     if (!run.hardware.empty())
         hardware["devices"] = run.hardware;
+    if (!run.correctnessChecked) // an imported profile: no check, so nothing to say about losses or gradients
+        return { { "file", run.file }, { "source", run.source }, { "hardware", hardware }, { "backend", run.backend },
+            { "comm", run.comm }, { "variant", run.variant }, { "median_step", run.medianStep },
+            { "median_step_makespan_us", run.medianStepMakespanUs }, { "correctness", nullptr },
+            { "note", kMeasuredExternally } };
     return { { "file", run.file }, { "hardware", hardware }, { "backend", run.backend }, { "comm", run.comm },
         { "mpi_version", run.mpiVersion }, { "variant", run.variant }, { "median_step", run.medianStep },
         { "median_step_makespan_us", run.medianStepMakespanUs },
@@ -50,7 +58,10 @@ json runJson(const ValidatedRun& run)
 std::vector<std::string> runProblems(const ValidatedRun& run, const Schedule& schedule, const std::string& variant)
 {
     std::vector<std::string> problems;
-    if (!run.correctnessPassed)
+    if (!run.correctnessChecked)
+        problems.push_back(std::string("the run was ") + kMeasuredExternally
+            + (run.source.empty() ? std::string() : " (" + run.source + ")"));
+    else if (!run.correctnessPassed)
         problems.push_back("the measured run failed its correctness check"
             + (run.correctnessMessage.empty() ? std::string() : ": " + run.correctnessMessage));
     if (run.ranks > 0 && run.ranks != schedule.ranks)

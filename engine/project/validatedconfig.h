@@ -38,6 +38,10 @@ struct ValidatedRun {
     double lossThreshold = 0.0;
     double gradThreshold = 0.0;
     std::string correctnessMessage;
+    /// False for a run without a correctness check: an imported profile (measured.json's `correctness: null`,
+    /// engine/trace/kineto.h), recorded as "measured externally, not checked".
+    bool correctnessChecked = true;
+    std::string source; ///< where an imported run came from (measured.json's `source`, as text); "" otherwise
 };
 
 struct ValidatedConfig {
@@ -46,8 +50,9 @@ struct ValidatedConfig {
     std::vector<std::string> reasons; ///< why it is not validated (empty when it is)
 };
 
-/// Why a run does not validate this schedule of `variant`: a failed correctness check, another rank
-/// count, another variant. Empty when it does.
+/// Why a run does not validate this schedule of `variant`: a failed correctness check, no check at all (an
+/// imported profile: "measured externally, not checked"), another rank count, another variant. Empty when
+/// it does.
 std::vector<std::string> runProblems(const ValidatedRun& run, const Schedule& schedule, const std::string& variant);
 
 /// Builds the validated config of the variant `prediction` is of (dps::predict of `project`): its schedule,

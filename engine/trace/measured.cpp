@@ -141,6 +141,10 @@ MeasuredCorrectness readCorrectness(const Fields& top)
     const json* value = top.find("correctness");
     if (!value)
         return c;
+    if (value->is_null()) { // format 2: a run without a correctness check (an imported profile)
+        c.checked = false;
+        return c;
+    }
     const Fields f = top.child(*value, "correctness");
     const json& passed = f.require("passed");
     if (!passed.is_boolean())
@@ -191,6 +195,28 @@ void readHeader(const Fields& f, MeasuredTrace& t)
     t.warmup = static_cast<int>(f.integer("warmup", false));
     if (const json* project = f.find("project"); project && !project->is_null())
         t.projectJson = project->dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void readSource(const Fields& top, MeasuredTrace& t)
+{
+    const json* value = top.find("source");
+    if (!value || value->is_null())
+        return;
+    const Fields f = top.child(*value, "source");
+    t.source.kind = f.text("kind");
+    if (t.source.kind.empty())
+        f.fail("source.kind", "missing");
+    t.source.layout = f.text("layout");
+    t.source.timing = f.text("timing");
+    t.source.clock = f.text("clock");
+    if (f.find("files")) {
+        const json& files = f.array("files");
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            if (!files[i].is_string())
+                f.fail("source.files[" + std::to_string(i) + "]", "must be a string");
+            t.source.files.push_back(files[i].get<std::string>());
+        }
+    }
 }
 
 void readWarnings(const Fields& f, MeasuredTrace& t)
@@ -276,6 +302,7 @@ MeasuredTrace parseMeasured(const std::string& text, const std::string& source)
     MeasuredTrace t;
     t.formatVersion = static_cast<int>(f.integer("format_version", true));
     readHeader(f, t);
+    readSource(f, t);
     t.correctness = readCorrectness(f);
     readSteps(f, t);
     readWarnings(f, t);
@@ -295,7 +322,8 @@ MeasuredTrace loadMeasured(const std::filesystem::path& path)
 std::string serializeMeasured(const MeasuredTrace& t)
 {
     json o;
-    o["format_version"] = t.formatVersion;
+    const bool needsV2 = !t.source.empty() || !t.correctness.checked;
+    o["format_version"] = needsV2 ? std::max(t.formatVersion, 2) : t.formatVersion;
     o["command"] = t.command;
     o["host"] = t.host;
     o["cpu"] = t.cpu;
@@ -305,10 +333,13 @@ std::string serializeMeasured(const MeasuredTrace& t)
     o["comm"] = t.comm;
     if (!t.backendChoice.empty())
         o["backend_choice"] = t.backendChoice;
+    if (!t.source.empty())
+        o["source"] = json { { "kind", t.source.kind }, { "layout", t.source.layout }, { "timing", t.source.timing },
+            { "clock", t.source.clock }, { "files", t.source.files } };
     o["variant"] = t.variant;
     o["threads"] = t.threads;
     o["warmup"] = t.warmup;
-    o["correctness"] = correctnessJson(t.correctness);
+    o["correctness"] = t.correctness.checked ? correctnessJson(t.correctness) : json(nullptr);
     o["steps"] = json::array();
     for (const MeasuredStep& s : t.steps)
         o["steps"].push_back(json { { "step", s.step }, { "makespan_us", s.makespanUs } });
@@ -355,6 +386,21 @@ void setStepsFromActions(MeasuredTrace& trace)
     std::stable_sort(order.begin(), order.end(),
         [&](int a, int b) { return makespans[static_cast<std::size_t>(a)] < makespans[static_cast<std::size_t>(b)]; });
     trace.medianStep = order.empty() ? 0 : order[(order.size() - 1) / 2];
+}
+
+std::string describeSource(const MeasuredSource& source)
+{
+    if (source.empty())
+        return {};
+    std::string details;
+    for (const std::string* part : { &source.layout, &source.timing, &source.clock }) {
+        if (part->empty())
+            continue;
+        details += (details.empty() ? "" : ", ") + *part + (part == &source.layout ? " layout" : "");
+    }
+    if (!source.files.empty())
+        details += "; " + std::to_string(source.files.size()) + (source.files.size() == 1 ? " file" : " files");
+    return source.kind + (details.empty() ? std::string() : " (" + details + ")");
 }
 
 bool crossesHosts(const MeasuredTrace& trace, int from, int to)

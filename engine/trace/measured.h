@@ -14,9 +14,10 @@ namespace dps {
 
 struct Project;
 
-/// Newest measured-trace format this build reads and writes (the worker writes it, the readers refuse
-/// a newer one).
-inline constexpr int kMeasuredFormatVersion = 1;
+/// Newest measured-trace format this build reads (the readers refuse a newer one). Version 2 adds what an
+/// imported profile says and version 1 cannot (`source`, `correctness: null`); serializeMeasured writes 2
+/// only for such a trace, so the worker's files stay version 1, byte for byte.
+inline constexpr int kMeasuredFormatVersion = 2;
 
 /// One executed action (a slot: an overlapped pair is one entry) of one measured step. Times in µs since
 /// the barrier that started the step on that rank.
@@ -63,6 +64,22 @@ struct MeasuredCorrectness {
     double gradThreshold = 0.0;
     std::string message; ///< "message" when the worker gave one (e.g. the stage and parameter at fault)
     std::vector<MeasuredLoss> losses; ///< by microbatch
+    /// False when the run had no correctness check at all (an imported profile, engine/trace/kineto.h):
+    /// written as `"correctness": null` (format 2), and the other fields are meaningless.
+    bool checked = true;
+};
+
+/// Where a run measured by something other than dpstudio-worker came from (format 2, `source`); empty
+/// (kind "") for the worker's own runs, and then not written.
+struct MeasuredSource {
+    std::string kind; ///< "torch.profiler"
+    std::string layout; ///< "kineto" or "legacy" (or both, "kineto+legacy", when the files differ)
+    std::string timing; ///< which spans timed the compute actions, e.g. "cpu user annotations"
+    std::string clock; ///< how the ranks' clocks were aligned, e.g. "aligned at the first step's start"
+    std::vector<std::string> files; ///< the trace files, by rank
+
+    bool empty() const { return kind.empty(); }
+    friend bool operator==(const MeasuredSource&, const MeasuredSource&) = default;
 };
 
 struct MeasuredStep {
@@ -72,7 +89,7 @@ struct MeasuredStep {
 
 /// The whole file.
 struct MeasuredTrace {
-    int formatVersion = kMeasuredFormatVersion;
+    int formatVersion = 1; ///< as read; serializeMeasured writes 2 when source or correctness need it
     std::string command; ///< the dpstudio command line that ran
     std::string host;
     std::string cpu;
@@ -83,6 +100,7 @@ struct MeasuredTrace {
     /// How the backend and comm were chosen (backend_choice), e.g. "backend cpu, comm mpi: cpu (auto: cuda:
     /// not built)"; "" when the file has none (then it is not written either).
     std::string backendChoice;
+    MeasuredSource source; ///< empty for the worker's runs; an imported profile says where it came from
     MeasuredCorrectness correctness;
     std::vector<MeasuredStep> steps;
     int medianStep = 0; ///< index into steps' step numbers
@@ -112,10 +130,16 @@ MeasuredTrace parseMeasured(const std::string& text, const std::string& source =
 /// Reads and parses a file. Throws IoError when it cannot be read, FormatError as parseMeasured.
 MeasuredTrace loadMeasured(const std::filesystem::path& path);
 /// Serialises as measured.json (documented key order, 2-space indent, final newline; text that is not
-/// valid UTF-8 is replaced by U+FFFD); the worker writes its files with it. parseMeasured(serializeMeasured(t))
-/// gives t back, and serializeMeasured(parseMeasured(text)) gives back the text of a file the worker wrote.
-/// Throws FormatError when projectJson is neither empty nor JSON text (never for a trace parseMeasured gave).
+/// valid UTF-8 is replaced by U+FFFD); the worker writes its files with it. format_version is the trace's,
+/// raised to 2 when it has a source or no correctness check (both only format 2 can say).
+/// parseMeasured(serializeMeasured(t)) gives t back, and serializeMeasured(parseMeasured(text)) gives back the text of
+/// a file the worker wrote. Throws FormatError when projectJson is neither empty nor JSON text (never for a trace
+/// parseMeasured gave).
 std::string serializeMeasured(const MeasuredTrace& trace);
+
+/// A source as one line, e.g. "torch.profiler (legacy layout, cpu user annotations, aligned at the first
+/// step's start; 2 files)"; "" for an empty source (the worker's runs). Never throws.
+std::string describeSource(const MeasuredSource& source);
 
 /// Whether a transfer between ranks `from` and `to` crossed hosts: both ranks are in the trace with a
 /// recorded host (ranks[].host) and the two names differ. False when either rank or its host is missing

@@ -104,7 +104,7 @@ TEST(Measured, RefusesANewerFormatNamingBothVersions)
         const std::string what = e.what();
         EXPECT_NE(what.find("run.json"), std::string::npos) << what;
         EXPECT_NE(what.find("format_version 7"), std::string::npos) << what;
-        EXPECT_NE(what.find("(1)"), std::string::npos) << what;
+        EXPECT_NE(what.find("(2)"), std::string::npos) << what;
     }
 }
 

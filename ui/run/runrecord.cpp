@@ -43,7 +43,9 @@ bool readRunRecord(const QString& measuredPath, RunRecord& record, QString* erro
         r.comm = QString::fromStdString(t.comm);
         r.steps = static_cast<int>(t.steps.size());
         r.stepTimeUs = t.medianMakespanUs();
-        r.correctness = t.correctness.passed ? Correctness::Passed : Correctness::Failed;
+        r.correctness = !t.correctness.checked ? Correctness::Unknown // an imported profile: no check
+            : t.correctness.passed             ? Correctness::Passed
+                                               : Correctness::Failed;
         r.maxLossError = t.correctness.maxLossError;
         r.maxGradError = t.correctness.maxGradError;
     } catch (const IoError& e) {

@@ -1,12 +1,18 @@
 #include "widgets/filecontroller.h"
 
 #include "document/exports.h"
+#include "document/formatting.h"
 #include "document/projectdocument.h"
+#include "run/runhistory.h"
 #include "widgets/timelineview.h"
 
 #include "base/fileio.h"
 #include "schedule/csvio.h"
+#include "trace/kineto.h"
+#include "trace/measured.h"
 
+#include <QDateTime>
+#include <QDir>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -154,6 +160,66 @@ bool FileController::importCsvFile(const QString& path)
     else
         emit warned(summary + QStringLiteral(": ") + notes.join(QStringLiteral("; ")));
     return true;
+}
+
+void FileController::openProfile()
+{
+    const QString title = tr("Open Profile");
+    const QString filter = tr("PyTorch profiler traces, one per rank (*.json *.json.gz);;All files (*)");
+    QStringList paths;
+    if (m_chooser) {
+        const QString path = m_chooser(QStringLiteral("profile"), title, filter);
+        if (!path.isEmpty())
+            paths << path;
+    } else {
+        paths = QFileDialog::getOpenFileNames(
+            m_dialogParent, title, QFileInfo(m_document->filePath()).absolutePath(), filter);
+    }
+    if (!paths.isEmpty())
+        openProfileFiles(paths);
+}
+
+QString FileController::openProfileFiles(const QStringList& paths)
+{
+    const Project& project = m_document->project();
+    const Variant& variant = project.active();
+    ProfileImport imported;
+    try {
+        std::vector<std::string> arguments;
+        for (const QString& path : paths)
+            arguments.push_back(QFile::encodeName(path).toStdString());
+        ProfileImportOptions options;
+        options.project = &project;
+        options.variant = &variant;
+        options.command = "File > Open Profile: " + QStringList(paths).join(QLatin1Char(' ')).toStdString();
+        imported = importProfiles(profileFiles(arguments), options);
+    } catch (const std::exception& e) {
+        emit failed(tr("Could not open the profile: %1").arg(QString::fromUtf8(e.what())));
+        return {};
+    }
+    // Beside the project's runs when it has a file, so the runs history can list it; else a temporary folder.
+    const QString folder = m_document->filePath().isEmpty() ? QDir::temp().filePath(QStringLiteral("dpstudio-profiles"))
+                                                            : RunHistory::folderFor(m_document->filePath());
+    const QString stamp = QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-hhmmss"));
+    const QString path = QDir(folder).filePath(
+        QStringLiteral("%1-%2.profile.measured.json").arg(stamp, QString::fromStdString(variant.name)));
+    if (!QDir().mkpath(folder)) {
+        emit failed(tr("Could not write the imported profile: cannot create %1").arg(QDir::toNativeSeparators(folder)));
+        return {};
+    }
+    if (!writeText(path, serializeMeasured(imported.trace)))
+        return {};
+    const MeasuredTrace& t = imported.trace;
+    const QString summary = tr("Imported a profile of %1 ranks, %2 steps (median step %3: %4; %5, %6) as variant "
+                               "'%7', overlaid on the prediction; saved as %8")
+                                .arg(t.ranks.size())
+                                .arg(t.steps.size())
+                                .arg(t.medianStep)
+                                .arg(formatTime(t.medianMakespanUs()), QString::fromStdString(t.source.timing),
+                                    QString::fromStdString(t.source.clock), QString::fromStdString(variant.name),
+                                    QDir::toNativeSeparators(path));
+    emit profileImported(path, summary);
+    return path;
 }
 
 bool FileController::requireSnapshot(const QString& what)

@@ -60,6 +60,14 @@ public:
     void exportTrace();
     bool exportTraceTo(const QString& path);
     void exportChart(QCustomPlot* plot);
+    /// File → Open Profile…: PyTorch profiler traces (one file per rank, .json or .json.gz) chosen in a dialog,
+    /// then openProfileFiles.
+    void openProfile();
+    /// Imports profiler traces (files or folders of them) against the open project's active variant
+    /// (dps::importProfiles, engine/trace/kineto.h), writes the run as a measured.json in the project's runs
+    /// folder (the temporary folder for a project never saved) and emits profileImported. On failure failed()
+    /// names the file and the reason and nothing is written. Returns the measured.json's path, "" on failure.
+    QString openProfileFiles(const QStringList& paths);
 
     QStringList recentFiles() const;
     void clearRecentFiles();
@@ -71,6 +79,9 @@ signals:
     void recentFilesChanged();
     /// A project was opened (the window clears an earlier failure's banner).
     void opened(const QString& path);
+    /// Profiler traces were imported and written to `measuredPath` (the window overlays it); `summary` says
+    /// what was imported and how (timing, clock).
+    void profileImported(const QString& measuredPath, const QString& summary);
 
 private:
     void addRecent(const QString& path);
