@@ -75,14 +75,17 @@ void addRows(MeasuredOverlay& o, const SimulationSnapshot& predicted)
         predictedPeak = std::max(predictedPeak, r.peakMemoryBytes);
     const double measuredPeak
         = o.peakMemoryBytes.empty() ? 0.0 : *std::max_element(o.peakMemoryBytes.begin(), o.peakMemoryBytes.end());
-    o.rows.push_back({ "peak-memory", "peak memory", Unit::Bytes, predictedPeak, measuredPeak });
+    // A run without memory figures (an imported profile without [memory] events) has no memory rows, not "0 B".
+    if (measuredPeak > 0.0)
+        o.rows.push_back({ "peak-memory", "peak memory", Unit::Bytes, predictedPeak, measuredPeak });
     for (int r = 0; r < ranks; ++r) {
         const bool known = r < static_cast<int>(sim.ranks.size());
         const std::string n = std::to_string(r);
         o.rows.push_back(
             { "idle-" + n, "rank " + n + " idle", Unit::Microseconds, known ? sim.ranks[r].idleUs : 0.0, o.idleUs[r] });
-        o.rows.push_back({ "peak-memory-" + n, "rank " + n + " peak memory", Unit::Bytes,
-            known ? sim.ranks[r].peakMemoryBytes : 0.0, o.peakMemoryBytes[r] });
+        if (o.peakMemoryBytes[r] > 0.0)
+            o.rows.push_back({ "peak-memory-" + n, "rank " + n + " peak memory", Unit::Bytes,
+                known ? sim.ranks[r].peakMemoryBytes : 0.0, o.peakMemoryBytes[r] });
     }
 }
 
@@ -136,6 +139,10 @@ MeasuredOverlay buildOverlay(
     if (o.slips.size() > kMaxSlips)
         o.slips.resize(kMaxSlips);
     addRows(o, predicted);
+    // addRank adds each rank's actions of the step in file order, as measuredTimedRun lists them, so the path's
+    // slots are indices into the blocks of each rank.
+    o.criticalPath = std::make_shared<const CriticalPath>(measuredCriticalPath(*o.trace, o.step));
+    o.stats = runStats(*o.trace, kStragglerThreshold);
     return o;
 }
 
@@ -144,7 +151,7 @@ ValidatedRun validatedRunOf(const MeasuredTrace& m, const std::string& path)
     const MeasuredCorrectness& c = m.correctness;
     return { path, m.host, m.cpu, {}, m.backend, m.comm, m.mpiVersion, m.variant, static_cast<int>(m.ranks.size()),
         m.medianStep, m.medianMakespanUs(), c.passed, c.maxLossError, c.maxGradError, c.lossThreshold, c.gradThreshold,
-        c.message };
+        c.message, c.checked, describeSource(m.source) };
 }
 
 } // namespace dps::ui

@@ -1,12 +1,14 @@
 #pragma once
 // A run's measurement laid over the prediction (the designer's run overlay), plain C++: one measured step
 // as timeline blocks matched to the predicted blocks (same rank and position), predicted against measured
-// for makespan, bubble rate, per-rank idle and peak memory, and the largest per-action start slips.
+// for makespan, bubble rate, per-rank idle and peak memory, the largest per-action start slips, the step's
+// critical path with each rank's share, and stragglers and variance over all steps (trace/runstats.h).
 #include "document/blockindex.h"
 #include "document/snapshot.h"
 
 #include "project/validatedconfig.h"
 #include "trace/measured.h"
+#include "trace/runstats.h"
 
 #include <memory>
 #include <optional>
@@ -55,10 +57,17 @@ struct MeasuredOverlay {
     std::vector<std::vector<MeasuredMemoryPoint>> memory; ///< per rank
     std::vector<StartSlip> slips; ///< largest |slip| first
     std::vector<OverlayRow> rows;
+    /// The shown step's critical path (measuredCriticalPath); its slots index each rank's `blocks`.
+    std::shared_ptr<const CriticalPath> criticalPath;
+    /// Stragglers and variance over every measured step (runStats with kStragglerThreshold).
+    RunStats stats;
 
     /// The row of `key`, nullptr when absent.
     const OverlayRow* row(const std::string& key) const;
 };
+
+/// The share above the other ranks' median compute that flags a straggler in the overlay (docs/analysis.md).
+inline constexpr double kStragglerThreshold = 0.1;
 
 /// The measured step numbers of a trace, in order.
 std::vector<int> measuredSteps(const MeasuredTrace& trace);

@@ -66,7 +66,9 @@ bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QS
         QObject::tr("Zoom the timeline onto the slot at position P of rank R (an overlapped F&B slot then shows its "
                     "two lanes)."),
         QStringLiteral("R:P"));
-    parser.addOptions({ shot, compare, measured, theme, size, panel, memoryView, zoomSlot });
+    const QCommandLineOption path(
+        QStringLiteral("critical-path"), QObject::tr("Turn on the timeline's critical path (View → Critical Path)."));
+    parser.addOptions({ shot, compare, measured, theme, size, panel, memoryView, zoomSlot, path });
     if (!parser.parse(arguments)) {
         error = parser.errorText();
         return false;
@@ -85,6 +87,7 @@ bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QS
         return false;
     }
     options.panel = parser.value(panel);
+    options.criticalPath = parser.isSet(path);
     if (parser.isSet(memoryView)) {
         const QString view = parser.value(memoryView);
         bool number = false;
@@ -160,6 +163,10 @@ QImage renderMainWindow(MainWindow& window, const QSize& size, const StudioOptio
         std::fprintf(stderr, "dualpipe-studio: --panel: no panel named %s\n", qPrintable(view.panel));
     if (view.memoryView)
         window.memoryChart()->setRank(*view.memoryView);
+    if (view.criticalPath) {
+        window.timeline()->setCriticalPathShown(true);
+        window.runs()->overlayPanel()->showCriticalPathTab();
+    }
     if (view.zoomRank >= 0)
         window.timeline()->zoomToBlock(view.zoomRank, view.zoomPosition);
     QApplication::processEvents();

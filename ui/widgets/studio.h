@@ -24,6 +24,7 @@ struct StudioOptions {
     std::optional<int> memoryView; ///< --memory-view all|ranks|N: MemoryChart::setRank's value (-1, -2, N)
     int zoomRank = -1; ///< --zoom-slot R:P: zoom the timeline onto slot P of rank R (−1: fitted)
     int zoomPosition = -1;
+    bool criticalPath = false; ///< --critical-path: the timeline's "Critical path" toggle on
     bool headless() const { return !screenshot.isEmpty() || !compareScreenshot.isEmpty(); }
 };
 

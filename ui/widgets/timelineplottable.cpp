@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace dps::ui {
 
@@ -193,8 +194,101 @@ void TimelinePlottable::draw(QCPPainter* painter)
         drawRank(painter, f, r);
         drawMeasured(painter, f, r);
     }
+    drawPath(painter, f, m_predictedPath, false);
+    if (m_measured)
+        drawPath(painter, f, m_measuredPath, true);
     drawDrag(painter, f);
     painter->restore();
+}
+
+PathMarks pathMarks(const CriticalPath& path)
+{
+    PathMarks marks;
+    const std::vector<PathElement>& e = path.elements;
+    for (std::size_t i = 0; i < e.size(); ++i) {
+        if (e[i].kind == PathElementKind::Action) {
+            marks.blocks.emplace_back(e[i].rank, e[i].slot);
+            continue;
+        }
+        if (e[i].kind != PathElementKind::Transfer || i == 0)
+            continue;
+        // The producer is the action before the transfer; the consumer is the slot the transfer leads to.
+        std::size_t p = i;
+        while (p > 0 && e[p - 1].kind != PathElementKind::Action)
+            --p;
+        if (p == 0)
+            continue;
+        marks.links.push_back({ e[p - 1].rank, e[p - 1].slot, e[i].rank, e[i].slot, e[i].startUs, e[i].endUs });
+    }
+    return marks;
+}
+
+void TimelinePlottable::setCriticalPath(PathMarks predicted, PathMarks measured)
+{
+    m_predictedPath = std::move(predicted);
+    m_measuredPath = std::move(measured);
+    m_predictedOnPath = { m_predictedPath.blocks.begin(), m_predictedPath.blocks.end() };
+    m_measuredOnPath = { m_measuredPath.blocks.begin(), m_measuredPath.blocks.end() };
+}
+
+QColor TimelinePlottable::pathColor(bool dark)
+{
+    return dark ? QColor(0xff, 0x5c, 0xff) : QColor(0xb0, 0x00, 0xc0);
+}
+
+void TimelinePlottable::drawPath(QCPPainter* painter, const Frame& f, const PathMarks& marks, bool measured) const
+{
+    const BlockIndex* index = measured ? m_measured.get() : m_blocks.get();
+    if (!index || marks.empty())
+        return;
+    const auto rectOf = [&](int rank, int i) -> std::optional<QRectF> {
+        if (rank < 0 || rank >= index->rankCount() || i < 0
+            || static_cast<std::size_t>(i) >= index->blocks(rank).size())
+            return std::nullopt;
+        const TimelineBlock& b = index->blocks(rank)[static_cast<std::size_t>(i)];
+        return measured ? measuredRectIn(f, b) : rectIn(f, b);
+    };
+    // Blocks off the path fade towards the background, so the path reads at a glance.
+    const std::set<std::pair<int, int>>& onPath = measured ? m_measuredOnPath : m_predictedOnPath;
+    QColor wash = m_colors.background;
+    wash.setAlpha(150);
+    for (int rank = 0; rank < index->rankCount(); ++rank) {
+        const auto [first, last] = index->visible(rank, f.time.startUs(), f.time.endUs());
+        for (int i = first; i < last; ++i)
+            if (!onPath.count({ rank, i })) {
+                const TimelineBlock& b = index->blocks(rank)[static_cast<std::size_t>(i)];
+                painter->fillRect(measured ? measuredRectIn(f, b) : rectIn(f, b), wash);
+            }
+    }
+    painter->setBrush(Qt::NoBrush);
+    const QColor color = pathColor(m_colors.dark);
+    QPen pen(color, 2.5);
+    pen.setJoinStyle(Qt::MiterJoin);
+    painter->setPen(pen);
+    for (const auto& [rank, i] : marks.blocks)
+        if (const auto r = rectOf(rank, i); r && r->right() >= f.clip.left() && r->left() <= f.clip.right())
+            painter->drawRect(r->adjusted(1.0, 1.0, -1.0, -1.0));
+    // Transfers: from the producer's edge at the transfer's start to the consumer's edge at its end (the
+    // message's arrival), with a small head.
+    pen.setWidthF(1.8);
+    if (measured)
+        pen.setStyle(Qt::DashLine); // the measured path's arrows are dashed, the prediction's solid
+    painter->setBrush(color);
+    for (const PathMarks::Link& l : marks.links) {
+        const auto from = rectOf(l.fromRank, l.fromIndex);
+        const auto to = rectOf(l.toRank, l.toIndex);
+        if (!from || !to)
+            continue;
+        const bool down = l.toRank > l.fromRank;
+        const QPointF a(f.time.toPixel(l.fromUs), down ? from->bottom() : from->top());
+        const QPointF b(std::max(f.time.toPixel(l.toUs), a.x()), down ? to->top() : to->bottom());
+        painter->setPen(pen);
+        painter->drawLine(a, b);
+        painter->setPen(QPen(color, 1.0));
+        const double dir = b.y() > a.y() ? 1.0 : -1.0;
+        const QPointF head[3] = { b, b + QPointF(-3.5, -6.0 * dir), b + QPointF(3.5, -6.0 * dir) };
+        painter->drawPolygon(head, 3);
+    }
 }
 
 void TimelinePlottable::drawTitle(QCPPainter* painter, const Frame& f) const

@@ -6,17 +6,21 @@
 // far that an overlapped F&B slot is wider than kLaneMinWidthPx, a slot whose cost model lays it out on two
 // lanes (CostModel::overlapLayout: an MoE model's expert all-to-all beside the other half's compute) is drawn
 // as those lanes: compute in the upper half, communication in the lower half, each piece coloured by the half
-// (forward or backward) it belongs to. Drawing and hit-testing both go through TimeMapping/RowMapping.
+// (forward or backward) it belongs to. With a critical path set (sim/criticalpath.h, docs/analysis.md) the
+// blocks on it are outlined in the path colour and its transfers drawn as arrows from the producer's end to
+// the consumer's start. Drawing and hit-testing both go through TimeMapping/RowMapping.
 #include "document/blockindex.h"
 #include "document/timemapping.h"
 #include "widgets/theme.h"
 
 #include "sim/costmodel.h"
+#include "sim/criticalpath.h"
 
 #include <qcustomplot.h>
 
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -29,6 +33,25 @@ struct BlockRef {
     bool valid() const { return rank >= 0 && position >= 0; }
     friend bool operator==(const BlockRef&, const BlockRef&) = default;
 };
+
+/// The critical path as drawn on a lane: its blocks and its transfers, by rank and index in the rank's blocks.
+struct PathMarks {
+    struct Link {
+        int fromRank = -1;
+        int fromIndex = -1; ///< the producer block
+        int toRank = -1;
+        int toIndex = -1; ///< the consumer block
+        double fromUs = 0.0; ///< the transfer's start: the producer's end
+        double toUs = 0.0; ///< its end: when the message arrived (the consumer's compute began)
+    };
+    std::vector<std::pair<int, int>> blocks; ///< (rank, index in BlockIndex::blocks(rank))
+    std::vector<Link> links;
+    bool empty() const { return blocks.empty(); }
+};
+
+/// The marks of `path` (slots = indices in the blocks of each rank, as the path's TimedRun held them): each
+/// action element, and for each transfer the producer (the action before it) and the consumer (the one after).
+PathMarks pathMarks(const CriticalPath& path);
 
 class TimelinePlottable : public QCPAbstractPlottable {
     Q_OBJECT
@@ -68,6 +91,12 @@ public:
     /// A title drawn in the row above rank 0 (comparison view); empty draws none.
     void setTitle(const QString& title) { m_title = title; }
     void setColors(const ChartColors& colors) { m_colors = colors; }
+    /// The critical path of the predicted blocks and of the measured ones (empty marks draw nothing).
+    void setCriticalPath(PathMarks predicted, PathMarks measured);
+    const PathMarks& predictedPath() const { return m_predictedPath; }
+    const PathMarks& measuredPath() const { return m_measuredPath; }
+    /// Colour of the critical path's outlines and arrows: a magenta no op kind and no invalid mark uses.
+    static QColor pathColor(bool dark);
 
     void setHovered(BlockRef block) { m_hovered = block; }
     void setMarked(BlockRef block) { m_marked = block; }
@@ -114,6 +143,9 @@ private:
     /// Pixel rectangle of a measured block: the lower part of its rank's band.
     QRectF measuredRectIn(const Frame& f, const TimelineBlock& block) const;
     void drawDrag(QCPPainter* painter, const Frame& f) const;
+    /// Washes out the blocks off the path, outlines the path's blocks and draws its transfers; `measured` picks
+    /// the measured blocks' rectangles.
+    void drawPath(QCPPainter* painter, const Frame& f, const PathMarks& marks, bool measured) const;
     QRectF rectIn(const Frame& f, const TimelineBlock& block) const;
 
     std::shared_ptr<const BlockIndex> m_blocks;
@@ -126,6 +158,10 @@ private:
     ChartColors m_colors;
     BlockRef m_hovered;
     BlockRef m_marked;
+    PathMarks m_predictedPath;
+    PathMarks m_measuredPath;
+    std::set<std::pair<int, int>> m_predictedOnPath; ///< m_predictedPath's blocks, for lookups
+    std::set<std::pair<int, int>> m_measuredOnPath;
     struct Drag {
         BlockRef block;
         double offsetUs = 0.0;

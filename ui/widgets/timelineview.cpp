@@ -2,6 +2,7 @@
 
 #include "document/formatting.h"
 
+#include <QAction>
 #include <QHelpEvent>
 #include <QPainter>
 #include <QSvgGenerator>
@@ -55,6 +56,55 @@ TimelineView::TimelineView(QWidget* parent)
     setMinimumHeight(160);
     applyColors(ChartColors::fromPalette(palette()));
     connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &TimelineView::clampRange);
+    m_pathAction = new QAction(tr("&Critical Path"), this);
+    m_pathAction->setCheckable(true);
+    m_pathAction->setToolTip(tr("Outline the chain of actions and transfers that sets the step's end"));
+    connect(m_pathAction, &QAction::toggled, this, [this] {
+        updatePaths();
+        replot(rpQueuedReplot);
+    });
+    addAction(m_pathAction);
+    setContextMenuPolicy(Qt::ActionsContextMenu);
+}
+
+void TimelineView::setCriticalPathShown(bool shown)
+{
+    m_pathAction->setChecked(shown);
+}
+
+bool TimelineView::criticalPathShown() const
+{
+    return m_pathAction->isChecked();
+}
+
+CriticalPath TimelineView::predictedCriticalPath(int index) const
+{
+    const SnapshotPtr s = laneSnapshot(index);
+    if (!s || !s->valid() || !s->schedule)
+        return {};
+    return criticalPath(*s->schedule, s->sim, s->costs);
+}
+
+void TimelineView::setLaneCriticalPath(int index, std::shared_ptr<const CriticalPath> path)
+{
+    if (index < 0 || index >= laneCount())
+        return;
+    m_lanePaths.resize(m_lanes.size());
+    m_lanePaths[static_cast<std::size_t>(index)] = std::move(path);
+    updatePaths();
+    replot(rpQueuedReplot);
+}
+
+void TimelineView::updatePaths()
+{
+    const bool shown = criticalPathShown();
+    m_lanePaths.resize(m_lanes.size());
+    for (int i = 0; i < laneCount(); ++i) {
+        const auto& own = m_lanePaths[static_cast<std::size_t>(i)];
+        PathMarks predicted = !shown ? PathMarks {} : own ? pathMarks(*own) : pathMarks(predictedCriticalPath(i));
+        PathMarks measured = shown && i == 0 && m_measuredPath ? pathMarks(*m_measuredPath) : PathMarks {};
+        m_lanes[static_cast<std::size_t>(i)].plottable->setCriticalPath(std::move(predicted), std::move(measured));
+    }
 }
 
 void TimelineView::setupAxes()
@@ -158,6 +208,9 @@ void TimelineView::rebuildLanes(const std::vector<SnapshotPtr>& lanes, bool titl
         m_makespanUs = std::max(m_makespanUs, laneMakespan(*s));
         m_lanes.push_back({ p, s });
     }
+    m_measuredPath.reset(); // the measured blocks went with the old lane 0
+    m_lanePaths.clear();
+    updatePaths();
     updateTicks(titled);
     yAxis->setRange(-0.5, std::max(row, 1) - 0.5);
     if (keepZoom)
@@ -238,13 +291,16 @@ void TimelineView::panBy(double fraction)
     replot(rpQueuedReplot);
 }
 
-void TimelineView::setMeasuredBlocks(std::shared_ptr<const BlockIndex> measured)
+void TimelineView::setMeasuredBlocks(
+    std::shared_ptr<const BlockIndex> measured, std::shared_ptr<const CriticalPath> measuredPath)
 {
     TimelinePlottable* p = lane(0);
     if (!p)
         return;
     const double end = measured ? measured->endUs() : 0.0;
+    m_measuredPath = measured ? std::move(measuredPath) : nullptr;
     p->setMeasuredBlocks(std::move(measured));
+    updatePaths();
     double span = 0.0;
     for (const auto& l : m_lanes)
         span = std::max(span, laneMakespan(*l.snapshot));
@@ -508,14 +564,15 @@ TimelineLegend::TimelineLegend(QWidget* parent)
 {
     m_entries = { { tr("F forward"), 0 }, { tr("I backward (inputs)"), 1 }, { tr("W backward (weights)"), 2 },
         { tr("B full backward"), 3 }, { tr("F&B overlapped"), 4 }, { tr("all-to-all (zoomed F&B: lower lane)"), 7 },
-        { tr("idle"), 5 }, { tr("invalid"), 6 } };
+        { tr("idle"), 5 }, { tr("invalid"), 6 }, { tr("critical path"), 8 } };
     QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Preferred);
     policy.setHeightForWidth(true);
     setSizePolicy(policy);
     setToolTip(tr("An overlapped F&B slot runs a forward (upper half) and a backward (lower half) at once. Zoomed in, "
                   "a slot of an expert-parallel model shows its two lanes: compute above, the all-to-all below (blue: "
                   "the forward half's, red: the backward half's). Numbers are microbatches; hover a block for its "
-                  "stage, times and what it waited for."));
+                  "stage, times and what it waited for. View → Critical Path outlines the chain of actions and "
+                  "transfers that sets the step's end (the measured one's arrows dashed); the rest fades."));
 }
 
 int TimelineLegend::entryWidth(const Entry& entry) const
@@ -572,6 +629,10 @@ void TimelineLegend::paintSwatch(QPainter& p, const QRect& swatch, int kind) con
             QColor((f.red() * 2 + colors.background.red() * 3) / 5, (f.green() * 2 + colors.background.green() * 3) / 5,
                 (f.blue() * 2 + colors.background.blue() * 3) / 5));
         p.fillRect(swatch, QBrush(f.darker(120), Qt::DiagCrossPattern));
+    } else if (kind == 8) {
+        p.fillRect(swatch, kindColor(OpKind::F));
+        p.setPen(QPen(TimelinePlottable::pathColor(colors.dark), 2.5));
+        p.drawRect(swatch.adjusted(1, 1, -1, -1));
     } else if (kind == 5) {
         p.fillRect(swatch, colors.idle);
         p.fillRect(swatch, QBrush(colors.idleHatch, Qt::BDiagPattern));

@@ -4,14 +4,21 @@
 // pan by dragging empty space or with the arrow keys, Home (or 0) fits. In an editable view a block can be
 // dragged along its row: blockMoveRequested says where it was dropped. Hovering shows the action, its
 // start and end, what it waited for and, for a model with expert parallelism, its all-to-all (an overlapped
-// slot: the communication time and how much of it the other half's compute hides).
+// slot: the communication time and how much of it the other half's compute hides). The "Critical path"
+// toggle (criticalPathAction, also in the view's context menu) outlines each lane's critical path and, with a
+// run overlaid, the measured step's (sim/criticalpath.h, docs/analysis.md).
 #include "document/snapshot.h"
 #include "widgets/theme.h"
 #include "widgets/timelineplottable.h"
 
+#include "sim/criticalpath.h"
+
 #include <qcustomplot.h>
 
+#include <memory>
 #include <vector>
+
+class QAction;
 
 namespace dps::ui {
 
@@ -34,8 +41,21 @@ public:
 
     /// Draws a run's measured blocks beside lane 0's predicted ones (null hides them); the fitted view
     /// then spans the longer of the two timelines.
-    void setMeasuredBlocks(std::shared_ptr<const BlockIndex> measured);
+    /// `measuredPath` is that step's critical path (slots = indices in each rank's measured blocks; null: none).
+    void setMeasuredBlocks(
+        std::shared_ptr<const BlockIndex> measured, std::shared_ptr<const CriticalPath> measuredPath = nullptr);
     const BlockIndex* measuredBlocks() const;
+
+    /// The checkable "Critical path" action (off by default) that shows or hides the critical paths.
+    QAction* criticalPathAction() const { return m_pathAction; }
+    /// Shows or hides the critical paths (the action's state).
+    void setCriticalPathShown(bool shown);
+    bool criticalPathShown() const;
+    /// The critical path of lane `index`'s prediction (empty unless it was timed); computed when asked.
+    CriticalPath predictedCriticalPath(int index) const;
+    /// Draws `path` as lane `index`'s critical path instead of its prediction's (a lane laid out from a measured
+    /// run: its slots index the lane's blocks); null goes back to the prediction's. Lanes set anew forget it.
+    void setLaneCriticalPath(int index, std::shared_ptr<const CriticalPath> path);
 
     void setEditable(bool editable) { m_editable = editable; }
     /// Outlines a block (e.g. the one a diagnostic names); an invalid ref clears.
@@ -84,6 +104,8 @@ private:
         BlockRef block;
     };
     void setupAxes();
+    /// Gives every lane its critical-path marks (none while hidden).
+    void updatePaths();
     void rebuildLanes(const std::vector<SnapshotPtr>& lanes, bool titled);
     void updateTicks(bool titled);
     void clampRange(const QCPRange& range);
@@ -98,6 +120,9 @@ private:
     QString communicationLine(const SimulationSnapshot& s, const TimelineBlock& b) const;
 
     std::vector<Lane> m_lanes;
+    QAction* m_pathAction = nullptr;
+    std::shared_ptr<const CriticalPath> m_measuredPath;
+    std::vector<std::shared_ptr<const CriticalPath>> m_lanePaths; ///< per lane: drawn instead of the prediction's
     ChartColors m_colors;
     double m_makespanUs = 0.0;
     bool m_editable = false;
@@ -128,7 +153,8 @@ protected:
 private:
     struct Entry {
         QString label;
-        int kind; ///< 0-3 an op kind, 4 overlapped, 5 idle, 6 invalid, 7 all-to-all (an F&B slot's lower lane)
+        int kind; ///< 0-3 an op kind, 4 overlapped, 5 idle, 6 invalid, 7 all-to-all (an F&B slot's lower lane),
+                  ///< 8 the critical path
     };
     /// Top-left of each entry when laid out in rows of `width` pixels.
     std::vector<QPoint> layoutEntries(int width) const;
