@@ -324,7 +324,10 @@ json simulationJson(const Simulated& in)
         { "schedule",
             { { "kind", std::string(kindName(s.kind)) }, { "ranks", s.ranks }, { "stages", s.stages },
                 { "microbatches", s.microbatches } } },
-        { "makespan_us", p.makespanUs }, { "bubble_rate", p.bubbleRate },
+        { "makespan_us", p.makespanUs }, { "step_us", p.stepUs }, { "dp", p.dp }, { "devices", p.devices },
+        { "allreduce_us", p.allReduceUs }, { "exposed_allreduce_us", p.exposedAllReduceUs },
+        { "tokens_per_step", p.tokensPerStep }, { "tokens_per_s", p.tokensPerSecond() },
+        { "tokens_per_s_per_device", p.tokensPerSecondPerDevice() }, { "bubble_rate", p.bubbleRate },
         { "bubble_rate_definition", kBubbleDefinition }, { "total_p2p_bytes", p.p2pBytes },
         { "largest_idle_us", p.largestIdleUs }, { "closed_form", closedFormJson(p.closedForm) },
         { "memory_per_device_bytes", in.memoryLimitBytes > 0.0 ? json(in.memoryLimitBytes) : json(nullptr) },
@@ -340,8 +343,15 @@ void printSimulation(const Simulated& in)
     if (!in.model.empty())
         std::cout << "model:        " << in.model << "\n";
     std::cout << "costs:        " << in.costsSource << "\n"
-              << "makespan:     " << formatTime(p.makespanUs) << "\n"
-              << "bubble rate:  " << formatPercent(p.bubbleRate) << "  (" << kBubbleDefinition << ")\n"
+              << "makespan:     " << formatTime(p.makespanUs) << "\n";
+    if (p.dp > 1)
+        std::cout << "step:         " << formatTime(p.stepUs) << "  (makespan + " << formatTime(p.exposedAllReduceUs)
+                  << " of the dp " << p.dp << " gradient all-reduce not hidden; largest all-reduce "
+                  << formatTime(p.allReduceUs) << ")\n";
+    if (p.tokensPerStep > 0.0)
+        std::cout << "throughput:   " << formatCount(p.tokensPerSecond()) << " tokens/s, "
+                  << formatCount(p.tokensPerSecondPerDevice()) << " per device (" << p.devices << " devices)\n";
+    std::cout << "bubble rate:  " << formatPercent(p.bubbleRate) << "  (" << kBubbleDefinition << ")\n"
               << "largest idle: " << formatTime(p.largestIdleUs) << " simulated; " << closedFormText(p.closedForm)
               << "\n"
               << "p2p traffic:  " << formatBytes(p.p2pBytes) << "\n\n";
@@ -424,30 +434,62 @@ std::vector<VariantComparison> compareRows(
         }
     };
     std::vector<VariantComparison> rows;
+    std::vector<std::optional<Variant>> variants; // unset: the kind cannot hold the stage count (its row says why)
     if (args.schedules.empty()) {
         for (const Variant& v : project.variants)
-            rows.push_back(compareOne(v));
-        return rows;
-    }
-    for (const auto& name : args.schedules) {
-        const ScheduleKind kind = kindOrThrow(name, "--schedules");
-        try {
-            rows.push_back(compareOne(variantForKind(project, kind, project.active())));
-        } catch (const Error& e) {
-            VariantComparison row;
-            row.variant = std::string(kindName(kind));
-            row.kind = kind;
-            row.microbatches = project.active().microbatches;
-            row.error = e.what();
-            rows.push_back(row);
+            variants.emplace_back(v);
+    } else {
+        for (const auto& name : args.schedules) {
+            const ScheduleKind kind = kindOrThrow(name, "--schedules");
+            try {
+                variants.emplace_back(variantForKind(project, kind, project.active()));
+            } catch (const Error& e) {
+                variants.emplace_back(std::nullopt);
+                VariantComparison row;
+                row.variant = std::string(kindName(kind));
+                row.kind = kind;
+                row.microbatches = project.active().microbatches;
+                row.error = e.what();
+                rows.push_back(row);
+            }
         }
     }
-    return rows;
+    // --same-devices: every variant on the most devices any of them uses, at the same global batch.
+    int devices = 0;
+    if (args.sameDevices)
+        for (const auto& v : variants)
+            if (v)
+                try {
+                    devices = std::max(devices, devicesOf(project, *v));
+                } catch (const Error&) {
+                    // placed again below, where the row reports it
+                }
+    std::size_t failedAt = 0;
+    std::vector<VariantComparison> ordered;
+    for (const auto& v : variants) {
+        if (!v) {
+            ordered.push_back(rows[failedAt++]);
+            continue;
+        }
+        try {
+            ordered.push_back(compareOne(args.sameDevices ? onSameDevices(project, *v, devices) : *v));
+        } catch (const Error& e) {
+            VariantComparison row;
+            row.variant = v->name;
+            row.kind = v->kind;
+            row.ranks = v->ranks;
+            row.microbatches = v->microbatches;
+            row.error = e.what();
+            ordered.push_back(row);
+        }
+    }
+    return ordered;
 }
 
 json rowJson(const VariantComparison& row)
 {
-    json j = { { "variant", row.variant }, { "kind", std::string(kindName(row.kind)) }, { "devices", row.ranks },
+    json j = { { "variant", row.variant }, { "kind", std::string(kindName(row.kind)) },
+        { "devices", row.devices > 0 ? row.devices : row.ranks }, { "ranks", row.ranks }, { "dp", row.dp },
         { "stages", row.stages }, { "microbatches", row.microbatches } };
     if (!row.error.empty()) {
         j["error"] = row.error;
@@ -456,7 +498,9 @@ json rowJson(const VariantComparison& row)
     j.update({ { "parameters_per_device", row.parametersPerDevice },
         { "peak_activation_bytes", row.peakActivationBytes }, { "peak_memory_bytes", row.peakMemoryBytes },
         { "makespan_us", row.makespanUs }, { "bubble_rate", row.bubbleRate }, { "largest_idle_us", row.largestIdleUs },
-        { "closed_form", closedFormJson(row.closedForm) }, { "p2p_bytes", row.p2pBytes } });
+        { "closed_form", closedFormJson(row.closedForm) }, { "p2p_bytes", row.p2pBytes }, { "step_us", row.stepUs },
+        { "tokens_per_step", row.tokensPerStep }, { "tokens_per_s", row.tokensPerSecond },
+        { "tokens_per_s_per_device", row.tokensPerSecondPerDevice } });
     return j;
 }
 
@@ -477,18 +521,23 @@ std::vector<std::string> comparisonCells(const VariantComparison& row, std::vect
 {
     const std::string kind(kindDisplayName(row.kind));
     if (!row.error.empty())
-        return { row.variant, kind, row.ranks > 0 ? std::to_string(row.ranks) : "—",
-            row.stages > 0 ? std::to_string(row.stages) : "—", "—", "—", "—", "—", "—", "—", "—" };
-    return { row.variant, kind, std::to_string(row.ranks), std::to_string(row.stages),
+        return { row.variant, kind, row.ranks > 0 ? std::to_string(row.ranks) : "—", "—",
+            row.stages > 0 ? std::to_string(row.stages) : "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", "—" };
+    const std::string devices = row.dp > 1
+        ? std::to_string(row.devices) + " (" + std::to_string(row.ranks) + " × dp " + std::to_string(row.dp) + ")"
+        : std::to_string(row.devices > 0 ? row.devices : row.ranks);
+    return { row.variant, kind, devices, std::to_string(row.microbatches), std::to_string(row.stages),
         formatCount(row.parametersPerDevice), formatBytes(row.peakActivationBytes), formatTime(row.makespanUs),
+        formatTime(row.stepUs), formatCount(row.tokensPerSecond), formatCount(row.tokensPerSecondPerDevice),
         formatPercent(row.bubbleRate), formatTime(row.largestIdleUs), closedCell(row.closedForm, notes),
         formatBytes(row.p2pBytes) };
 }
 
 void printComparison(const std::string& title, const std::vector<VariantComparison>& rows)
 {
-    std::vector<std::vector<std::string>> cells { { "variant", "kind", "devices", "stages", "params/device",
-        "peak activations", "makespan", "bubble", "largest idle", "closed form", "p2p bytes" } };
+    std::vector<std::vector<std::string>> cells { { "variant", "kind", "devices", "microbatches", "stages",
+        "params/device", "peak activations", "makespan", "step", "tokens/s", "tokens/s/device", "bubble",
+        "largest idle", "closed form", "p2p bytes" } };
     std::vector<std::string> notes;
     for (const auto& row : rows)
         cells.push_back(comparisonCells(row, notes));
@@ -514,14 +563,17 @@ int cmdCompare(const CompareArgs& args)
     const std::string costs
         = costsNote(machine ? machineNote(*machine) : std::string("the project's model and costs"), args.costs);
     if (!args.json) {
-        printComparison(source + (project.name.empty() ? "" : " (" + project.name + ")") + "; costs: " + costs, rows);
+        printComparison(source + (project.name.empty() ? "" : " (" + project.name + ")") + "; costs: " + costs
+                + (args.sameDevices ? "; same devices, same global batch" : ""),
+            rows);
         return kExitOk;
     }
     json list = json::array();
     for (const auto& row : rows)
         list.push_back(rowJson(row));
-    const json out = { { "source", source }, { "project", project.name }, { "costs", costs },
-        { "bubble_rate_definition", kBubbleDefinition }, { "rows", std::move(list) } };
+    const json out
+        = { { "source", source }, { "project", project.name }, { "costs", costs }, { "same_devices", args.sameDevices },
+              { "bubble_rate_definition", kBubbleDefinition }, { "rows", std::move(list) } };
     std::cout << out.dump(2) << "\n";
     return kExitOk;
 }
@@ -565,7 +617,7 @@ ValidatedRun validatedRun(const std::string& file, const MeasuredTrace& m)
     const MeasuredCorrectness& c = m.correctness;
     ValidatedRun run { file, m.host, m.cpu, {}, m.backend, m.comm, m.mpiVersion, m.variant,
         static_cast<int>(m.ranks.size()), m.medianStep, m.medianMakespanUs(), c.passed, c.maxLossError, c.maxGradError,
-        c.lossThreshold, c.gradThreshold, c.message };
+        c.lossThreshold, c.gradThreshold, c.message, c.checked, describeSource(m.source) };
     return run;
 }
 

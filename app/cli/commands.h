@@ -61,6 +61,24 @@ struct CompareArgs {
     std::vector<std::string> schedules; ///< --schedules a,b: kinds, each with the ranks giving the stage count
     CostFlags costs;
     bool json = false;
+    /// --same-devices: every row on the most devices of any row, at the same global batch (compare.h onSameDevices:
+    /// more data-parallel replicas, fewer microbatches each)
+    bool sameDevices = false;
+};
+
+/// `dpstudio plan PROJECT --devices N --global-batch B [--memory-limit BYTES] [--kinds LIST] [--top K] [--json]
+/// [--add-variants]` (engine/project/planner.h).
+struct PlanArgs {
+    std::string project; ///< the project file; or, without one, --model and --device presets
+    std::string model; ///< --model PRESET (instead of a project file)
+    std::string device; ///< --device PRESET (with --model)
+    int devices = 0;
+    int globalBatch = 0; ///< sequences per step
+    std::string memoryLimit; ///< "80e9", "80GB", "80GiB"; empty = the cluster's memory_per_device_bytes
+    std::vector<std::string> kinds; ///< empty = all seven
+    int top = 10; ///< candidates shown (and added with --add-variants)
+    bool json = false;
+    bool addVariants = false; ///< write the top K into the project as variants (atomic save)
 };
 
 struct ExportArgs {
@@ -112,11 +130,36 @@ struct CalibrateArgs {
     std::string output;
 };
 
+struct AnalyzeArgs {
+    std::string measured; ///< measured.json
+    std::string project; ///< --project P: predict its critical path too (default: the project recorded)
+    std::string variant; ///< --variant V (default: the run's variant, else the active one)
+    std::optional<int> step; ///< --step N: the measured step (default: the median step)
+    double threshold = 0.1; ///< --threshold: the straggler share (0.1 = 10 %)
+    bool list = false; ///< --list: every element of the path
+    std::string compare; ///< --compare OTHER.json: per-action differences with that run's median step
+    bool json = false;
+};
+
+/// `dpstudio import-trace` (issue 14, docs/profile-import.md).
+struct ImportTraceArgs {
+    std::vector<std::string> traces; ///< files (.json, .json.gz) and folders of them, one file per rank
+    std::string project; ///< --project P: check against its schedule and record it (optional)
+    std::string variant; ///< --variant V (default: the project's active one)
+    std::vector<std::string> maps; ///< --map REGEX=ACTION-TEMPLATE, tried in order before the PP: names
+    std::string output; ///< -o measured.json
+    std::string command; ///< the command line, recorded in the measured trace
+};
+
 int cmdGenerate(const GenerateArgs& args);
 int cmdValidate(const ValidateArgs& args);
 int cmdSimulate(const SimulateArgs& args);
 int cmdCompare(const CompareArgs& args);
 int cmdExport(const ExportArgs& args);
+/// `dpstudio plan`: plan() over the project's model; exit 0 with a candidate, 1 when nothing fits (the smallest
+/// peak found on stderr), 2 for bad flags. Throws IoError for an unreadable project, FormatError for bad content
+/// or a project --add-variants cannot save as valid.
+int cmdPlan(const PlanArgs& args);
 int cmdInit(const InitArgs& args);
 /// `dpstudio run`: launch::runProject with `options` (interactive when stderr is a terminal and the
 /// progress stream is not asked for); returns its exit code (dps::kExit*).
@@ -126,6 +169,17 @@ int cmdRun(const launch::RunOptions& options);
 /// worker, an unreadable project, -o not writable) and FormatError as launch::probeCpu.
 int cmdDevices(const DevicesArgs& args);
 int cmdCalibrate(const CalibrateArgs& args);
+/// `dpstudio analyze`: a measured run's critical path (and the prediction's), per-rank shares, stragglers and
+/// variance (trace/runstats.h), and with --compare the per-action differences with another run, as text or JSON.
+/// Throws IoError (a file that cannot be read), FormatError (a bad file, --variant unknown, --step not in the
+/// run) and ConstraintError (--threshold below 0).
+int cmdAnalyze(const AnalyzeArgs& args);
+
+/// `dpstudio import-trace`: importProfiles (trace/kineto.h) of the traces, written as measured.json; the notes
+/// (timing, clock, what was ignored) on stderr, a summary (and the prediction, with --project) on stdout.
+/// Throws IoError for a trace or project that cannot be read, FormatError for a broken trace (naming the
+/// file and the reason; nothing is written) or a bad --map or --variant.
+int cmdImportTrace(const ImportTraceArgs& args);
 /// `dpstudio presets`: the model and device presets (presets.h) as tables or JSON; exit 0.
 int cmdPresets(const PresetsArgs& args);
 /// `dpstudio model-info`: modelInfo() of a project's variant as text or JSON. Throws IoError for a file that

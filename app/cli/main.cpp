@@ -170,6 +170,9 @@ int main(int argc, char** argv)
     cmpCosts.add(cCmp, cmp.costs.costsFile);
     CostOptionValues::addMachine(cCmp, cmp.costs);
     cCmp->add_flag("--json", cmp.json, "print the table as JSON");
+    cCmp->add_flag("--same-devices", cmp.sameDevices,
+        "put every row on the same device count (the largest), at the same global batch: more data-parallel "
+        "replicas, fewer microbatches each");
 
     ExportArgs exp;
     auto* cExp = app.add_subcommand(
@@ -275,6 +278,49 @@ int main(int argc, char** argv)
     cCal->add_option("--project", cal.project, "the project the run came from (default: recorded in the file)");
     cCal->add_option("-o,--output", cal.output, "costs.json to write")->required();
 
+    AnalyzeArgs ana;
+    auto* cAna = app.add_subcommand("analyze", "critical path, its share per rank, stragglers and variance of a run");
+    cAna->add_option("measured", ana.measured, "measured.json (from `dpstudio run` or `import-trace`)")->required();
+    cAna->add_option("--project", ana.project, "also the prediction's critical path (default: the recorded project)");
+    cAna->add_option("--variant", ana.variant, "the variant to predict (default: the run's)");
+    int anaStep = 0;
+    auto* oAnaStep
+        = cAna->add_option("--step", anaStep, "measured step (default: the median step)")->check(countValue(0));
+    cAna->add_option("--threshold", ana.threshold, "straggler share above the others' median compute (0.1 = 10 %)")
+        ->check(costValue(false));
+    cAna->add_flag("--list", ana.list, "list every action and transfer of the path");
+    cAna->add_option("--compare", ana.compare, "another measured.json: per-action start and duration differences");
+    cAna->add_flag("--json", ana.json, "JSON output");
+
+    PlanArgs plan;
+    auto* cPlan = app.add_subcommand(
+        "plan", "search kind, pipeline size, microbatches, partition and recompute for the fastest step that fits");
+    cPlan->add_option("project", plan.project, "project file (*.dpstudio.json): its model and cluster");
+    cPlan->add_option("--model", plan.model, "instead of a project: a model preset (`dpstudio presets`)");
+    cPlan->add_option("--device", plan.device, "with --model: a device preset");
+    cPlan->add_option("--devices", plan.devices, "devices of the job (pipeline size × data-parallel replicas)")
+        ->required();
+    cPlan->add_option("--global-batch", plan.globalBatch, "sequences per step (microbatches × size × dp)")->required();
+    cPlan->add_option("--memory-limit", plan.memoryLimit,
+        "per device: bytes (80e9) or with a unit (80GB, 80GiB); default: the cluster's memory per device");
+    cPlan->add_option("--kinds", plan.kinds, "kinds to search, e.g. dualpipe,dualpipev (default: all seven)")
+        ->delimiter(',');
+    cPlan->add_option("--top", plan.top, "candidates shown and added (default 10)");
+    cPlan->add_flag("--json", plan.json, "print the candidates, the Pareto front and the counts as JSON");
+    cPlan->add_flag("--add-variants", plan.addVariants, "add the top K to the project as variants (atomic save)");
+
+    ImportTraceArgs imp;
+    auto* cImp = app.add_subcommand("import-trace",
+        "import PyTorch profiler traces (one per rank, .json or .json.gz, or a folder) as measured.json");
+    cImp->add_option("traces", imp.traces, "trace files or folders, one file per rank")->required();
+    auto* oImpProject
+        = cImp->add_option("--project", imp.project, "check every rank and action against this project's schedule");
+    cImp->add_option("--variant", imp.variant, "with --project: the variant that ran (default: the active one)")
+        ->needs(oImpProject);
+    cImp->add_option("--map", imp.maps, "REGEX=ACTION-TEMPLATE: events named otherwise, e.g. 'fwd(\\d+)_(\\d+)=$1F$2'")
+        ->allow_extra_args(false);
+    cImp->add_option("-o,--output", imp.output, "measured trace to write (measured.json)")->required();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -297,6 +343,8 @@ int main(int argc, char** argv)
         }
         if (*cExp)
             return cmdExport(exp);
+        if (*cPlan)
+            return cmdPlan(plan);
         if (*cIni) {
             setIf(oSched, iniSchedule, ini.schedule);
             setIf(oRanks, iniRanks, ini.ranks);
@@ -329,6 +377,16 @@ int main(int argc, char** argv)
             return cmdDevices(dev);
         if (*cCal)
             return cmdCalibrate(cal);
+        if (*cImp) {
+            for (int i = 0; i < argc; ++i)
+                imp.command += (i ? " " : "") + std::string(argv[i]);
+            return cmdImportTrace(imp);
+        }
+        if (*cAna) {
+            if (oAnaStep->count() > 0)
+                ana.step = anaStep;
+            return cmdAnalyze(ana);
+        }
     } catch (const dps::ConstraintError& e) {
         // An unknown --schedule/--schedules kind is a bad flag (2); a broken size rule is content (1).
         std::cerr << "dpstudio: error: " << e.what() << "\n";

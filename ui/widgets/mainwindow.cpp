@@ -1,9 +1,13 @@
 #include "widgets/mainwindow.h"
 
+#include "document/comparemodel.h"
 #include "document/diagnosticsmodel.h"
 #include "document/formatting.h"
 #include "document/projectdocument.h"
 #include "run/messagebanner.h"
+#include "run/runhistory.h"
+#include "run/runpanel.h"
+#include "run/runrecord.h"
 #include "widgets/clustereditor.h"
 #include "widgets/compareview.h"
 #include "widgets/filecontroller.h"
@@ -11,6 +15,7 @@
 #include "widgets/metricspanel.h"
 #include "widgets/modeleditor.h"
 #include "widgets/partitioneditor.h"
+#include "widgets/plannerpanel.h"
 #include "widgets/projectpanel.h"
 #include "widgets/runworkspace.h"
 #include "widgets/timelineview.h"
@@ -21,6 +26,7 @@
 #include <QCloseEvent>
 #include <QDeadlineTimer>
 #include <QDockWidget>
+#include <QFileInfo>
 #include <QHeaderView>
 #include <QLabel>
 #include <QMenuBar>
@@ -35,6 +41,7 @@
 #include <QUndoView>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace dps::ui {
@@ -160,6 +167,10 @@ void MainWindow::setupDocks()
     resizeDocks({ project, m_metricsDock }, { 400, 420 }, Qt::Horizontal);
     resizeDocks({ project, m_partitionDock }, { 640, 300 }, Qt::Vertical);
     resizeDocks({ m_memoryDock }, { 250 }, Qt::Vertical);
+    m_planner = new PlannerPanel(m_document);
+    m_plannerDock = addPanel(QStringLiteral("plannerDock"), tr("Planner"), m_planner, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(m_memoryDock, m_plannerDock);
+    m_plannerDock->hide(); // shown by View > Planner (Ctrl+3); hidden it leaves the memory dock as it was
 }
 
 bool MainWindow::raisePanel(const QString& name)
@@ -217,8 +228,12 @@ void MainWindow::raiseOverlayPanel()
 
 void MainWindow::showOverlay(const MeasuredOverlay& overlay)
 {
-    m_timeline->setMeasuredBlocks(overlay.blocks);
-    m_memory->setMeasuredMemory(overlay.blocks ? overlay.memory : decltype(overlay.memory) {});
+    m_timeline->setMeasuredBlocks(overlay.blocks, overlay.criticalPath);
+    // A run without memory figures (an imported profile without [memory] events) draws no measured curve.
+    const bool memory = overlay.blocks
+        && std::any_of(
+            overlay.peakMemoryBytes.begin(), overlay.peakMemoryBytes.end(), [](double b) { return b > 0.0; });
+    m_memory->setMeasuredMemory(memory ? overlay.memory : decltype(overlay.memory) {});
     m_metrics->setOverlay(overlay);
 }
 
@@ -252,6 +267,8 @@ void MainWindow::createActions()
     a.zoomOut = new QAction(tr("Zoom &Out"), this);
     a.fit = new QAction(tr("&Fit Timeline"), this);
     a.compare = new QAction(tr("&Compare Variants"), this);
+    a.planner = new QAction(tr("&Planner"), this);
+    a.planner->setToolTip(tr("Find the fastest schedule for N devices under a memory limit"));
 }
 
 void MainWindow::assignShortcuts()
@@ -272,6 +289,7 @@ void MainWindow::assignShortcuts()
     a.zoomOut->setShortcut(QKeySequence::ZoomOut);
     a.fit->setShortcut(QKeySequence(tr("Ctrl+0")));
     a.compare->setShortcut(QKeySequence(tr("Ctrl+2")));
+    a.planner->setShortcut(QKeySequence(tr("Ctrl+3")));
 }
 
 void MainWindow::setupActions()
@@ -306,6 +324,10 @@ void MainWindow::setupFileMenu()
     file->addActions({ a.save, a.saveAs });
     file->addSeparator();
     file->addAction(a.importCsv);
+    // PyTorch profiler traces of the project's schedule, overlaid like a run (issue 14, docs/profile-import.md).
+    QAction* openProfile = file->addAction(tr("Open &Profile…"), m_files, &FileController::openProfile);
+    openProfile->setObjectName(QStringLiteral("openProfileAction"));
+    openProfile->setStatusTip(tr("Import PyTorch profiler traces (one per rank, .json or .json.gz) and overlay them"));
     QMenu* exports = file->addMenu(tr("&Export"));
     exports->addActions({ a.exportConfig, a.exportCsv, a.exportTrace, a.exportChart });
     file->addSeparator();
@@ -328,8 +350,10 @@ void MainWindow::setupViewMenu()
         m_viewMenu->addAction(dock->toggleViewAction());
     m_viewMenu->addSeparator();
     m_viewMenu->addAction(m_actions.compare);
+    m_viewMenu->addAction(m_actions.planner);
     m_viewMenu->addSeparator();
     m_viewMenu->addActions({ m_actions.zoomIn, m_actions.zoomOut, m_actions.fit });
+    m_viewMenu->addAction(m_timeline->criticalPathAction());
     QMenu* theme = m_viewMenu->addMenu(tr("&Theme"));
     m_themeGroup = new QActionGroup(this);
     for (ThemeMode mode : { ThemeMode::System, ThemeMode::Light, ThemeMode::Dark }) {
@@ -354,6 +378,7 @@ void MainWindow::setupHelpMenu()
                "<tr><td><b>Ctrl+I</b></td><td>import a PyTorch schedule CSV</td></tr>"
                "<tr><td><b>Ctrl+E / Ctrl+Shift+E</b></td><td>export the validated config, the chart</td></tr>"
                "<tr><td><b>Ctrl+2</b></td><td>compare the variants</td></tr>"
+               "<tr><td><b>Ctrl+3</b></td><td>the planner: the fastest schedule under a memory limit</td></tr>"
                "<tr><td><b>+ / − / Home</b></td><td>zoom in, out, fit (timeline focused; also Ctrl++ / Ctrl+− / "
                "Ctrl+0)</td></tr>"
                "<tr><td><b>← / →</b></td><td>pan the timeline</td></tr>"
@@ -381,8 +406,9 @@ void MainWindow::setupToolBar()
     bar->addActions({ a.undo, a.redo, a.regenerate });
     bar->addSeparator();
     bar->addActions({ a.zoomIn, a.zoomOut, a.fit });
+    bar->addAction(m_timeline->criticalPathAction());
     bar->addSeparator();
-    bar->addActions({ a.importCsv, a.exportConfig, a.compare });
+    bar->addActions({ a.importCsv, a.exportConfig, a.compare, a.planner });
 }
 
 void MainWindow::setupConnections()
@@ -406,6 +432,7 @@ void MainWindow::setupConnections()
     connect(a.zoomOut, &QAction::triggered, this, [this] { m_timeline->zoomBy(1 / 1.5); });
     connect(a.fit, &QAction::triggered, m_timeline, &TimelineView::fitAll);
     connect(a.compare, &QAction::triggered, this, &MainWindow::showCompare);
+    connect(a.planner, &QAction::triggered, this, &MainWindow::showPlanner);
     connectFiles();
     connectViews();
 }
@@ -422,6 +449,10 @@ void MainWindow::connectViews()
         requestComparison();
     });
     connect(m_compare, &CompareView::shown, this, &MainWindow::requestComparison);
+    connect(m_compare, &CompareView::sameDevicesChanged, this, [this] {
+        m_compareStale = true;
+        requestComparison();
+    });
     connect(m_timeline, &TimelineView::blockMoveRequested, m_document, &ProjectDocument::moveAction);
     connect(
         m_timeline->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), m_memory, &MemoryChart::setTimeRange);
@@ -445,6 +476,23 @@ void MainWindow::connectFiles()
         [this](const QString& text) { m_banner->showMessage(MessageBanner::Kind::Warning, text); });
     connect(m_files, &FileController::succeeded, this, &MainWindow::showInfo);
     connect(m_files, &FileController::opened, m_banner, &MessageBanner::clear);
+    // An imported profile is overlaid exactly as an opened measured.json, and listed in the runs history
+    // when it was written into the project's runs folder.
+    connect(m_files, &FileController::profileImported, this, [this](const QString& path, const QString& summary) {
+        if (RunHistory* history = m_runs->runPanel() ? m_runs->runPanel()->history() : nullptr; history
+            && !history->folder().isEmpty()
+            && QFileInfo(path).absolutePath() == QFileInfo(history->folder()).absoluteFilePath()) {
+            RunRecord record;
+            QString error;
+            if (readRunRecord(path, record, &error))
+                history->addRun(record, &error);
+        }
+        QString error;
+        if (m_runs->loadMeasured(path, &error))
+            showInfo(summary);
+        else
+            m_banner->showMessage(MessageBanner::Kind::Error, error);
+    });
     connect(m_files, &FileController::recentFilesChanged, this, &MainWindow::rebuildRecentMenu);
 }
 
@@ -486,11 +534,15 @@ void MainWindow::requestComparison()
     if (!m_compareStale || !m_compare->isVisible())
         return;
     m_compareStale = false;
-    const Project& p = m_document->project();
+    QStringList notes;
+    const Project p
+        = m_compare->sameDevices() ? onSameDevicesProject(m_document->project(), &notes) : m_document->project();
+    m_compare->setSameDevicesNotes(notes);
     m_compareService.requestVariants(p);
     m_compareService.requestSweep(p, m_compare->sweepParameter());
+    const Variant* active = p.find(m_document->activeVariant().name); // its microbatches on the same devices
     m_compare->setCurrentValue(m_compare->sweepParameter() == SweepParameter::Microbatches
-            ? m_document->activeVariant().microbatches
+            ? (active ? active : &m_document->activeVariant())->microbatches
             : p.costs.overlapFactor);
 }
 
@@ -545,6 +597,13 @@ void MainWindow::showCompare()
     m_compare->show();
     m_compare->raise();
     m_compare->activateWindow();
+}
+
+void MainWindow::showPlanner()
+{
+    m_plannerDock->show();
+    m_plannerDock->raise();
+    resizeDocks({ m_plannerDock }, { height() / 2 }, Qt::Vertical);
 }
 
 bool MainWindow::waitUntilIdle(int timeoutMs)

@@ -28,6 +28,7 @@ class MemoryChart;
 class MetricsPanel;
 class ModelEditor;
 class PartitionEditor;
+class PlannerPanel;
 class ProjectDocument;
 class ProjectPanel;
 class RunWorkspace;
@@ -52,6 +53,8 @@ public:
     bool raisePanel(const QString& name);
     PartitionEditor* partitionEditor() const { return m_partition; }
     CompareView* compareView() const { return m_compare; }
+    /// The Planner panel (a dock, hidden until View > Planner or Ctrl+3 shows it).
+    PlannerPanel* planner() const { return m_planner; }
     DiagnosticsModel* diagnostics() const { return m_diagnostics; }
     MessageBanner* banner() const { return m_banner; }
     SimulationService* simulation() override { return &m_simulation; }
@@ -64,6 +67,8 @@ public:
     QDockWidget* addPanel(const QString& objectName, const QString& title, QWidget* panel, Qt::DockWidgetArea area);
     /// Opens the comparison window (a separate top-level window, so it can sit on a second screen).
     void showCompare();
+    /// Shows and raises the Planner dock, giving it half the window's height.
+    void showPlanner();
     /// Waits until every requested simulation (and the model editor's figures) has been delivered (tests,
     /// screenshots).
     bool waitUntilIdle(int timeoutMs = 20000);
@@ -134,6 +139,8 @@ private:
     MetricsPanel* m_metrics = nullptr;
     MemoryChart* m_memory = nullptr;
     CompareView* m_compare = nullptr;
+    PlannerPanel* m_planner = nullptr;
+    QDockWidget* m_plannerDock = nullptr;
     RunWorkspace* m_runs = nullptr;
     QDockWidget* m_partitionDock = nullptr;
     QDockWidget* m_metricsDock = nullptr;
@@ -146,7 +153,7 @@ private:
     QActionGroup* m_themeGroup = nullptr;
     struct Actions {
         QAction *newFile, *open, *save, *saveAs, *importCsv, *exportConfig, *exportCsv, *exportTrace, *exportChart,
-            *quit, *undo, *redo, *regenerate, *zoomIn, *zoomOut, *fit, *compare;
+            *quit, *undo, *redo, *regenerate, *zoomIn, *zoomOut, *fit, *compare, *planner;
     } m_actions {};
     bool m_compareStale = true;
 };
