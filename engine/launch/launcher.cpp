@@ -5,6 +5,7 @@
 #include "base/format.h"
 #include "process.h"
 #include "progress.h"
+#include "base/hostinfo.h"
 #include "project/modelcost.h"
 #include "project/predict.h"
 #include "report.h"
@@ -667,6 +668,14 @@ PreparedRun prepareRun(const RunOptions& options)
     checkRanks(variant, run.schedule);
     checkValid(variant, run.schedule);
     run.processes = run.schedule.ranks * std::max(1, variant.dp); // placementOf checked the product
+    // On one machine every process is a rank of its own with its copy of the weights: more than 64 per core is
+    // a mistake (dp 1000000), not a run.
+    const int cores = std::max(1, cpuCoreCount());
+    if (options.hostfile.empty() && run.processes > 64 * cores)
+        throw ConstraintError("run.processes", "variant \"" + variant.name + "\": " + std::to_string(run.schedule.ranks)
+                + " ranks × dp " + std::to_string(std::max(1, variant.dp)) + " = " + std::to_string(run.processes)
+                + " processes on this machine's " + std::to_string(cores)
+                + " cores (at most 64 per core without --hostfile)");
     if (!options.hostfile.empty())
         readTextFile(options.hostfile);
     return run;

@@ -204,7 +204,8 @@ RunPrediction chooseRunPrediction(const Project& project, const std::string& var
     if (hostfile)
         return keepNominal("a run over a hostfile spans other machines than the one probed");
     if (project.model.kind != ModelKind::Block)
-        return chosen;
+        return keepNominal("the CPU profile times the block model's GEMMs only, not a transformer's layers (run "
+                           "`dpstudio calibrate` on this run to fit the project's stage costs to it)");
     if (backend == "auto" && profileFile.empty()) {
         std::string why;
         if (!listGpus(&why).empty())

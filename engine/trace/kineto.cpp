@@ -223,9 +223,13 @@ RankFile readRankFile(const fs::path& path, const std::vector<ProfileNameMap>& m
         file.layout = "kineto";
         events = &root["traceEvents"];
         if (const auto d = root.find("distributedInfo"); d != root.end() && d->is_object()) {
-            if (const auto r = d->find("rank"); r != d->end() && r->is_number_integer() && r->get<std::int64_t>() >= 0
-                && r->get<std::int64_t>() < std::numeric_limits<int>::max())
-                file.rank = static_cast<int>(r->get<std::int64_t>());
+            if (const auto r = d->find("rank"); r != d->end() && r->is_number_integer()) {
+                const std::int64_t rank = r->get<std::int64_t>();
+                if (rank < 0 || rank >= kMaxProfileRanks)
+                    throw FormatError(source + ": distributedInfo.rank " + std::to_string(rank) + " is outside [0, "
+                        + std::to_string(kMaxProfileRanks) + ")");
+                file.rank = static_cast<int>(rank);
+            }
             if (const auto w = d->find("world_size"); w != d->end() && w->is_number_integer()
                 && w->get<std::int64_t>() > 0 && w->get<std::int64_t>() < std::numeric_limits<int>::max())
                 file.worldSize = static_cast<int>(w->get<std::int64_t>());
@@ -296,6 +300,11 @@ RankFile readRankFile(const fs::path& path, const std::vector<ProfileNameMap>& m
         const double dur = numberOr(e, "dur", std::numeric_limits<double>::quiet_NaN());
         if (!(ts == ts) || !(dur == dur) || dur < 0)
             continue;
+        // A span's times must stay exact numbers through the run's arithmetic (µs; 2^53 µs ≈ 285 years).
+        constexpr double kMaxUs = 9007199254740992.0;
+        if (!(std::fabs(ts) < kMaxUs) || !(dur < kMaxUs) || !(std::fabs(ts + dur) < kMaxUs))
+            throw FormatError(source + ": event \"" + name + "\": ts " + std::to_string(ts) + " µs and dur "
+                + std::to_string(dur) + " µs are beyond 2^53 µs (the largest exact time)");
         Span span;
         span.start = ts;
         span.end = ts + dur;
@@ -509,6 +518,11 @@ ProfileImport importProfiles(const std::vector<fs::path>& paths, const ProfileIm
     for (const fs::path& path : paths) {
         try {
             files.push_back(readRankFile(path, options.maps));
+            const RankFile& f = files.back();
+            if (std::none_of(f.spans.begin(), f.spans.end(), [](const Span& s) { return s.compute; }))
+                throw FormatError(f.path.string() + ": no compute action: no PP:<action> span (e.g. PP:0F1) names one"
+                    + (f.unparsedPp.empty() ? std::string() : " (PP: names that are not actions: " + *f.unparsedPp.begin() + ", …)")
+                    + "; wrap each action in record_function(\"PP:<action>\"), or map other names with --map");
         } catch (const FormatError& e) {
             problems.push_back(e.what());
         }

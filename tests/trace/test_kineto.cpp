@@ -377,3 +377,27 @@ TEST(Kineto, AnOverlappedSlotOnTwoStreamsIsTimedFromFirstStartToLastEnd)
     EXPECT_DOUBLE_EQ(a.computeUs, 150.0); // 100 + 50: the gap between them is not work
     fs::remove_all(dir);
 }
+
+TEST(Kineto, TracesWithoutActionsOrWithTimesBeyondExactAreRefused)
+{
+    const fs::path dir = tempDir("refused");
+    const auto errorOf = [&](const std::string& text) {
+        writeFileAtomic(dir / "rank0.json", text);
+        try {
+            importProfiles({ dir / "rank0.json" }, {});
+        } catch (const FormatError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    const std::string file = (dir / "rank0.json").string();
+    EXPECT_EQ(errorOf(R"({"traceEvents": []})"),
+        file + ": no compute action: no PP:<action> span (e.g. PP:0F1) names one; wrap each action in "
+               "record_function(\"PP:<action>\"), or map other names with --map");
+    EXPECT_EQ(errorOf(R"({"traceEvents": [{"name": "PP:0F0", "ph": "X", "ts": 1e308, "dur": 1e308}]})"),
+        file + ": event \"PP:0F0\": ts " + std::to_string(1e308) + " µs and dur " + std::to_string(1e308)
+            + " µs are beyond 2^53 µs (the largest exact time)");
+    EXPECT_EQ(errorOf(R"({"distributedInfo": {"rank": -1}, "traceEvents": []})"),
+        file + ": distributedInfo.rank -1 is outside [0, 65536)");
+    fs::remove_all(dir);
+}

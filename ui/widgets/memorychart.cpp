@@ -128,13 +128,16 @@ void MemoryChart::drawMeasured(double divisor)
     }
 }
 
-void MemoryChart::setRank(int rank)
+bool MemoryChart::setRank(int rank)
 {
-    m_rank = rank;
     const int index = m_rankBox->findData(rank);
+    if (index < 0 && m_rankBox->count() > 0)
+        return false; // not a view of this snapshot (e.g. rank 8 of 8 ranks): keep the current one
+    m_rank = rank;
     if (index >= 0)
         m_rankBox->setCurrentIndex(index);
     rebuild();
+    return true;
 }
 
 void MemoryChart::fillRankCombo()

@@ -28,8 +28,9 @@ public:
     bool hasMeasuredMemory() const { return !m_measured.empty(); }
     /// The view showing every rank's parts at its peak as stacked bars (a value of setRank).
     static constexpr int kPerRankParts = -2;
-    /// A rank (0, 1, ...) over time; -1 every rank's total over time; kPerRankParts the bars.
-    void setRank(int rank);
+    /// A rank (0, 1, ...) over time; -1 every rank's total over time; kPerRankParts the bars. False (and nothing
+    /// changes) for a rank the shown snapshot does not have.
+    bool setRank(int rank);
     int rank() const { return m_rank; }
     /// Follows the timeline's visible time range.
     void setTimeRange(const QCPRange& range);

@@ -116,8 +116,10 @@ bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QS
     if (parser.isSet(size)) {
         const QStringList wh = parser.value(size).split(QLatin1Char('x'));
         options.size = QSize(wh.value(0).toInt(), wh.value(1).toInt());
-        if (wh.size() != 2 || options.size.width() < 200 || options.size.height() < 200) {
-            error = QObject::tr("--size: expected WxH of at least 200x200, got '%1'").arg(parser.value(size));
+        // At most 16384 a side: Qt's raster paint device refuses larger images (QPainter::begin fails).
+        if (wh.size() != 2 || options.size.width() < 200 || options.size.height() < 200 || options.size.width() > 16384
+            || options.size.height() > 16384) {
+            error = QObject::tr("--size: expected WxH from 200x200 to 16384x16384, got '%1'").arg(parser.value(size));
             return false;
         }
     }
@@ -161,8 +163,9 @@ QImage renderMainWindow(MainWindow& window, const QSize& size, const StudioOptio
     QApplication::processEvents();
     if (!view.panel.isEmpty() && !window.raisePanel(view.panel))
         std::fprintf(stderr, "dualpipe-studio: --panel: no panel named %s\n", qPrintable(view.panel));
-    if (view.memoryView)
-        window.memoryChart()->setRank(*view.memoryView);
+    if (view.memoryView && !window.memoryChart()->setRank(*view.memoryView))
+        std::fprintf(stderr, "dualpipe-studio: --memory-view: the project's active variant has no rank %d\n",
+            *view.memoryView);
     if (view.criticalPath) {
         window.timeline()->setCriticalPathShown(true);
         window.runs()->overlayPanel()->showCriticalPathTab();
