@@ -207,11 +207,6 @@ void checkEngineRunsModel(const ModelDesc& model)
 {
     if (model.kind == ModelKind::Block)
         return;
-    const model::Moe& moe = model.transformer.moe;
-    if (moe.experts > 0 && moe.ep > 1)
-        throw FormatError("model.moe.ep: " + std::to_string(moe.ep) + ": the engine runs every expert on each replica "
-            "so far (the expert-parallel all-to-all is not implemented yet); set model.moe.ep to 1 to run "
-            + (model.preset.empty() ? std::string("this model") : model.preset) + ", or predict it with `dpstudio simulate`");
     if (model.transformer.tiedEmbeddings)
         throw FormatError("model.tied_embeddings: the engine does not run tied embeddings yet (the first and last "
             "stages would share the embedding)");

@@ -70,10 +70,9 @@ int computeBytes(const ModelDesc& model, bool cpuBackend);
 StageCost blockStageCost(const ModelDesc& model, const ClusterDesc& cluster, int layers, bool lastStage,
     int bytesPerElement, std::string_view layersField = "layers");
 
-/// Throws FormatError when `dpstudio run` cannot execute `model`: an MoE with expert parallelism
-/// ("model.moe.ep: 2: the engine runs every expert on each replica so far …", the all-to-all is not implemented
-/// yet) or tied embeddings. Block models and other transformers run. The launcher checks before starting
-/// ranks, the worker again on start.
+/// Throws FormatError when `dpstudio run` cannot execute `model`: tied embeddings ("model.tied_embeddings: …").
+/// Block models and other transformers run (an MoE with model.moe.ep > 1 on dp replicas, a multiple of ep:
+/// the worker checks that). The launcher checks before starting ranks, the worker again on start.
 void checkEngineRunsModel(const ModelDesc& model);
 
 /// What the runtime allocates per op of a block-model stage of `layers` layers beyond the ledger (the

@@ -4,7 +4,9 @@
 #include "transformerstage.h"
 #include "wire.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <cstdio>
 
 namespace dps::runtime {
@@ -62,6 +64,11 @@ void getLosses(ByteReader& r, std::map<int, double>& into)
 std::vector<ParameterCheck> compareGradients(
     Comm& comm, Backend& backend, const ModelSpec& spec, const RankExecutor& executor, const Reference& ref)
 {
+    // The reference holds every expert (ep 1); with expert parallelism each member of a group holds some, so the
+    // first holder of each member compares its parameters (the dense ones and its experts) by layer and name.
+    ModelSpec whole = spec;
+    whole.ep = 1;
+    whole.epMember = 0;
     std::vector<ParameterCheck> checks;
     for (int s = 0; s < spec.stages(); ++s) {
         const auto& holders = executor.holders()[static_cast<std::size_t>(s)];
@@ -72,15 +79,34 @@ std::vector<ParameterCheck> compareGradients(
         if (holders.empty())
             throw RuntimeError("stage " + std::to_string(s) + " is held by no rank");
         std::vector<float> local(n);
-        backend.downloadFloats(0, local.data(), ref.stages[static_cast<std::size_t>(s)]->gradients().data(), n);
-        std::vector<double> sum(local.begin(), local.end());
-        comm.reduceSum(sum.data(), n, holders.front());
-        if (comm.rank() != holders.front())
-            continue;
-        backend.downloadFloats(0, local.data(), executor.stageParams(s).gradients().data(), n);
-        for (const StageParameter& p : reference.parameters(spec))
-            checks.push_back(ParameterCheck { s, p.layer, p.name,
-                metric(local.data() + p.offset, sum.data() + p.offset, p.elements) });
+        backend.downloadFloats(0, local.data(), reference.gradients().data(), n);
+        const std::vector<double> mine(local.begin(), local.end());
+        for (int member = 0; member < std::max(1, spec.ep); ++member) {
+            int root = -1;
+            for (int holder : holders)
+                if (root < 0 && executor.expertMemberOf(holder) == member)
+                    root = holder;
+            if (root < 0)
+                throw RuntimeError("stage " + std::to_string(s) + ": no holder of expert member " + std::to_string(member));
+            std::vector<double> sum = mine;
+            comm.reduceSum(sum.data(), n, root);
+            if (comm.rank() != root)
+                continue;
+            std::map<std::pair<int, std::string>, StageParameter> byName;
+            for (const StageParameter& p : reference.parameters(whole))
+                byName.emplace(std::make_pair(p.layer, p.name), p);
+            const StageParams& params = executor.stageParams(s);
+            std::vector<float> got(params.gradients().elements());
+            backend.downloadFloats(0, got.data(), params.gradients().data(), got.size());
+            for (const StageParameter& p : params.parameters(spec)) {
+                const auto it = byName.find({ p.layer, p.name });
+                if (it == byName.end() || it->second.elements != p.elements)
+                    throw RuntimeError("stage " + std::to_string(s) + ": parameter " + p.name + " of layer "
+                        + std::to_string(p.layer) + " is not the reference's");
+                checks.push_back(ParameterCheck { s, p.layer, p.name,
+                    metric(got.data() + p.offset, sum.data() + it->second.offset, p.elements) });
+            }
+        }
     }
     return checks;
 }
@@ -241,7 +267,10 @@ CorrectnessReport checkCorrectness(Comm& comm, Backend& backend, const ModelSpec
 {
     CorrectnessReport report;
     report.thresholds = thresholds;
-    const Reference ref = runReference(backend, spec, microbatchesOf(comm.rank(), comm.size(), microbatches));
+    ModelSpec whole = spec; // the reference holds every expert
+    whole.ep = 1;
+    whole.epMember = 0;
+    const Reference ref = runReference(backend, whole, microbatchesOf(comm.rank(), comm.size(), microbatches));
 
     ByteWriter lossesOut;
     putLosses(lossesOut, executor.losses());

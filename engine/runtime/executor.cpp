@@ -67,6 +67,19 @@ RankExecutor::RankExecutor(
         throw RuntimeError("message tags up to " + std::to_string(maxTag) + " exceed the communicator's limit "
             + std::to_string(comm.maxTag()) + " (fewer stages × microbatches needed)");
     m_options.receiveWindow = std::max(1, m_options.receiveWindow);
+    if (m_spec.ep > 1) {
+        // The expert-parallel group: the ep consecutive replicas of this pipeline rank (placement rule:
+        // docs/model-library.md), member replica mod ep; its exchanges' tags follow the gradient sums'.
+        if (m_replicas % m_spec.ep != 0 || m_spec.epMember != m_replica % m_spec.ep)
+            throw RuntimeError("expert parallelism " + std::to_string(m_spec.ep) + " needs the replicas ("
+                + std::to_string(m_replicas) + ") to be a multiple of it and member replica mod ep");
+        m_expertGroup.comm = &m_comm;
+        const int first = m_replica - m_replica % m_spec.ep;
+        for (int d = first; d < first + m_spec.ep; ++d)
+            m_expertGroup.members.push_back(commRank(m_rank) - m_replica + d);
+        m_expertGroup.me = m_replica % m_spec.ep;
+        m_expertGroup.tagBase = 2 * schedule.stages * schedule.microbatches + schedule.stages;
+    }
     buildStages();
     buildData();
     planReceives();
@@ -119,8 +132,12 @@ void RankExecutor::buildStages()
                 throw RuntimeError(where(a) + ": the placement puts stage " + std::to_string(op.stage)
                     + " of microbatch " + std::to_string(op.microbatch) + " on rank "
                     + std::to_string(m_schedule.placement.rankOf(op.stage, op.microbatch)));
-            if (!m_params.count(op.stage))
-                m_params.emplace(op.stage, std::make_unique<StageParams>(m_backend, m_spec, op.stage));
+            if (!m_params.count(op.stage)) {
+                auto params = std::make_unique<StageParams>(m_backend, m_spec, op.stage);
+                if (params->transformer() && m_spec.ep > 1)
+                    params->transformer()->setExpertGroup(&m_expertGroup);
+                m_params.emplace(op.stage, std::move(params));
+            }
         }
     }
 }
@@ -133,8 +150,12 @@ void RankExecutor::buildData()
             for (int i = 0; i < a.size(); ++i) {
                 const Op& op = a.at(i);
                 if ((op.stage == 0 || op.stage == last) && !m_tokens.count(op.microbatch))
-                    m_tokens.emplace(op.microbatch,
-                        microbatchTokens(*m_spec.transformer, m_spec.seed, modelMicrobatch(op.microbatch)));
+                {
+                    MicrobatchTokens tokens
+                        = microbatchTokens(*m_spec.transformer, m_spec.seed, modelMicrobatch(op.microbatch));
+                    tokens.microbatch = op.microbatch; // the replica's index: the same on every member
+                    m_tokens.emplace(op.microbatch, std::move(tokens));
+                }
             }
         return;
     }
@@ -313,9 +334,10 @@ Tensor RankExecutor::runOp(Lane lane, const Op& op, Tensor input, SavedActivatio
     const StageParams& params = *m_params.at(op.stage);
     const bool last = op.stage == m_schedule.stages - 1;
     if (const TransformerStage* stage = params.transformer()) {
-        static const MicrobatchTokens kNone;
+        MicrobatchTokens none;
+        none.microbatch = op.microbatch;
         const auto it = m_tokens.find(op.microbatch);
-        const MicrobatchTokens& tokens = it == m_tokens.end() ? kNone : it->second;
+        const MicrobatchTokens& tokens = it == m_tokens.end() ? none : it->second;
         void* w = params.weights().data();
         void* g = params.gradients().data();
         switch (op.kind) {
@@ -552,14 +574,36 @@ void RankExecutor::addReplicaGradients()
             if (m_staging)
                 m_backend.copyHostToDevice(0, t.device.data(), t.host.data(), t.host.size());
         const auto& holders = m_holders[static_cast<std::size_t>(stage)];
-        const auto gradientsOf = [&](int holder) -> void* {
-            return holder == m_comm.rank() ? grads.data() : fromHolders.at(holder).device.data();
+        const auto e = static_cast<std::size_t>(m_backend.elementBytes());
+        const auto gradientsOf = [&](int holder, std::size_t offset) -> void* {
+            char* base = static_cast<char*>(holder == m_comm.rank() ? grads.data() : fromHolders.at(holder).device.data());
+            return base + offset * e;
         };
-        void* sum = gradientsOf(holders.front()); // the first holder's buffer accumulates
-        for (std::size_t i = 1; i < holders.size(); ++i)
-            m_backend.axpy(0, grads.elements(), 1.0f, gradientsOf(holders[i]), sum);
-        if (sum != grads.data())
-            m_backend.copyDeviceToDevice(0, grads.data(), sum, grads.bytes());
+        // Ranges of the buffer summed over the same holders: a routed expert's parameters only over the holders of
+        // the same experts (expert parallelism), every other parameter over all holders.
+        struct Range {
+            std::size_t offset, elements;
+            bool expert;
+        };
+        std::vector<Range> ranges;
+        for (const StageParameter& p : m_params.at(stage)->parameters(m_spec)) {
+            if (!ranges.empty() && ranges.back().expert == p.expert
+                && ranges.back().offset + ranges.back().elements == p.offset)
+                ranges.back().elements += p.elements;
+            else
+                ranges.push_back({ p.offset, p.elements, p.expert });
+        }
+        for (const Range& range : ranges) {
+            std::vector<int> summed;
+            for (int holder : holders)
+                if (!range.expert || sameExperts(holder))
+                    summed.push_back(holder);
+            void* sum = gradientsOf(summed.front(), range.offset); // the first holder's buffer accumulates
+            for (std::size_t i = 1; i < summed.size(); ++i)
+                m_backend.axpy(0, range.elements, 1.0f, gradientsOf(summed[i], range.offset), sum);
+            if (summed.front() != m_comm.rank())
+                m_backend.copyDeviceToDevice(0, gradientsOf(m_comm.rank(), range.offset), sum, range.elements * e);
+        }
     }
     m_backend.synchronize();
 }

@@ -103,6 +103,8 @@ public:
     const StageParams& stageParams(int stage) const;
     /// Comm ranks that hold each stage (ascending), from the whole schedule, every replica's.
     const std::vector<std::vector<int>>& holders() const { return m_holders; }
+    /// The expert-parallel member (ModelSpec::epMember) of comm rank `commRank`: its replica mod ep.
+    int expertMemberOf(int commRank) const { return (commRank % m_replicas) % std::max(1, m_spec.ep); }
     /// Tag of the message into (stage, microbatch): kind 0 activation, 1 gradient. In [0, 2·S·C).
     int messageTag(int stage, int microbatch, int kind) const;
 
@@ -148,6 +150,9 @@ private:
     std::string where(const Action& action) const;
     /// The comm rank of pipeline rank `rank` in this replica.
     int commRank(int rank) const { return rank * m_replicas + m_replica; }
+    /// Whether comm rank `holder` holds the same routed experts as this process (the same member of its
+    /// expert-parallel group).
+    bool sameExperts(int holder) const { return expertMemberOf(holder) == expertMemberOf(m_comm.rank()); }
     /// The model's index of this replica's microbatch `microbatch`.
     int modelMicrobatch(int microbatch) const { return m_replica * m_schedule.microbatches + microbatch; }
 
@@ -168,6 +173,7 @@ private:
     /// A transformer: by microbatch, the token ids and labels of those whose first or last stage runs here
     /// (host memory, not counted)
     std::map<int, MicrobatchTokens> m_tokens;
+    layers::ExpertGroup m_expertGroup; ///< the MoE layers' expert-parallel group (ModelSpec::ep > 1)
     std::map<std::pair<int, int>, SavedActivations> m_saved; ///< by (stage, microbatch)
     std::map<int, Tensor> m_local; ///< in-memory handovers by message key
     std::vector<Incoming> m_plan; ///< the receives of a step in the order they are needed

@@ -80,7 +80,7 @@ StageParams::StageParams(Backend& backend, const ModelSpec& spec, int stage)
 {
     if (spec.transformer) {
         m_transformer = std::make_unique<TransformerStage>(backend, *spec.transformer, spec.gating,
-            spec.firstLayer(stage), spec.layersOf(stage), stage == 0, stage == spec.stages() - 1);
+            spec.firstLayer(stage), spec.layersOf(stage), stage == 0, stage == spec.stages() - 1, spec.ep, spec.epMember);
         const std::size_t n = m_transformer->parameterElements();
         if (n == 0)
             return;

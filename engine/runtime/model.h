@@ -25,6 +25,11 @@ struct ModelSpec {
     /// Set: the model is this transformer (hidden and tokens are its h and T; ffn is not read); unset: blocks.
     std::optional<model::Transformer> transformer;
     layers::MoeGating gating; ///< the MoE router's gating (the model library does not carry it)
+    /// Expert parallelism: the routed experts of every MoE layer are split over `ep` processes (the ep
+    /// consecutive data-parallel replicas of a pipeline rank), this process holding the experts of member
+    /// `epMember` (experts [member × E/ep, (member + 1) × E/ep)). 1: every expert here.
+    int ep = 1;
+    int epMember = 0;
 
     int stages() const { return static_cast<int>(partition.size()); }
     int totalLayers() const;
@@ -76,6 +81,7 @@ struct StageParameter {
     int layer = -1; ///< the global decoder layer, −1 for the embedding, the final norm and the head
     std::size_t offset = 0; ///< elements from the start of the stage's weights (and gradients)
     std::size_t elements = 0;
+    bool expert = false; ///< a routed expert's: summed only over the replicas that hold the same experts
 };
 
 
@@ -98,6 +104,7 @@ public:
     std::vector<float> gradient(Backend& backend, int layer, Matrix matrix) const;
     /// The transformer stage (its blocks and computations); null for the block model.
     const TransformerStage* transformer() const { return m_transformer.get(); }
+    TransformerStage* transformer() { return m_transformer.get(); }
     /// The weights' buffer (every parameter of the stage, contiguous).
     const Tensor& weights() const { return m_weights; }
     /// Every named parameter of the stage in buffer order: the block model's w1 (f × h) and w2 (h × f) of each

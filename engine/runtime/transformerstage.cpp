@@ -51,7 +51,7 @@ MicrobatchTokens microbatchTokens(const model::Transformer& model, std::uint64_t
 }
 
 TransformerStage::TransformerStage(Backend& backend, const model::Transformer& model, const layers::MoeGating& gating,
-    int firstLayer, int layers, bool first, bool last)
+    int firstLayer, int layers, bool first, bool last, int ep, int epMember)
     : m_backend(backend)
     , m_model(model)
     , m_firstLayer(firstLayer)
@@ -61,7 +61,8 @@ TransformerStage::TransformerStage(Backend& backend, const model::Transformer& m
         throw RuntimeError("tied embeddings across pipeline stages are not run yet (model.tied_embeddings)");
     const auto addPart = [&](std::vector<layers::ParamShape> shapes, const std::string& prefix, int layer) {
         for (const layers::ParamShape& shape : shapes) {
-            m_parameters.push_back({ prefix + shape.name, layer, m_elements, shape.elements() });
+            const bool expert = shape.name.rfind("experts.", 0) == 0; // a routed expert's (not shared_experts.)
+            m_parameters.push_back({ prefix + shape.name, layer, m_elements, shape.elements(), expert });
             m_elements += shape.elements();
         }
         m_shapes.push_back(std::move(shapes));
@@ -71,11 +72,13 @@ TransformerStage::TransformerStage(Backend& backend, const model::Transformer& m
         addPart(m_embedding->parameterShapes(), "", -1);
     }
     for (int l = firstLayer; l < firstLayer + layers; ++l) {
-        layers::TransformerLayer layer = layers::makeTransformerLayer(backend, model, l, gating);
+        layers::TransformerLayer layer = layers::makeTransformerLayer(backend, model, l, gating, ep, epMember);
         addPart(layer.attention->parameterShapes(), "", l);
         m_blocks.push_back(std::move(layer.attention));
+        m_blockLayer.push_back(l);
         addPart(layer.mlp->parameterShapes(), "", l);
         m_blocks.push_back(std::move(layer.mlp));
+        m_blockLayer.push_back(l);
     }
     if (last) {
         m_head = std::make_unique<layers::LmHead>(backend, model.vocab, model.hidden);
@@ -84,6 +87,21 @@ TransformerStage::TransformerStage(Backend& backend, const model::Transformer& m
 }
 
 TransformerStage::~TransformerStage() = default;
+
+void TransformerStage::setExpertGroup(const layers::ExpertGroup* group)
+{
+    for (const auto& block : m_blocks)
+        if (auto* moe = dynamic_cast<layers::MoeBlock*>(block.get()))
+            moe->setExpertGroup(group);
+}
+
+void TransformerStage::numberExchanges(SavedActivations& saved, const MicrobatchTokens& tokens) const
+{
+    // Unique per (microbatch, global layer, block): 2 blocks a layer, every layer of the model.
+    const std::size_t first = m_embedding ? 1 : 0;
+    for (std::size_t b = 0; b < m_blocks.size() && first + b < saved.blocks.size(); ++b)
+        saved.blocks[first + b].tag = (tokens.microbatch * m_model.layers + m_blockLayer[b]) * 2 + static_cast<int>(b % 2);
+}
 
 std::vector<float> TransformerStage::initialWeights(std::uint64_t seed) const
 {
@@ -123,6 +141,7 @@ Tensor TransformerStage::forward(Lane lane, void* weights, void* gradients, Tens
 {
     const std::vector<layers::ParamSet> sets = bind(weights, gradients);
     saved.blocks.resize(sets.size());
+    numberExchanges(saved, tokens);
     std::size_t part = 0;
     Tensor x = m_embedding ? m_embedding->forward(lane, sets[0], tokens.ids, saved.blocks[part++]) : std::move(input);
     for (const auto& block : m_blocks) {
@@ -145,6 +164,7 @@ Tensor TransformerStage::backwardImpl(Lane lane, void* weights, void* gradients,
     const std::vector<layers::ParamSet> sets = bind(weights, gradients);
     if (saved.blocks.size() != sets.size())
         throw RuntimeError("transformer stage: backward without its forward");
+    numberExchanges(saved, tokens);
     std::size_t part = sets.size();
     Tensor dy = std::move(gradOutput);
     if (m_head) {

@@ -28,6 +28,9 @@ struct SavedActivations;
 struct MicrobatchTokens {
     std::vector<int> ids;
     std::vector<int> labels;
+    /// The microbatch's index in its replica's schedule (the same on every replica): numbers the expert
+    /// all-to-all exchanges of its MoE layers.
+    int microbatch = 0;
 };
 
 /// Tokens of microbatch `microbatch` of `model` (T = microbatch_size × seq_len of each), uniform over the
@@ -41,9 +44,14 @@ public:
     /// The stage of `layers` decoder layers from global layer `firstLayer`; `first`/`last`: it holds the
     /// embedding / the head. Throws FormatError for a model model::check refuses, RuntimeError for a backend the
     /// layers cannot run on or a tied embedding across stages (not supported yet).
+    /// `ep`/`epMember`: the MoE layers' routed experts are split over an expert-parallel group, this stage
+    /// holding member epMember's (setExpertGroup gives the group before the first action).
     TransformerStage(Backend& backend, const model::Transformer& model, const layers::MoeGating& gating, int firstLayer,
-        int layers, bool first, bool last);
+        int layers, bool first, bool last, int ep = 1, int epMember = 0);
     ~TransformerStage();
+
+    /// The expert-parallel group of the stage's MoE layers (it must outlive the stage's use).
+    void setExpertGroup(const layers::ExpertGroup* group);
 
     /// Every parameter of the stage, in buffer order.
     const std::vector<StageParameter>& parameters() const { return m_parameters; }
@@ -70,6 +78,8 @@ public:
 
 private:
     std::vector<layers::ParamSet> bind(void* weights, void* gradients) const;
+    /// Numbers the exchanges of each block of `saved` for `tokens`' microbatch (Saved::tag).
+    void numberExchanges(SavedActivations& saved, const MicrobatchTokens& tokens) const;
     Tensor backwardImpl(Lane lane, void* weights, void* gradients, SavedActivations& saved, Tensor gradOutput,
         const MicrobatchTokens& tokens, bool fused) const;
 
@@ -78,6 +88,7 @@ private:
     int m_firstLayer;
     std::unique_ptr<layers::Embedding> m_embedding; ///< first stage
     std::vector<std::unique_ptr<layers::Layer>> m_blocks; ///< attention, mlp, attention, mlp, …
+    std::vector<int> m_blockLayer; ///< the global layer of each block
     std::unique_ptr<layers::LmHead> m_head; ///< last stage
     std::vector<std::vector<layers::ParamShape>> m_shapes; ///< per part: [embedding], blocks…, [head]
     std::vector<StageParameter> m_parameters;

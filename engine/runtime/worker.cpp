@@ -238,7 +238,7 @@ ModelSpec modelSpec(const Project& project, const Variant& variant)
 }
 
 /// Reads the project, builds and checks the schedule and creates this rank's backend (not collective).
-void loadProject(const WorkerOptions& options, int worldSize, WorkerPlatform& platform, RunState& s)
+void loadProject(const WorkerOptions& options, int worldRank, int worldSize, WorkerPlatform& platform, RunState& s)
 {
     s.projectText = readTextFile(options.project);
     s.project = parseProject(s.projectText, options.project);
@@ -262,7 +262,20 @@ void loadProject(const WorkerOptions& options, int worldSize, WorkerPlatform& pl
     if (s.replicas > 1 && s.choice.backend != "cpu")
         throw RuntimeError("variant " + s.variant.name + ": dp " + std::to_string(s.replicas)
             + ": data-parallel replicas run on the cpu backend only so far (--backend cpu)");
+    if (s.spec.transformer && s.spec.transformer->isMoe() && s.spec.transformer->moe.ep > 1) {
+        // Expert parallelism: the ep consecutive replicas of a pipeline rank hold its experts between them.
+        const int ep = s.spec.transformer->moe.ep;
+        if (s.replicas % ep != 0)
+            throw FormatError("variant " + s.variant.name + ": dp " + std::to_string(s.replicas)
+                + " is not a multiple of model.moe.ep " + std::to_string(ep)
+                + " (the expert-parallel group is formed across the data-parallel replicas of a stage)");
+        s.spec.ep = ep;
+        s.spec.epMember = (worldRank % s.replicas) % ep;
+    }
     s.backend = platform.createBackend(bf16, options.threads);
+    if (s.spec.ep > 1)
+        if (auto* cpu = dynamic_cast<CpuBackend*>(s.backend.get()))
+            cpu->setLaneMode(LaneMode::InTurn); // the all-to-all is MPI from the calling thread (MPI_THREAD_FUNNELED)
 }
 
 /// Creates the executor's comm (collective) and the executor itself.
@@ -564,7 +577,7 @@ int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& str
     ExecutorOptions executorOptions;
     executorOptions.progress = [&](int step, int done, int total) { progress.report(step, done, total); };
     for (const std::function<void()>& phase : std::vector<std::function<void()>> {
-             [&] { loadProject(options, comm.size(), platform, *state); },
+             [&] { loadProject(options, comm.rank(), comm.size(), platform, *state); },
              [&] { connect(options, comm, platform, executorOptions, *state); },
              [&] { prepare(platform, *state); },
          }) {

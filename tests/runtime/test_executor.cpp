@@ -8,10 +8,10 @@
 #include "runtime/threadcomm.h"
 #include "schedule/generator.h"
 #include "sim/simulator.h"
+#include "support/kindcase.h"
 
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <optional>
 
 using namespace dps;
@@ -137,12 +137,7 @@ void expectGoodRun(const Schedule& schedule, const ModelSpec& spec, const std::v
     }
 }
 
-struct KindCase {
-    ScheduleKind kind;
-    int ranks;
-    int microbatches;
-    int stagesPerRank;
-};
+using test::KindCase;
 
 class EveryKind : public ::testing::TestWithParam<KindCase> { };
 
@@ -163,13 +158,7 @@ INSTANTIATE_TEST_SUITE_P(Runtime, EveryKind,
         KindCase { ScheduleKind::ZBV, 2, 4, 0 }, KindCase { ScheduleKind::DualPipe, 4, 8, 0 },
         KindCase { ScheduleKind::DualPipe, 2, 4, 0 }, KindCase { ScheduleKind::DualPipeV, 2, 6, 0 },
         KindCase { ScheduleKind::DualPipeV, 4, 8, 0 }),
-    [](const ::testing::TestParamInfo<KindCase>& param) {
-        std::string name = std::string(kindName(param.param.kind)) + "_" + std::to_string(param.param.ranks) + "ranks";
-        for (char& ch : name)
-            if (!std::isalnum(static_cast<unsigned char>(ch)))
-                ch = '_';
-        return name;
-    });
+    test::kindCaseName);
 
 TEST(Executor, TwoStagesMatchTheReferenceLossByLoss)
 {

@@ -8,10 +8,10 @@
 #include "runtime/threadcomm.h"
 #include "runtime/transformerstage.h"
 #include "schedule/generator.h"
+#include "support/kindcase.h"
 
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cstring>
 
 using namespace dps;
@@ -86,19 +86,23 @@ std::vector<Outcome> run(const Schedule& schedule, const ModelSpec& spec, int re
     ThreadWorld world(schedule.ranks * replicas);
     world.run([&](Comm& comm) {
         CpuBackend backend(1);
+        ModelSpec mine = spec; // expert parallelism: this replica's member of its group, as the worker sets it
+        mine.epMember = (comm.rank() % replicas) % std::max(1, spec.ep);
+        if (spec.ep > 1)
+            backend.setLaneMode(LaneMode::InTurn);
         ExecutorOptions options;
         options.replicas = replicas;
-        RankExecutor executor(backend, comm, spec, schedule, options);
-        Outcome& mine = out[static_cast<std::size_t>(comm.rank())];
+        RankExecutor executor(backend, comm, mine, schedule, options);
+        Outcome& outcome = out[static_cast<std::size_t>(comm.rank())];
         for (int step = 0; step < 2; ++step) {
             auto records = executor.runStep(step);
             executor.sumReplicaGradients(&records);
-            mine.records += records.size();
+            outcome.records += records.size();
         }
         if (tamper)
             tamper(executor, comm.rank());
-        mine.report
-            = checkCorrectness(comm, backend, spec, executor, schedule.microbatches * replicas, { 1e-6, 1e-10 });
+        outcome.report
+            = checkCorrectness(comm, backend, mine, executor, schedule.microbatches * replicas, { 1e-6, 1e-10 });
     });
     return out;
 }
@@ -114,12 +118,7 @@ void expectPassed(const Schedule& schedule, const std::vector<Outcome>& out, int
     EXPECT_FALSE(out[0].report.parameters.empty());
 }
 
-struct KindCase {
-    ScheduleKind kind;
-    int ranks;
-    int microbatches;
-    int stagesPerRank;
-};
+using test::KindCase;
 
 class EveryKindTransformer : public ::testing::TestWithParam<KindCase> { };
 
@@ -139,13 +138,7 @@ INSTANTIATE_TEST_SUITE_P(Runtime, EveryKindTransformer,
         KindCase { ScheduleKind::ZBV, 2, 4, 0 }, KindCase { ScheduleKind::DualPipe, 2, 4, 0 },
         KindCase { ScheduleKind::DualPipe, 4, 8, 0 }, KindCase { ScheduleKind::DualPipeV, 2, 6, 0 },
         KindCase { ScheduleKind::DualPipeV, 4, 8, 0 }),
-    [](const ::testing::TestParamInfo<KindCase>& param) {
-        std::string name = std::string(kindName(param.param.kind)) + "_" + std::to_string(param.param.ranks) + "ranks";
-        for (char& ch : name)
-            if (!std::isalnum(static_cast<unsigned char>(ch)))
-                ch = '_';
-        return name;
-    });
+    test::kindCaseName);
 
 TEST(TransformerRun, MoeWithDataParallelReplicasMatchesTheReference)
 {
@@ -216,3 +209,40 @@ TEST(TransformerRun, TokensAreTheNextTokenOfEachSequence)
     EXPECT_EQ(microbatchTokens(m, 7, 3).ids, a.ids); // a function of (seed, microbatch)
     EXPECT_NE(microbatchTokens(m, 7, 4).ids, a.ids);
 }
+
+TEST(TransformerRun, ExpertParallelMoeMatchesTheReference)
+{
+    // DualPipeV on 2 ranks × dp 2 with EP 2 (4 threads): each pipeline rank's two replicas hold experts 0–1 and
+    // 2–3 of every MoE layer and exchange the routed rows (dispatch and combine, both ways in the backward).
+    const Schedule schedule = generate({ ScheduleKind::DualPipeV, 2, 4, 0 });
+    ModelSpec spec = specOf(tinyMoe(4), 4, layers::MoeGating::deepSeekV3());
+    spec.ep = 2;
+    expectPassed(schedule, run(schedule, spec, 2), 2);
+}
+
+TEST(TransformerRun, ExpertParallelGroupsAcrossFourReplicas)
+{
+    // 1F1B on 2 ranks × dp 4 with EP 2: two expert-parallel groups per pipeline rank; an expert's gradients are
+    // summed over the two replicas that hold it, the dense ones over all four.
+    const Schedule schedule = generate({ ScheduleKind::OneFOneB, 2, 2, 0 });
+    ModelSpec spec = specOf(tinyMoe(2), 2);
+    spec.ep = 2;
+    expectPassed(schedule, run(schedule, spec, 4), 4);
+}
+
+TEST(TransformerRun, AnExpertParallelStageHoldsOnlyItsExperts)
+{
+    const model::Transformer m = tinyMoe(2);
+    CpuBackend backend(1);
+    const TransformerStage all(backend, m, layers::MoeGating::mixtral(), 1, 1, false, false);
+    const TransformerStage half(backend, m, layers::MoeGating::mixtral(), 1, 1, false, false, 2, 1);
+    std::vector<std::string> experts;
+    for (const StageParameter& p : half.parameters())
+        if (p.expert)
+            experts.push_back(p.name);
+    EXPECT_EQ(experts, (std::vector<std::string> { "experts.2.gate_proj", "experts.2.up_proj", "experts.2.down_proj",
+                           "experts.3.gate_proj", "experts.3.up_proj", "experts.3.down_proj" }));
+    // Two of the four experts' 3 × 8 × 16 weights each fewer.
+    EXPECT_EQ(all.parameterElements() - half.parameterElements(), 2u * 3u * 8u * 16u);
+}
+

@@ -35,6 +35,78 @@ enum GqaSlot : std::size_t { gX, gXn, gQh, gKh, gVh, gP, gCtx, gDq, gDk, gDv, gD
 // ... and MLA's.
 enum MlaSlot : std::size_t { mX, mXn, mCq, mCqn, mCkv, mCkvn, mQh, mKh, mVh, mP, mCtx, mDcq, mDkva, mDq, mDkv, mDy };
 
+// The checks GQA and MLA share, naming `what` ("gqa attention"): a host fp32 backend, at least 1 for hidden,
+// heads, batch and sequence length. Throws RuntimeError.
+void requireCommon(const Backend& backend, const AttentionConfig& c, const std::string& what)
+{
+    requireHostFp32(backend, what);
+    requirePositive(c.hidden, what + ": hidden");
+    requirePositive(c.heads, what + ": heads");
+}
+
+// F after the per-head q, k, v of GQA and MLA alike: the core (Vaswani et al. 2017, eq. 1; attentioncore.h)
+// keeps its probabilities, ctx = the heads back in token-major order (t × heads·dv, kept for W_O's gradient),
+// and returns y = x + ctx·W_Oᵀ (t × h, Workspace).
+Tensor coreAndOutputForward(Backend& b, Lane lane, const CoreShape& core, const Tensor& qh, const Tensor& kh,
+    const Tensor& vh, const ParamView& o, const Tensor& x, Tensor& probs, Tensor& ctx)
+{
+    const std::size_t t = z(core.batch * core.seqLen);
+    const std::size_t headRows = z(core.batch * core.heads * core.seqLen);
+    const std::size_t ctxDim = z(core.heads * core.dv);
+    probs = Tensor(b, headRows, z(core.seqLen), kAct);
+    Tensor ctxh(b, headRows, z(core.dv), kWork);
+    attentionCoreForward(b, lane, core, qh.data(), kh.data(), vh.data(), probs.data(), ctxh.data());
+    ctx = Tensor(b, t, ctxDim, kAct);
+    scatterHeads(floats(ctxh), core.batch, core.seqLen, core.heads, core.dv, core.dv, 0, floats(ctx),
+        { ctxDim, 0, z(core.dv) }, false);
+    ctxh.reset();
+    Tensor y = copyOf(b, x, kWork);
+    linearForward(b, lane, ctx.data(), o, y.data(), t, 1.0f);
+    return y;
+}
+
+// The gradients of the per-head q, k, v (head-major, Workspace).
+struct HeadGrads {
+    Tensor dqh;
+    Tensor dkh;
+    Tensor dvh;
+};
+
+// I (or B) down to the per-head q, k, v of GQA and MLA alike: dctx = dy·W_O (with B, dW_O += dyᵀ·ctx and ctx
+// freed), gathered per head, then the core's backward; frees the kept qh, kh, vh and probs.
+HeadGrads outputAndCoreBackward(Backend& b, Lane lane, const CoreShape& core, const Tensor& dy, const ParamView& o,
+    Tensor& ctx, Tensor& qh, Tensor& kh, Tensor& vh, Tensor& probs, bool fused)
+{
+    const std::size_t t = z(core.batch * core.seqLen);
+    const std::size_t headRows = z(core.batch * core.heads * core.seqLen);
+    const std::size_t kvRows = z(core.batch * core.kvHeads * core.seqLen);
+    const std::size_t ctxDim = z(core.heads * core.dv);
+    Tensor dctx(b, t, ctxDim, kWork);
+    linearInputGrad(b, lane, dy.data(), o, dctx.data(), t);
+    if (fused) {
+        linearWeightGrad(b, lane, dy.data(), ctx.data(), o, t);
+        ctx.reset();
+    }
+    Tensor dctxh(b, headRows, z(core.dv), kWork);
+    gatherHeads(floats(dctx), { ctxDim, 0, z(core.dv) }, core.batch, core.seqLen, core.heads, core.dv, floats(dctxh),
+        core.dv, 0);
+    dctx.reset();
+
+    HeadGrads g { Tensor(b, headRows, z(core.dk), kWork), Tensor(b, kvRows, z(core.dk), kWork),
+        Tensor(b, kvRows, z(core.dv), kWork) };
+    {
+        Tensor scratch(b, z(core.seqLen), z(core.seqLen), kWork);
+        attentionCoreBackward(b, lane, core, qh.data(), kh.data(), vh.data(), probs.data(), dctxh.data(), g.dqh.data(),
+            g.dkh.data(), g.dvh.data(), scratch.data());
+    }
+    dctxh.reset();
+    qh.reset();
+    kh.reset();
+    vh.reset();
+    probs.reset();
+    return g;
+}
+
 } // namespace
 
 AttentionConfig AttentionConfig::of(const model::Transformer& m)
@@ -57,9 +129,7 @@ GqaAttention::GqaAttention(Backend& backend, const AttentionConfig& config)
     : m_backend(backend)
     , m_c(config)
 {
-    requireHostFp32(backend, "gqa attention");
-    requirePositive(m_c.hidden, "gqa attention: hidden");
-    requirePositive(m_c.heads, "gqa attention: heads");
+    requireCommon(backend, m_c, "gqa attention");
     requirePositive(m_c.kvHeads, "gqa attention: kv heads");
     requirePositive(m_c.headDim, "gqa attention: head size");
     requirePositive(m_c.batch, "gqa attention: batch");
@@ -112,14 +182,9 @@ Tensor GqaAttention::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) 
     q.reset();
     k.reset();
     v.reset();
-    Tensor probs(b, z(m_c.batch * m_c.heads * m_c.seqLen), z(m_c.seqLen), kAct);
-    Tensor ctxh(b, z(m_c.batch * m_c.heads * m_c.seqLen), z(d), kWork);
-    attentionCoreForward(b, lane, m_core, qh.data(), kh.data(), vh.data(), probs.data(), ctxh.data());
-    Tensor ctx(b, t, qd, kAct);
-    scatterHeads(floats(ctxh), m_c.batch, m_c.seqLen, m_c.heads, d, d, 0, floats(ctx), { qd, 0, z(d) }, false);
-    ctxh.reset();
-    Tensor y = copyOf(b, x, kWork);
-    linearForward(b, lane, ctx.data(), p[4], y.data(), t, 1.0f);
+    Tensor probs;
+    Tensor ctx;
+    Tensor y = coreAndOutputForward(b, lane, m_core, qh, kh, vh, p[4], x, probs, ctx);
     sv[gX] = std::move(x);
     sv[gXn] = std::move(xn);
     sv[gQh] = std::move(qh);
@@ -144,31 +209,9 @@ Tensor GqaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
     const MemoryCategory keep = fused ? kWork : kAct; // what W needs: kept after I, dropped after B's use
     dy.recategorize(keep);
 
-    // Output projection: dctx = dy · W_O; W: dW_O += dyᵀ · ctx.
-    Tensor dctx(b, t, qd, kWork);
-    linearInputGrad(b, lane, dy.data(), p[4], dctx.data(), t);
-    if (fused) {
-        linearWeightGrad(b, lane, dy.data(), sv[gCtx].data(), p[4], t);
-        sv[gCtx].reset();
-    }
-    Tensor dctxh(b, z(m_c.batch * m_c.heads * m_c.seqLen), z(d), kWork);
-    gatherHeads(floats(dctx), { qd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.heads, d, floats(dctxh), d, 0);
-    dctx.reset();
-
-    // The core.
-    Tensor dqh(b, z(m_c.batch * m_c.heads * m_c.seqLen), z(d), kWork);
-    Tensor dkh(b, z(m_c.batch * m_c.kvHeads * m_c.seqLen), z(d), kWork);
-    Tensor dvh(b, z(m_c.batch * m_c.kvHeads * m_c.seqLen), z(d), kWork);
-    {
-        Tensor scratch(b, z(m_c.seqLen), z(m_c.seqLen), kWork);
-        attentionCoreBackward(b, lane, m_core, sv[gQh].data(), sv[gKh].data(), sv[gVh].data(), sv[gP].data(),
-            dctxh.data(), dqh.data(), dkh.data(), dvh.data(), scratch.data());
-    }
-    dctxh.reset();
-    sv[gQh].reset();
-    sv[gKh].reset();
-    sv[gVh].reset();
-    sv[gP].reset();
+    // Output projection: dctx = dy · W_O; W: dW_O += dyᵀ · ctx. Then the core.
+    auto [dqh, dkh, dvh]
+        = outputAndCoreBackward(b, lane, m_core, dy, p[4], sv[gCtx], sv[gQh], sv[gKh], sv[gVh], sv[gP], fused);
 
     // Back to token-major, the rotary undone: the gradients of the projections' outputs.
     Tensor dq(b, t, qd, keep);
@@ -199,10 +242,7 @@ Tensor GqaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
     }
 
     // The norm and the residual: dx = dy + RMSNorm'(x)ᵀ dxn (its weights' gradient here, in I).
-    Tensor dx = copyOf(b, dy, kWork);
-    rmsNormBackward(floats(sv[gX]), h, floats(p[0].weight), floats(dxn), h, floats(dx), h, floats(p[0].grad), t, h);
-    dxn.reset();
-    sv[gX].reset();
+    Tensor dx = preNormResidualBackward(b, p[0], sv[gX], dxn, dy, t, h);
     if (fused) {
         dy.reset();
         sv.clear();
@@ -214,16 +254,6 @@ Tensor GqaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
     sv[gDy] = std::move(dy);
     sv.phase = Phase::AfterInputGrad;
     return dx;
-}
-
-Tensor GqaAttention::inputGrad(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
-{
-    return backwardImpl(lane, p, sv, std::move(dy), false);
-}
-
-Tensor GqaAttention::backward(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
-{
-    return backwardImpl(lane, p, sv, std::move(dy), true);
 }
 
 void GqaAttention::weightGrad(Lane lane, const ParamSet& p, Saved& sv) const
@@ -244,9 +274,7 @@ MlaAttention::MlaAttention(Backend& backend, const AttentionConfig& config)
     : m_backend(backend)
     , m_c(config)
 {
-    requireHostFp32(backend, "mla attention");
-    requirePositive(m_c.hidden, "mla attention: hidden");
-    requirePositive(m_c.heads, "mla attention: heads");
+    requireCommon(backend, m_c, "mla attention");
     requirePositive(m_c.batch, "mla attention: batch");
     requirePositive(m_c.seqLen, "mla attention: sequence length");
     requirePositive(m_c.mla.kvLoraRank, "mla attention: kv_lora_rank");
@@ -359,14 +387,9 @@ Tensor MlaAttention::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) 
     kva.reset();
     kv.reset();
 
-    Tensor probs(b, headRows, z(m_c.seqLen), kAct);
-    Tensor ctxh(b, headRows, z(dv), kWork);
-    attentionCoreForward(b, lane, m_core, qh.data(), kh.data(), vh.data(), probs.data(), ctxh.data());
-    Tensor ctx(b, t, z(nh * dv), kAct);
-    scatterHeads(floats(ctxh), m_c.batch, m_c.seqLen, nh, dv, dv, 0, floats(ctx), { z(nh * dv), 0, z(dv) }, false);
-    ctxh.reset();
-    Tensor y = copyOf(b, x, kWork);
-    linearForward(b, lane, ctx.data(), p[m_o], y.data(), t, 1.0f);
+    Tensor probs;
+    Tensor ctx;
+    Tensor y = coreAndOutputForward(b, lane, m_core, qh, kh, vh, p[m_o], x, probs, ctx);
 
     sv[mX] = std::move(x);
     sv[mXn] = std::move(xn);
@@ -398,35 +421,13 @@ Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
     const std::size_t qDim = z(nh * dk);
     const std::size_t kvDim = z(nh * (dn + dv));
     const std::size_t kvaDim = kvl + z(dr);
-    const std::size_t headRows = z(m_c.batch * nh * m_c.seqLen);
     requireShape(dy, t, h, "mla attention backward: output gradient");
     Backend& b = m_backend;
     const MemoryCategory keep = fused ? kWork : kAct;
     dy.recategorize(keep);
 
-    Tensor dctx(b, t, z(nh * dv), kWork);
-    linearInputGrad(b, lane, dy.data(), p[m_o], dctx.data(), t);
-    if (fused) {
-        linearWeightGrad(b, lane, dy.data(), sv[mCtx].data(), p[m_o], t);
-        sv[mCtx].reset();
-    }
-    Tensor dctxh(b, headRows, z(dv), kWork);
-    gatherHeads(floats(dctx), { z(nh * dv), 0, z(dv) }, m_c.batch, m_c.seqLen, nh, dv, floats(dctxh), dv, 0);
-    dctx.reset();
-
-    Tensor dqh(b, headRows, z(dk), kWork);
-    Tensor dkh(b, headRows, z(dk), kWork);
-    Tensor dvh(b, headRows, z(dv), kWork);
-    {
-        Tensor scratch(b, z(m_c.seqLen), z(m_c.seqLen), kWork);
-        attentionCoreBackward(b, lane, m_core, sv[mQh].data(), sv[mKh].data(), sv[mVh].data(), sv[mP].data(),
-            dctxh.data(), dqh.data(), dkh.data(), dvh.data(), scratch.data());
-    }
-    dctxh.reset();
-    sv[mQh].reset();
-    sv[mKh].reset();
-    sv[mVh].reset();
-    sv[mP].reset();
+    auto [dqh, dkh, dvh]
+        = outputAndCoreBackward(b, lane, m_core, dy, p[m_o], sv[mCtx], sv[mQh], sv[mKh], sv[mVh], sv[mP], fused);
 
     // The gradients of q (q_b_proj's or q_proj's output), of kv (kv_b_proj's) and of [c_kv, k_R] (kv_a's).
     Tensor dq(b, t, qDim, keep);
@@ -494,10 +495,7 @@ Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
     if (fused)
         sv[mXn].reset();
 
-    Tensor dx = copyOf(b, dy, kWork);
-    rmsNormBackward(floats(sv[mX]), h, floats(p[0].weight), floats(dxn), h, floats(dx), h, floats(p[0].grad), t, h);
-    dxn.reset();
-    sv[mX].reset();
+    Tensor dx = preNormResidualBackward(b, p[0], sv[mX], dxn, dy, t, h);
     if (fused) {
         dy.reset();
         sv.clear();
@@ -510,16 +508,6 @@ Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
     sv[mDy] = std::move(dy);
     sv.phase = Phase::AfterInputGrad;
     return dx;
-}
-
-Tensor MlaAttention::inputGrad(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
-{
-    return backwardImpl(lane, p, sv, std::move(dy), false);
-}
-
-Tensor MlaAttention::backward(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
-{
-    return backwardImpl(lane, p, sv, std::move(dy), true);
 }
 
 void MlaAttention::weightGrad(Lane lane, const ParamSet& p, Saved& sv) const

@@ -34,7 +34,7 @@ struct AttentionConfig {
 
 /// Causal GQA self-attention block. Parameters: input_layernorm (1 × h), q_proj (n_h·d × h), k_proj and
 /// v_proj (n_kv·d × h), o_proj (h × n_h·d).
-class GqaAttention final : public Layer {
+class GqaAttention final : public FusableLayer {
 public:
     /// Throws RuntimeError for sizes below 1, kvHeads not dividing heads, an odd head size (rotary pairs) or a
     /// backend without host-accessible fp32 memory.
@@ -43,12 +43,10 @@ public:
     std::string kind() const override { return "gqa"; }
     std::vector<ParamShape> parameterShapes() const override;
     Tensor forward(Lane lane, const ParamSet& p, Tensor x, Saved& saved) const override;
-    Tensor inputGrad(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const override;
     void weightGrad(Lane lane, const ParamSet& p, Saved& saved) const override;
-    Tensor backward(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const override;
 
 private:
-    Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const;
+    Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const override;
 
     Backend& m_backend;
     AttentionConfig m_c;
@@ -58,7 +56,7 @@ private:
 /// MLA block. Parameters: input_layernorm (1 × h); q_a_proj (q_l × h), q_a_layernorm (1 × q_l) and q_b_proj
 /// (n_h·(d_n + d_r) × q_l) when q_l > 0, else q_proj (n_h·(d_n + d_r) × h); kv_a_proj_with_mqa
 /// ((kv_l + d_r) × h), kv_a_layernorm (1 × kv_l), kv_b_proj (n_h·(d_n + d_v) × kv_l), o_proj (h × n_h·d_v).
-class MlaAttention final : public Layer {
+class MlaAttention final : public FusableLayer {
 public:
     /// Throws RuntimeError for sizes below 1 (q_l may be 0), an odd rotary size or a backend without
     /// host-accessible fp32 memory.
@@ -67,12 +65,10 @@ public:
     std::string kind() const override { return "mla"; }
     std::vector<ParamShape> parameterShapes() const override;
     Tensor forward(Lane lane, const ParamSet& p, Tensor x, Saved& saved) const override;
-    Tensor inputGrad(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const override;
     void weightGrad(Lane lane, const ParamSet& p, Saved& saved) const override;
-    Tensor backward(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const override;
 
 private:
-    Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const;
+    Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const override;
     bool lowRankQuery() const { return m_c.mla.qLoraRank > 0; }
 
     Backend& m_backend;

@@ -1,5 +1,7 @@
 #include "runtime/layers/common.h"
 
+#include "runtime/layers/rmsnorm.h"
+
 #include <cstring>
 
 namespace dps::runtime::layers {
@@ -106,6 +108,7 @@ void Saved::clear()
     m_slots.clear();
     routes.clear();
     expertRows.clear();
+    received.clear();
     phase = Phase::Empty;
 }
 
@@ -164,6 +167,16 @@ Tensor copyOf(Backend& backend, const Tensor& t, MemoryCategory category)
     if (!out.empty())
         std::memcpy(out.data(), t.data(), t.bytes());
     return out;
+}
+
+Tensor preNormResidualBackward(
+    Backend& backend, const ParamView& norm, Tensor& x, Tensor& dxn, const Tensor& dy, std::size_t t, std::size_t h)
+{
+    Tensor dx = copyOf(backend, dy, MemoryCategory::Workspace);
+    rmsNormBackward(floats(x), h, floats(norm.weight), floats(dxn), h, floats(dx), h, floats(norm.grad), t, h);
+    dxn.reset();
+    x.reset();
+    return dx;
 }
 
 void gatherHeads(const float* src, const HeadLayout& layout, int batch, int seqLen, int heads, int width, float* dst,

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dps::runtime::layers {
@@ -96,6 +97,9 @@ public:
     Phase phase = Phase::Empty;
     std::vector<int> routes; ///< MoE: T × top_k routed experts per token, host memory
     std::vector<std::vector<int>> expertRows; ///< MoE: per expert, its token-expert pairs (t · top_k + slot)
+    /// MoE with expert parallelism: per local expert, the rows each group member sent it (host bookkeeping)
+    std::vector<std::vector<int>> received;
+    int tag = -1; ///< MoE with expert parallelism: this block and microbatch's exchange number (MoeBlock)
 
 private:
     std::vector<Tensor> m_slots;
@@ -123,6 +127,24 @@ public:
     virtual void weightGrad(Lane lane, const ParamSet& p, Saved& saved) const = 0;
     /// B: I and W at once (the same GEMMs, so the gradients equal I then W's); frees what F kept.
     virtual Tensor backward(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const = 0;
+};
+
+/// A Layer whose I and B are one pass, backwardImpl: I (fused false) keeps what W needs; B (fused true) runs
+/// W's GEMMs as it goes and keeps nothing, so its gradients equal I then W's.
+class FusableLayer : public Layer {
+public:
+    Tensor inputGrad(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const final
+    {
+        return backwardImpl(lane, p, saved, std::move(dy), false);
+    }
+    Tensor backward(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const final
+    {
+        return backwardImpl(lane, p, saved, std::move(dy), true);
+    }
+
+protected:
+    /// I (fused false) or B (fused true); throws RuntimeError as they do.
+    virtual Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const = 0;
 };
 
 /// Throws RuntimeError unless `backend` is host-accessible fp32 (what the layers' host kernels need),
@@ -154,6 +176,13 @@ void linearWeightGrad(Backend& backend, Lane lane, const void* dy, const void* x
 
 /// A host copy of a tensor's content into a new tensor of the same shape in `category`.
 Tensor copyOf(Backend& backend, const Tensor& t, MemoryCategory category);
+
+/// The end of a pre-norm residual block's I (or B), y = x + f(RMSNorm(x)): returns dx = dy + RMSNorm'(x)ᵀ·dxn
+/// (t × h, Workspace; docs/layers.md, the norm's backward in runtime/layers/rmsnorm.h), accumulates the norm's
+/// weight gradient into norm.grad and frees dxn and the kept input x. Throws RuntimeError when dx cannot be
+/// allocated.
+Tensor preNormResidualBackward(
+    Backend& backend, const ParamView& norm, Tensor& x, Tensor& dxn, const Tensor& dy, std::size_t t, std::size_t h);
 
 /// How a token-major tensor holds heads: element (token t, head j, column c) is at
 /// t·rowStride + colOffset + j·headStride + c. headStride 0 shares one head among all (MLA's rotary key).

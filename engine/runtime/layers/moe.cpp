@@ -68,6 +68,9 @@ MoeBlock::MoeBlock(Backend& backend, const MoeConfig& config)
             "moe: top_k " + std::to_string(m_c.topK) + " outside [1, experts " + std::to_string(m_c.experts) + "]");
     if (m_c.sharedExperts < 0)
         throw RuntimeError("moe: shared experts must not be negative, got " + std::to_string(m_c.sharedExperts));
+    if (m_c.ep < 1 || m_c.experts % m_c.ep != 0 || m_c.member < 0 || m_c.member >= m_c.ep)
+        throw RuntimeError("moe: expert parallelism " + std::to_string(m_c.ep) + " must divide the experts "
+            + std::to_string(m_c.experts) + " (member " + std::to_string(m_c.member) + ")");
 }
 
 std::size_t MoeBlock::sharedSlot(int s) const
@@ -82,7 +85,7 @@ std::size_t MoeBlock::expertSlot(int e) const
 
 std::size_t MoeBlock::expertParam(int e) const
 {
-    return 2 + 3 * z(m_c.sharedExperts) + 3 * z(e);
+    return 2 + 3 * z(m_c.sharedExperts) + 3 * z(e - firstLocalExpert()); // the routed experts held here
 }
 
 std::vector<ParamShape> MoeBlock::parameterShapes() const
@@ -97,7 +100,7 @@ std::vector<ParamShape> MoeBlock::parameterShapes() const
     };
     for (int s = 0; s < m_c.sharedExperts; ++s)
         expert("shared_experts." + std::to_string(s));
-    for (int e = 0; e < m_c.experts; ++e)
+    for (int e = firstLocalExpert(); e < firstLocalExpert() + localExperts(); ++e)
         expert("experts." + std::to_string(e));
     return shapes;
 }
@@ -119,19 +122,12 @@ std::vector<double> MoeBlock::gates(const Saved& sv) const
     return g;
 }
 
-Tensor MoeBlock::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) const
+void MoeBlock::route(Lane lane, const ParamSet& p, const Tensor& xn, Saved& sv) const
 {
-    requirePhase(sv, Phase::Empty, "moe F");
     const std::size_t t = z(m_c.tokens);
-    const std::size_t h = z(m_c.hidden);
     const std::size_t experts = z(m_c.experts);
     const std::size_t k = z(m_c.topK);
-    requireShape(x, t, h, "moe F: input");
     Backend& b = m_backend;
-    x.recategorize(kAct);
-    Tensor xn(b, t, h, kAct);
-    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
-
     // Router: logits = xn·W_rᵀ, then the affinities in place.
     Tensor scores(b, t, experts, kAct);
     linearForward(b, lane, xn.data(), p[1], scores.data(), t);
@@ -160,6 +156,23 @@ Tensor MoeBlock::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) cons
         }
     }
     sv[eScores] = std::move(scores);
+}
+
+Tensor MoeBlock::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) const
+{
+    if (m_c.ep > 1)
+        return forwardEp(lane, p, std::move(x), sv);
+    requirePhase(sv, Phase::Empty, "moe F");
+    const std::size_t t = z(m_c.tokens);
+    const std::size_t h = z(m_c.hidden);
+    const std::size_t k = z(m_c.topK);
+    requireShape(x, t, h, "moe F: input");
+    Backend& b = m_backend;
+    x.recategorize(kAct);
+    Tensor xn(b, t, h, kAct);
+    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
+
+    route(lane, p, xn, sv);
     const std::vector<double> g = gates(sv);
 
     Tensor y = copyOf(b, x, kWork);
@@ -196,24 +209,17 @@ Tensor MoeBlock::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) cons
     return y;
 }
 
-Tensor MoeBlock::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, bool fused) const
+Tensor MoeBlock::logitGradient(const Saved& sv, const Tensor& dy, MemoryCategory category) const
 {
-    requirePhase(sv, Phase::AfterForward, fused ? "moe B" : "moe I");
     const std::size_t t = z(m_c.tokens);
     const std::size_t h = z(m_c.hidden);
     const std::size_t experts = z(m_c.experts);
     const std::size_t k = z(m_c.topK);
-    requireShape(dy, t, h, "moe backward: output gradient");
-    Backend& b = m_backend;
-    const MemoryCategory keep = fused ? kWork : kAct;
-    dy.recategorize(m_c.sharedExperts > 0 ? keep : kWork);
-    const std::vector<double> g = gates(sv);
-
     // The gates' gradients dg = ⟨dy_t, out⟩, then the affinities', then the router logits' (kept for W).
     std::vector<double> dg(t * k, 0.0);
     for (int e = 0; e < m_c.experts; ++e) {
         const std::vector<int>& pairs = sv.expertRows[z(e)];
-        const float* out = floats(sv[expertSlot(e) + kExpertOutput]);
+        const float* out = floats(sv.at(expertSlot(e) + kExpertOutput));
         for (std::size_t r = 0; r < pairs.size(); ++r) {
             const auto pair = z(pairs[r]);
             const float* d = floats(dy) + pair / k * h;
@@ -223,9 +229,9 @@ Tensor MoeBlock::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy
             dg[pair] = dot;
         }
     }
-    Tensor dlogits(b, t, experts, keep);
+    Tensor dlogits(m_backend, t, experts, category);
     {
-        const float* sp = floats(sv[eScores]);
+        const float* sp = floats(sv.at(eScores));
         float* dl = floats(dlogits);
         std::vector<double> ds(experts);
         for (std::size_t r = 0; r < t; ++r) {
@@ -256,6 +262,24 @@ Tensor MoeBlock::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy
             }
         }
     }
+    return dlogits;
+}
+
+Tensor MoeBlock::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, bool fused) const
+{
+    if (m_c.ep > 1)
+        return backwardEp(lane, p, sv, std::move(dy), fused);
+    requirePhase(sv, Phase::AfterForward, fused ? "moe B" : "moe I");
+    const std::size_t t = z(m_c.tokens);
+    const std::size_t h = z(m_c.hidden);
+    const std::size_t k = z(m_c.topK);
+    requireShape(dy, t, h, "moe backward: output gradient");
+    Backend& b = m_backend;
+    const MemoryCategory keep = fused ? kWork : kAct;
+    dy.recategorize(m_c.sharedExperts > 0 ? keep : kWork);
+    const std::vector<double> g = gates(sv);
+
+    Tensor dlogits = logitGradient(sv, dy, keep);
     sv[eScores].reset();
     Tensor dxn(b, t, h, kWork);
     linearInputGrad(b, lane, dlogits.data(), p[1], dxn.data(), t);
@@ -307,10 +331,7 @@ Tensor MoeBlock::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy
     if (fused)
         sv[eXn].reset();
 
-    Tensor dx = copyOf(b, dy, kWork);
-    rmsNormBackward(floats(sv[eX]), h, floats(p[0].weight), floats(dxn), h, floats(dx), h, floats(p[0].grad), t, h);
-    dxn.reset();
-    sv[eX].reset();
+    Tensor dx = preNormResidualBackward(b, p[0], sv[eX], dxn, dy, t, h);
     if (fused) {
         dy.reset();
         sv.clear();
@@ -335,6 +356,8 @@ Tensor MoeBlock::backward(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) co
 
 void MoeBlock::weightGrad(Lane lane, const ParamSet& p, Saved& sv) const
 {
+    if (m_c.ep > 1)
+        return weightGradEp(lane, p, sv);
     requirePhase(sv, Phase::AfterInputGrad, "moe W");
     const std::size_t t = z(m_c.tokens);
     Backend& b = m_backend;

@@ -13,6 +13,7 @@
 // All experts are local here; the expert-parallel dispatch and combine come with the worker integration.
 #include "model/transformer.h"
 #include "runtime/layers/common.h"
+#include "runtime/layers/expertcomm.h"
 
 namespace dps::runtime::layers {
 
@@ -40,6 +41,10 @@ struct MoeConfig {
     int sharedExperts = 0; ///< S
     int tokens = 0; ///< T
     MoeGating gating;
+    /// Expert parallelism: the routed experts are split over `ep` members of an ExpertGroup, this block holding
+    /// member `member`'s, [member·E/ep, (member+1)·E/ep); 1 = all here. ep must divide E.
+    int ep = 1;
+    int member = 0;
     /// The MoE block of `m` (its experts, top_k, expert_ffn, shared experts) with `gating` (the model library
     /// does not carry the gating function). Throws FormatError as model::check does.
     static MoeConfig of(const model::Transformer& m, const MoeGating& gating);
@@ -68,8 +73,24 @@ public:
     /// The gate of token-slot pair t·k + j, from the kept affinities and routes (after F, before I).
     std::vector<double> gates(const Saved& saved) const;
 
+    /// With ep > 1: the group the routed experts are exchanged in (it must outlive the block's use), and where
+    /// each call's exchanges are numbered: Saved::tag (set by the caller, unique per block and microbatch among
+    /// those in flight) × 8. Without a group an ep > 1 block refuses to run.
+    void setExpertGroup(const ExpertGroup* group) { m_group = group; }
+    int firstLocalExpert() const { return m_c.member * localExperts(); }
+    int localExperts() const { return m_c.experts / m_c.ep; }
+
 private:
     Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const;
+    /// The router: affinities (kept), routes and each expert's pairs.
+    void route(Lane lane, const ParamSet& p, const Tensor& xn, Saved& sv) const;
+    /// The router logits' gradient from dy and the routed outputs kept at each expert's output slot.
+    Tensor logitGradient(const Saved& sv, const Tensor& dy, MemoryCategory category) const;
+    // Expert parallelism (moe_ep.cpp): the same block with its routed experts on the group's members.
+    Tensor forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& saved) const;
+    Tensor backwardEp(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const;
+    void weightGradEp(Lane lane, const ParamSet& p, Saved& saved) const;
+    std::size_t ownerSlot(int localExpert) const;
     std::size_t sharedSlot(int s) const;
     std::size_t expertSlot(int e) const;
     std::size_t sharedParam(int s) const { return 2 + 3 * static_cast<std::size_t>(s); }
@@ -77,6 +98,7 @@ private:
 
     Backend& m_backend;
     MoeConfig m_c;
+    const ExpertGroup* m_group = nullptr;
 };
 
 } // namespace dps::runtime::layers

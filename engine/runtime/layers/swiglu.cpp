@@ -145,10 +145,7 @@ Tensor DenseMlp::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy
     }
     if (fused)
         sv[dXn].reset();
-    Tensor dx = copyOf(m_backend, dy, kWork);
-    rmsNormBackward(floats(sv[dX]), h, floats(p[0].weight), floats(dxn), h, floats(dx), h, floats(p[0].grad), t, h);
-    dxn.reset();
-    sv[dX].reset();
+    Tensor dx = preNormResidualBackward(m_backend, p[0], sv[dX], dxn, dy, t, h);
     if (fused) {
         dy.reset();
         sv.clear();
@@ -157,16 +154,6 @@ Tensor DenseMlp::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy
     sv[dDy] = std::move(dy);
     sv.phase = Phase::AfterInputGrad;
     return dx;
-}
-
-Tensor DenseMlp::inputGrad(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
-{
-    return backwardImpl(lane, p, sv, std::move(dy), false);
-}
-
-Tensor DenseMlp::backward(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
-{
-    return backwardImpl(lane, p, sv, std::move(dy), true);
 }
 
 void DenseMlp::weightGrad(Lane lane, const ParamSet& p, Saved& sv) const

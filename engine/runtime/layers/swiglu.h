@@ -40,7 +40,7 @@ struct MlpConfig {
 
 /// y = x + SwiGLU(RMSNorm(x)). Parameters: post_attention_layernorm (1 × h), gate_proj (f × h), up_proj (f × h),
 /// down_proj (h × f).
-class DenseMlp final : public Layer {
+class DenseMlp final : public FusableLayer {
 public:
     /// Throws RuntimeError for sizes below 1 or a backend without host-accessible fp32 memory.
     DenseMlp(Backend& backend, const MlpConfig& config);
@@ -48,12 +48,10 @@ public:
     std::string kind() const override { return "swiglu"; }
     std::vector<ParamShape> parameterShapes() const override;
     Tensor forward(Lane lane, const ParamSet& p, Tensor x, Saved& saved) const override;
-    Tensor inputGrad(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const override;
     void weightGrad(Lane lane, const ParamSet& p, Saved& saved) const override;
-    Tensor backward(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const override;
 
 private:
-    Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const;
+    Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const override;
 
     Backend& m_backend;
     MlpConfig m_c;

@@ -2,7 +2,8 @@
 
 namespace dps::runtime::layers {
 
-TransformerLayer makeTransformerLayer(Backend& backend, const model::Transformer& m, int layer, const MoeGating& gating)
+TransformerLayer makeTransformerLayer(
+    Backend& backend, const model::Transformer& m, int layer, const MoeGating& gating, int ep, int member)
 {
     model::check(m);
     if (layer < 0 || layer >= m.layers)
@@ -15,7 +16,12 @@ TransformerLayer makeTransformerLayer(Backend& backend, const model::Transformer
     else
         result.attention = std::make_unique<GqaAttention>(backend, attention);
     if (m.isMoeLayer(layer))
-        result.mlp = std::make_unique<MoeBlock>(backend, MoeConfig::of(m, gating));
+    {
+        MoeConfig config = MoeConfig::of(m, gating);
+        config.ep = ep;
+        config.member = member;
+        result.mlp = std::make_unique<MoeBlock>(backend, config);
+    }
     else
         result.mlp = std::make_unique<DenseMlp>(backend, MlpConfig::of(m, layer));
     return result;

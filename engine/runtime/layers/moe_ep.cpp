@@ -1,0 +1,276 @@
+// The MoE block with its routed experts split over an expert-parallel group (moe.h, expertcomm.h; DeepSeek-V3
+// report §3.2.2). Every member routes its own tokens; the rows for an expert go to the member holding it
+// (dispatch), which runs the expert on the rows of every member and sends each its outputs back (combine). The
+// backward sends the outputs' gradients the same way and the inputs' gradients back; the experts' weight
+// gradients stay with their holder. Each call makes at most 5 exchanges, numbered Saved::tag × 8 + 0…4, the
+// same on every member because every member runs the same schedule. docs/layers.md, "Expert parallelism".
+#include "runtime/layers/moe.h"
+
+#include "runtime/layers/rmsnorm.h"
+#include "runtime/layers/swiglu.h"
+
+#include <cstring>
+
+namespace dps::runtime::layers {
+
+namespace {
+
+constexpr auto kAct = MemoryCategory::Activation;
+constexpr auto kWork = MemoryCategory::Workspace;
+
+// As moe.cpp: the block input, the norm output, the affinities, the output gradient, then the shared experts'
+// slots and 5 per routed expert (the routed output of a pair is kept at the expert's slot + 4, here on the
+// member whose token it is). The holder's slots follow: 5 per local expert (its 3 FFN slots, its input rows from
+// every member, and its output rows, then their gradient).
+enum Slot : std::size_t { eX, eXn, eScores, eDy, eFirstExpertSlot };
+constexpr std::size_t kExpertInput = 3;
+constexpr std::size_t kExpertOutput = 4;
+
+std::size_t z(int v)
+{
+    return static_cast<std::size_t>(v);
+}
+
+/// The exchange numbers of one call.
+enum Exchange : int { xCounts = 0, xRows = 1, xOutputs = 2, xOutputGrads = 3, xInputGrads = 4 };
+
+/// The rows of `src` for `pairs` (pair p is token p / k), appended to `out`.
+void appendRows(std::vector<float>& out, const float* src, const std::vector<int>& pairs, std::size_t k, std::size_t h)
+{
+    for (int pair : pairs) {
+        const float* row = src + z(pair) / k * h;
+        out.insert(out.end(), row, row + h);
+    }
+}
+
+} // namespace
+
+std::size_t MoeBlock::ownerSlot(int localExpert) const
+{
+    return eFirstExpertSlot + 3 * z(m_c.sharedExperts) + 5 * z(m_c.experts) + 5 * z(localExpert);
+}
+
+Tensor MoeBlock::forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& sv) const
+{
+    requirePhase(sv, Phase::Empty, "moe F");
+    if (!m_group || m_group->size() != m_c.ep || m_group->me != m_c.member)
+        throw RuntimeError("moe: expert parallelism " + std::to_string(m_c.ep) + " without its group");
+    if (sv.tag < 0)
+        throw RuntimeError("moe: expert parallelism without an exchange number (Saved::tag)");
+    const std::size_t t = z(m_c.tokens);
+    const std::size_t h = z(m_c.hidden);
+    const std::size_t k = z(m_c.topK);
+    const int ep = m_c.ep;
+    const int local = localExperts();
+    Backend& b = m_backend;
+    requireShape(x, t, h, "moe F: input");
+    x.recategorize(kAct);
+    Tensor xn(b, t, h, kAct);
+    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
+    route(lane, p, xn, sv);
+    const std::vector<double> g = gates(sv);
+
+    Tensor y = copyOf(b, x, kWork);
+    for (int s = 0; s < m_c.sharedExperts; ++s) {
+        const std::size_t w = sharedParam(s);
+        swigluForward(b, lane, p[w], p[w + 1], p[w + 2], xn.data(), t, sv, sharedSlot(s), y.data(), 1.0f);
+    }
+
+    // Dispatch: to member i the rows of its experts' pairs, expert by expert; the counts first.
+    std::vector<std::vector<float>> counts(z(ep));
+    std::vector<std::vector<float>> rows(z(ep));
+    for (int i = 0; i < ep; ++i)
+        for (int e = i * local; e < (i + 1) * local; ++e) {
+            counts[z(i)].push_back(static_cast<float>(sv.expertRows[z(e)].size())); // exact below 2^24 rows
+            appendRows(rows[z(i)], floats(xn), sv.expertRows[z(e)], k, h);
+        }
+    const int base = sv.tag * 8;
+    const auto countsIn = exchangeRows(*m_group, counts, 1, base + xCounts);
+    const auto rowsIn = exchangeRows(*m_group, rows, h, base + xRows);
+
+    // This member's experts on every member's rows, then each member's outputs back.
+    sv.received.assign(z(local), std::vector<int>(z(ep), 0));
+    std::vector<std::vector<float>> outputs(z(ep));
+    std::vector<std::size_t> read(z(ep), 0); // rows of rowsIn[i] consumed
+    for (int le = 0; le < local; ++le) {
+        std::size_t n = 0;
+        for (int i = 0; i < ep; ++i) {
+            sv.received[z(le)][z(i)] = static_cast<int>(countsIn[z(i)].at(z(le)));
+            n += z(sv.received[z(le)][z(i)]);
+        }
+        Tensor xe(b, n, h, kAct);
+        std::size_t row = 0;
+        for (int i = 0; i < ep; ++i) {
+            const std::size_t c = z(sv.received[z(le)][z(i)]);
+            if (c > 0)
+                std::memcpy(floats(xe) + row * h, rowsIn[z(i)].data() + read[z(i)] * h, c * h * sizeof(float));
+            read[z(i)] += c;
+            row += c;
+        }
+        Tensor out(b, n, h, kWork);
+        const std::size_t w = expertParam(firstLocalExpert() + le);
+        const std::size_t slot = ownerSlot(le);
+        swigluForward(b, lane, p[w], p[w + 1], p[w + 2], xe.data(), n, sv, slot, out.data(), 0.0f);
+        row = 0;
+        for (int i = 0; i < ep; ++i) {
+            const std::size_t c = z(sv.received[z(le)][z(i)]);
+            outputs[z(i)].insert(outputs[z(i)].end(), floats(out) + row * h, floats(out) + (row + c) * h);
+            row += c;
+        }
+        sv[slot + kExpertInput] = std::move(xe);
+    }
+    const auto outputsIn = exchangeRows(*m_group, outputs, h, base + xOutputs);
+
+    // Combine: each routed output back at its token, y_t += g · out (kept for the gates' gradient).
+    for (int i = 0; i < ep; ++i) {
+        std::size_t row = 0;
+        for (int e = i * local; e < (i + 1) * local; ++e) {
+            const std::vector<int>& pairs = sv.expertRows[z(e)];
+            Tensor out(b, pairs.size(), h, kAct);
+            if (!pairs.empty())
+                std::memcpy(floats(out), outputsIn[z(i)].data() + row * h, pairs.size() * h * sizeof(float));
+            row += pairs.size();
+            for (std::size_t r = 0; r < pairs.size(); ++r) {
+                const auto pair = z(pairs[r]);
+                const auto gate = static_cast<float>(g[pair]);
+                float* yr = floats(y) + pair / k * h;
+                const float* o = floats(out) + r * h;
+                for (std::size_t c = 0; c < h; ++c)
+                    yr[c] += gate * o[c];
+            }
+            sv[expertSlot(e) + kExpertOutput] = std::move(out);
+        }
+    }
+    sv[eX] = std::move(x);
+    sv[eXn] = std::move(xn);
+    sv.phase = Phase::AfterForward;
+    return y;
+}
+
+Tensor MoeBlock::backwardEp(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, bool fused) const
+{
+    requirePhase(sv, Phase::AfterForward, fused ? "moe B" : "moe I");
+    if (!m_group || sv.tag < 0)
+        throw RuntimeError("moe: expert parallelism without its group or exchange number");
+    const std::size_t t = z(m_c.tokens);
+    const std::size_t h = z(m_c.hidden);
+    const std::size_t k = z(m_c.topK);
+    const int ep = m_c.ep;
+    const int local = localExperts();
+    requireShape(dy, t, h, "moe backward: output gradient");
+    Backend& b = m_backend;
+    const MemoryCategory keep = fused ? kWork : kAct;
+    dy.recategorize(m_c.sharedExperts > 0 ? keep : kWork);
+    const std::vector<double> g = gates(sv);
+    Tensor dlogits = logitGradient(sv, dy, keep);
+    sv[eScores].reset();
+    Tensor dxn(b, t, h, kWork);
+    linearInputGrad(b, lane, dlogits.data(), p[1], dxn.data(), t);
+    if (fused) {
+        linearWeightGrad(b, lane, dlogits.data(), sv[eXn].data(), p[1], t);
+        dlogits.reset();
+    }
+
+    // The routed outputs' gradients g · dy_t go to the experts' holders, in the order of the dispatch.
+    std::vector<std::vector<float>> grads(z(ep));
+    for (int i = 0; i < ep; ++i)
+        for (int e = i * local; e < (i + 1) * local; ++e) {
+            sv[expertSlot(e) + kExpertOutput].reset();
+            for (int pair : sv.expertRows[z(e)]) {
+                const auto gate = static_cast<float>(g[z(pair)]);
+                const float* d = floats(dy) + z(pair) / k * h;
+                for (std::size_t c = 0; c < h; ++c)
+                    grads[z(i)].push_back(gate * d[c]);
+            }
+        }
+    const int base = sv.tag * 8;
+    const auto gradsIn = exchangeRows(*m_group, grads, h, base + xOutputGrads);
+
+    // This member's experts: their input gradients go back to the members the rows came from.
+    std::vector<std::vector<float>> inputGrads(z(ep));
+    std::vector<std::size_t> read(z(ep), 0);
+    for (int le = 0; le < local; ++le) {
+        std::size_t n = 0;
+        for (int i = 0; i < ep; ++i)
+            n += z(sv.received[z(le)][z(i)]);
+        const std::size_t slot = ownerSlot(le);
+        Tensor dout(b, n, h, keep);
+        std::size_t row = 0;
+        for (int i = 0; i < ep; ++i) {
+            const std::size_t c = z(sv.received[z(le)][z(i)]);
+            if (c > 0)
+                std::memcpy(floats(dout) + row * h, gradsIn[z(i)].data() + read[z(i)] * h, c * h * sizeof(float));
+            read[z(i)] += c;
+            row += c;
+        }
+        Tensor dxe(b, n, h, kWork);
+        Tensor da(b, n, z(m_c.expertFfn), kWork);
+        const std::size_t w = expertParam(firstLocalExpert() + le);
+        swigluInputGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[slot + kExpertInput].data(), dout.data(), n, sv, slot,
+            dxe.data(), 0.0f, da.data(), fused);
+        row = 0;
+        for (int i = 0; i < ep; ++i) {
+            const std::size_t c = z(sv.received[z(le)][z(i)]);
+            inputGrads[z(i)].insert(inputGrads[z(i)].end(), floats(dxe) + row * h, floats(dxe) + (row + c) * h);
+            row += c;
+        }
+        if (fused)
+            sv[slot + kExpertInput].reset();
+        else
+            sv[slot + kExpertOutput] = std::move(dout);
+    }
+    const auto inputGradsIn = exchangeRows(*m_group, inputGrads, h, base + xInputGrads);
+    for (int i = 0; i < ep; ++i) {
+        std::size_t row = 0;
+        for (int e = i * local; e < (i + 1) * local; ++e)
+            for (int pair : sv.expertRows[z(e)]) {
+                float* to = floats(dxn) + z(pair) / k * h;
+                const float* from = inputGradsIn[z(i)].data() + row * h;
+                for (std::size_t c = 0; c < h; ++c)
+                    to[c] += from[c];
+                ++row;
+            }
+    }
+    if (m_c.sharedExperts > 0) {
+        Tensor da(b, t, z(m_c.expertFfn), kWork);
+        for (int s = 0; s < m_c.sharedExperts; ++s) {
+            const std::size_t w = sharedParam(s);
+            swigluInputGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[eXn].data(), dy.data(), t, sv, sharedSlot(s),
+                dxn.data(), 1.0f, da.data(), fused);
+        }
+    }
+    if (fused)
+        sv[eXn].reset();
+    Tensor dx = preNormResidualBackward(b, p[0], sv[eX], dxn, dy, t, h);
+    if (fused) {
+        dy.reset();
+        sv.clear();
+        return dx;
+    }
+    sv[eScores] = std::move(dlogits);
+    if (m_c.sharedExperts > 0)
+        sv[eDy] = std::move(dy);
+    sv.phase = Phase::AfterInputGrad;
+    return dx;
+}
+
+void MoeBlock::weightGradEp(Lane lane, const ParamSet& p, Saved& sv) const
+{
+    requirePhase(sv, Phase::AfterInputGrad, "moe W");
+    const std::size_t t = z(m_c.tokens);
+    Backend& b = m_backend;
+    linearWeightGrad(b, lane, sv[eScores].data(), sv[eXn].data(), p[1], t);
+    for (int le = 0; le < localExperts(); ++le) {
+        const std::size_t slot = ownerSlot(le);
+        const std::size_t w = expertParam(firstLocalExpert() + le);
+        swigluWeightGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[slot + kExpertInput].data(),
+            sv[slot + kExpertOutput].data(), sv[slot + kExpertInput].rows(), sv, slot);
+    }
+    for (int s = 0; s < m_c.sharedExperts; ++s) {
+        const std::size_t w = sharedParam(s);
+        swigluWeightGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[eXn].data(), sv[eDy].data(), t, sv, sharedSlot(s));
+    }
+    sv.clear();
+}
+
+} // namespace dps::runtime::layers
