@@ -4,6 +4,7 @@
 
 #include "base/errors.h"
 #include "base/format.h"
+#include "project/partitioning.h"
 #include "project/planner.h"
 #include "project/presets.h"
 #include "project/project.h"
@@ -24,21 +25,6 @@ int planUsage(const std::string& message)
 {
     std::cerr << "dpstudio: error: " << message << "\n";
     return kExitUsage;
-}
-
-std::string partitionText(const std::vector<int>& partition)
-{
-    // Runs of equal stages shortened: "1,5×9,2" reads as 1, then nine stages of 5, then 2.
-    std::string text;
-    for (std::size_t i = 0; i < partition.size();) {
-        std::size_t j = i;
-        while (j < partition.size() && partition[j] == partition[i])
-            ++j;
-        text += (text.empty() ? "" : ",") + std::to_string(partition[i])
-            + (j - i > 1 ? "×" + std::to_string(j - i) : "");
-        i = j;
-    }
-    return text;
 }
 
 std::string recomputeText(const Project& project, const PlanCandidate& c)

@@ -55,4 +55,18 @@ int totalLayers(const std::vector<int>& partition)
     return std::accumulate(partition.begin(), partition.end(), 0);
 }
 
+std::string partitionText(const std::vector<int>& partition)
+{
+    std::string text;
+    for (std::size_t i = 0; i < partition.size();) {
+        std::size_t j = i;
+        while (j < partition.size() && partition[j] == partition[i])
+            ++j;
+        text += (text.empty() ? "" : ",") + std::to_string(partition[i])
+            + (j - i > 1 ? "×" + std::to_string(j - i) : "");
+        i = j;
+    }
+    return text;
+}
+
 } // namespace dps

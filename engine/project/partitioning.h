@@ -1,5 +1,6 @@
 #pragma once
 // Layer partitions: how many of the model's layers each stage holds. Plain C++.
+#include <string>
 #include <vector>
 
 namespace dps {
@@ -21,5 +22,10 @@ std::vector<int> movedBoundary(std::vector<int> partition, int boundary, int lay
 
 /// Sum of a partition.
 int totalLayers(const std::vector<int>& partition);
+
+/// Layers per stage as text with runs of equal stages shortened (UTF-8): {1,5,5,5,2} → "1,5×3,2", read as 1,
+/// then three stages of 5, then 2; "" for an empty partition. What `dpstudio plan` and the designer's planner
+/// print.
+std::string partitionText(const std::vector<int>& partition);
 
 } // namespace dps

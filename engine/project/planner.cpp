@@ -269,13 +269,19 @@ void setBounds(Spec& s, bool timeBoundValid)
     s.memoryBound = memory * kSlack;
 }
 
+/// The divisors of n ≥ 1, ascending: O(√n), and no overflow at INT_MAX.
 std::vector<int> divisors(int n)
 {
-    std::vector<int> result;
-    for (int d = 1; d <= n; ++d)
-        if (n % d == 0)
-            result.push_back(d);
-    return result;
+    std::vector<int> small;
+    std::vector<int> large;
+    for (long long d = 1; d * d <= n; ++d)
+        if (n % d == 0) {
+            small.push_back(static_cast<int>(d));
+            if (d * d != n)
+                large.push_back(static_cast<int>(n / d));
+        }
+    small.insert(small.end(), large.rbegin(), large.rend());
+    return small;
 }
 
 /// A simulated candidate: the variant and its prediction's figures.

@@ -9,35 +9,7 @@ DPS="$1"
 DATA="$2"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect CODE NAME -- COMMAND...: runs the command (stdout → $WORK/out, stderr → $WORK/err), checks the exit code.
-expect() {
-    code="$1"
-    name="$2"
-    shift 3
-    "$@" >"$WORK/out" 2>"$WORK/err"
-    got=$?
-    if [ "$got" -ne "$code" ]; then
-        fail "$name: exit $got, expected $code"
-        sed 's/^/  | /' "$WORK/err" >&2
-    fi
-}
-
-contains() {
-    grep -qF -- "$2" "$1" || { fail "$3: '$2' not in $(basename "$1")"; sed 's/^/  | /' "$1" | head -20 >&2; }
-}
-
-check() {
-    name="$1"
-    shift
-    python3 -c "$@" >"$WORK/py" 2>&1 || { fail "$name"; sed 's/^/  | /' "$WORK/py" >&2; }
-}
+. "$(dirname "$0")/lib.sh"
 
 # The hand-made run: 3 identical steps; each rank computes 6 µs a step (waits excluded), so neither straggles.
 python3 - "$DATA/measured/tiny-dualpipev.measured.json" "$WORK/run.json" <<'PY'
@@ -70,7 +42,7 @@ contains "$WORK/out" "Stragglers (median compute per step more than 10 % above t
     "analyze text"
 
 expect 0 "analyze json" -- "$DPS" analyze "$WORK/run.json" --json
-check "analyze json values" '
+check_py "analyze json values" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 p = d["critical_path"]
@@ -102,7 +74,7 @@ for a in d["ranks"][0]["actions"]:
 json.dump(d, open(sys.argv[2], "w"), indent=2)
 PY
 expect 0 "analyze --compare" -- "$DPS" analyze "$WORK/run.json" --compare "$WORK/other.json" --json
-check "compare json" '
+check_py "compare json" '
 import json, sys
 d = json.load(open(sys.argv[1]))["diff"]
 assert d["makespan_us"] == 10 and d["other_makespan_us"] == 11, d
@@ -117,7 +89,7 @@ contains "$WORK/out" "step 1: makespan 11 µs against 10 µs (+1 µs)" "analyze 
 
 # The recorded project gives the prediction's critical path too.
 expect 0 "analyze with the recorded project" -- "$DPS" analyze "$DATA/measured/tiny-dualpipev.measured.json" --json
-check "predicted path" '
+check_py "predicted path" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 p = d["predicted_critical_path"]
@@ -125,5 +97,4 @@ assert p["variant"] == "dualpipev", p["variant"]
 assert abs(sum(r["us"] for r in p["ranks"]) + p["transfer_us"] - p["length_us"]) < 1e-6, p
 ' "$WORK/out"
 
-[ "$failures" -eq 0 ] || { echo "$failures check(s) failed" >&2; exit 1; }
-echo "analyze_e2e: all checks passed"
+finish "analyze_e2e: all checks passed"

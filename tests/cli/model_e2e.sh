@@ -6,38 +6,7 @@ set -u
 DPS="$1"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect CODE NAME -- COMMAND...: runs the command (stdout → $WORK/out, stderr → $WORK/err), checks the exit code.
-expect() {
-    code="$1"
-    name="$2"
-    shift 3
-    "$@" >"$WORK/out" 2>"$WORK/err"
-    got=$?
-    if [ "$got" -ne "$code" ]; then
-        fail "$name: exit $got, expected $code"
-        sed 's/^/  | /' "$WORK/err" >&2
-    fi
-}
-
-# contains FILE TEXT NAME: the file holds the text (fixed string).
-contains() {
-    grep -qF -- "$2" "$1" || { fail "$3: '$2' not in $(basename "$1")"; sed 's/^/  | /' "$1" | head -20 >&2; }
-}
-
-# check NAME PYTHON [ARGS...]: runs the Python code (sys.argv[1:] = ARGS); a failed assert fails the check
-# with its message.
-check() {
-    name="$1"
-    shift
-    python3 -c "$@" >"$WORK/py" 2>&1 || { fail "$name"; sed 's/^/  | /' "$WORK/py" >&2; }
-}
+. "$(dirname "$0")/lib.sh"
 
 # edit IN OUT PYTHON: writes OUT as the JSON of IN after the Python statements (on the object p) ran.
 edit() {
@@ -60,7 +29,7 @@ expect 0 "presets --json" -- "$DPS" presets --json
 cp "$WORK/out" "$WORK/presets.json"
 # Published totals (issue 12): DeepSeek-V3 671B total (2 %), 37B activated (5 %); Llama 3 8.03B, 70.55B,
 # 405.8B; Mixtral 46.7B total, 12.9B active (1 %). H800 dense BF16 peak 989.4 TFLOP/s (its preset's source).
-check "presets --json: ids, published totals, sources" "
+check_py "presets --json: ids, published totals, sources" "
 import json, sys
 d = json.load(open(sys.argv[1]))
 models = {m['id']: m for m in d['models']}
@@ -90,7 +59,7 @@ for entry in list(models.values()) + list(devices.values()):
 expect 0 "init deepseek-v3 dualpipe" -- "$DPS" init --model deepseek-v3 --device h800 --gpus-per-node 8 \
     --schedule dualpipe --ranks 16 --microbatches 32 -o "$WORK/ds.dpstudio.json"
 contains "$WORK/out" "dualpipe (16 ranks, 16 stages, 32 microbatches) active" "init deepseek-v3 summary"
-check "init deepseek-v3 file" "
+check_py "init deepseek-v3 file" "
 import json, sys
 p = json.load(open(sys.argv[1]))
 assert p['format_version'] == 2, p['format_version']
@@ -129,7 +98,7 @@ expect 0 "simulate deepseek-v3 1f1b ep 1" -- "$DPS" simulate "$WORK/ds-1f1b-ep1.
 cp "$WORK/out" "$WORK/ds-1f1b-ep1-sim.json"
 # DualPipe hides the expert all-to-all of one microbatch under another's compute: its step is shorter than
 # 1F1B's on the same ranks and microbatches, by more with ep 64 than with ep 1 (issue 12, "Done when").
-check "deepseek-v3: DualPipe shorter than 1F1B, more so with the all-to-all; parameter_bytes per rank" "
+check_py "deepseek-v3: DualPipe shorter than 1F1B, more so with the all-to-all; parameter_bytes per rank" "
 import json, sys
 dp, ob, dp1, ob1 = (json.load(open(f)) for f in sys.argv[1:5])
 assert 0 < dp['makespan_us'] < ob['makespan_us'], (dp['makespan_us'], ob['makespan_us'])
@@ -147,7 +116,7 @@ contains "$WORK/out" "parameters:" "model-info text totals"
 contains "$WORK/out" "all-to-all" "model-info text stage table"
 contains "$WORK/out" "parameter bytes" "model-info text rank table"
 expect 0 "model-info deepseek-v3 --json" -- "$DPS" model-info "$WORK/ds.dpstudio.json" --json
-check "model-info deepseek-v3 --json: keys and values" "
+check_py "model-info deepseek-v3 --json: keys and values" "
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert list(d) == ['parameters_total', 'parameters_active', 'flops_per_token_training', 'stages', 'ranks'], list(d)
@@ -180,7 +149,7 @@ expect 0 "model-info llama3-8b --json" -- "$DPS" model-info "$WORK/l8.dpstudio.j
 # Training FLOPs per token: per layer 2 × (W_q 4096·4096 + W_k, W_v 2 · 4096·1024 + W_o 4096·4096 + SwiGLU
 # 3 · 4096·14336 = 218103808 weights) + the causal attention core s·n_h·(d_k + d_v) = 8192 · 32 · 256, times
 # 32 layers, plus the LM head 2 · 128256 · 4096; × 3 = 51470401536.
-check "model-info llama3-8b --json" "
+check_py "model-info llama3-8b --json" "
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert abs(d['parameters_total'] - 8.03e9) <= 0.01 * 8.03e9, d['parameters_total']
@@ -204,7 +173,7 @@ expect 0 "init llama3-8b dualpipev" -- "$DPS" init --model llama3-8b --device h1
 expect 0 "simulate llama3-8b dualpipe" -- "$DPS" simulate "$WORK/l8-dp.dpstudio.json" --json
 cp "$WORK/out" "$WORK/l8-dp.json"
 expect 0 "simulate llama3-8b dualpipev" -- "$DPS" simulate "$WORK/l8-dpv.dpstudio.json" --json
-check "llama3-8b: a middle DualPipe rank holds twice DualPipeV's parameter bytes" "
+check_py "llama3-8b: a middle DualPipe rank holds twice DualPipeV's parameter bytes" "
 import json, sys
 a = json.load(open(sys.argv[1]))['ranks'][3]['parameter_bytes']
 b = json.load(open(sys.argv[2]))['ranks'][3]['parameter_bytes']
@@ -218,7 +187,7 @@ contains "$WORK/out" "model:        llama3-8b on h100-sxm: dp 1 × pp 8 = 8 devi
 expect 0 "init llama3-8b overrides" -- "$DPS" init --model llama3-8b --device h100-sxm --schedule 1f1b --ranks 4 \
     --microbatches 8 --layers 16 --seq-len 4096 --microbatch-size 2 --dp 2 --recompute full --nodes 2 \
     -o "$WORK/l8o.dpstudio.json"
-check "init overrides in the file" "
+check_py "init overrides in the file" "
 import json, sys
 p = json.load(open(sys.argv[1]))
 m = p['model']
@@ -261,7 +230,7 @@ contains "$WORK/err" "broken.dpstudio.json" "broken file named"
 # The block model: its totals (16 layers × 2·512·2048 = 33554432 parameters) and a block stage exchanges nothing.
 expect 0 "init default" -- "$DPS" init -o "$WORK/block.dpstudio.json"
 expect 0 "model-info block --json" -- "$DPS" model-info "$WORK/block.dpstudio.json" --json
-check "model-info block" "
+check_py "model-info block" "
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d['parameters_total'] == 33554432 and d['parameters_active'] == 33554432, d
@@ -289,7 +258,7 @@ done
 # --- init --scale tiny (issue 16): the preset's structure at CPU sizes, on the cpu device by default -------
 expect 0 "init --scale tiny" -- "$DPS" init -o "$WORK/tiny.dpstudio.json" --model deepseek-v3 --scale tiny
 contains "$WORK/out" "dualpipe (8 ranks × dp 2, 8 stages, 20 microbatches)" "tiny DeepSeek-V3: dp defaults to its ep 2"
-check "tiny DeepSeek-V3 keeps MLA, 256 experts top-8, 3 dense layers; hidden 64, fp32, cpu" '
+check_py "tiny DeepSeek-V3 keeps MLA, 256 experts top-8, 3 dense layers; hidden 64, fp32, cpu" '
 import json, sys
 p = json.load(open(sys.argv[1]))
 m = p["model"]
@@ -301,30 +270,31 @@ assert p["cluster"]["device"] == "cpu", p["cluster"]
 ' "$WORK/tiny.dpstudio.json"
 expect 0 "simulate a tiny project" -- "$DPS" simulate "$WORK/tiny.dpstudio.json"
 contains "$WORK/out" "deepseek-v3/tiny on cpu" "the model line names the scaled preset"
-expect 1 "run refuses expert parallelism (not run yet)" -- "$DPS" run "$WORK/tiny.dpstudio.json" -o "$WORK/m.json" --steps 1
-contains "$WORK/err" "model.moe.ep: 2: the engine runs every expert on each replica so far" "run names model.moe.ep"
-[ -e "$WORK/m.json" ] && fail "a refused run wrote a measured file"
-# A tiny dense transformer runs for real: DualPipeV on 2 ranks, correctness against the reference.
+# Tiny transformers run for real, correctness against the single-process reference: a dense one (Llama 3 8B,
+# DualPipeV on 2 ranks) and DeepSeek-V3 with its expert all-to-all (MLA, 256 experts top-8 split over ep 2:
+# DualPipeV on 2 ranks × dp 2 = 4 processes).
 expect 0 "init tiny llama3-8b" -- "$DPS" init -o "$WORK/llama.dpstudio.json" --model llama3-8b --scale tiny \
     --schedule dualpipev --ranks 2 --microbatches 6
+expect 0 "init tiny deepseek-v3 dualpipev" -- "$DPS" init -o "$WORK/ds-tiny.dpstudio.json" --model deepseek-v3 \
+    --scale tiny --schedule dualpipev --ranks 2 --microbatches 4
+contains "$WORK/out" "dualpipev (2 ranks × dp 2, 4 stages, 4 microbatches)" "tiny DeepSeek-V3 on 4 processes"
 if "$DPS" devices --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["mpirun"]["path"] and d["worker"]["path"] else 1)'; then
-    expect 0 "run tiny llama3-8b" -- "$DPS" run "$WORK/llama.dpstudio.json" -o "$WORK/llama.json" --steps 2 --backend cpu
-    check "the tiny transformer run passed correctness, activations as predicted" '
+    for tiny in llama ds-tiny; do
+        expect 0 "run tiny $tiny" -- "$DPS" run "$WORK/$tiny.dpstudio.json" -o "$WORK/$tiny.json" --steps 2 --backend cpu
+        check_py "the tiny $tiny run passed correctness" '
 import json, sys
 m = json.load(open(sys.argv[1]))
 assert m["correctness"]["passed"], m["correctness"]
 assert m["correctness"]["max_grad_error"] < 1e-10, m["correctness"]
-' "$WORK/llama.json"
-    contains "$WORK/out" "rank 0 peak activations" "the run report compares activations"
+' "$WORK/$tiny.json"
+        contains "$WORK/out" "rank 0 peak activations" "the $tiny run report compares activations"
+    done
+    contains "$WORK/err" "2 ranks × dp 2 = 4 processes" "the EP run starts ranks × dp processes"
 else
-    echo "skipped: the tiny transformer run (no mpirun or worker)"
+    echo "skipped: the tiny transformer runs (no mpirun or worker)"
 fi
 expect 2 "--scale without --model" -- "$DPS" init -o "$WORK/x.dpstudio.json" --scale tiny
 expect 2 "--scale huge" -- "$DPS" init -o "$WORK/x.dpstudio.json" --model llama3-8b --scale huge
 expect 2 "full scale still needs --device" -- "$DPS" init -o "$WORK/x.dpstudio.json" --model llama3-8b
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures check(s) failed" >&2
-    exit 1
-fi
-echo "model_e2e: all checks passed"
+finish "model_e2e: all checks passed"

@@ -6,30 +6,7 @@ set -u
 DPS="$1"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect CODE NAME -- COMMAND...: runs the command (stdout → $WORK/out, stderr → $WORK/err), checks the exit code.
-expect() {
-    code="$1"
-    name="$2"
-    shift 3
-    "$@" >"$WORK/out" 2>"$WORK/err"
-    got=$?
-    if [ "$got" -ne "$code" ]; then
-        fail "$name: exit $got, expected $code"
-        sed 's/^/  | /' "$WORK/err" >&2
-    fi
-}
-
-# contains FILE TEXT NAME: the file holds the text (fixed string).
-contains() {
-    grep -qF -- "$2" "$1" || { fail "$3: '$2' not in $(basename "$1")"; sed 's/^/  | /' "$1" | head -20 >&2; }
-}
+. "$(dirname "$0")/lib.sh"
 
 # value FILE KEY: the first "KEY": value of a JSON file as written (one key per line, as dpstudio prints it).
 value() {
@@ -113,8 +90,4 @@ expect 0 "compare text" -- "$DPS" compare --same-devices
 contains "$WORK/out" "8 (4 × dp 2)" "DualPipeV on 4 ranks × dp 2"
 contains "$WORK/out" "tokens/s/device" "throughput per device column"
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures check(s) failed" >&2
-    exit 1
-fi
-echo "plan e2e: all checks passed"
+finish "plan e2e: all checks passed"

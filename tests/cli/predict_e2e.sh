@@ -8,30 +8,7 @@ DATA="$HERE/../data"
 GOLDEN="$DATA/golden/dualpipe_pp8_mb20.csv"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect CODE NAME -- COMMAND...: runs the command (stdout → $WORK/out, stderr → $WORK/err), checks the exit code.
-expect() {
-    code="$1"
-    name="$2"
-    shift 3
-    "$@" >"$WORK/out" 2>"$WORK/err"
-    got=$?
-    if [ "$got" -ne "$code" ]; then
-        fail "$name: exit $got, expected $code"
-        sed 's/^/  | /' "$WORK/err" >&2
-    fi
-}
-
-# contains FILE TEXT NAME: the file holds the text (fixed string).
-contains() {
-    grep -qF -- "$2" "$1" || { fail "$3: '$2' not in $(basename "$1")"; sed 's/^/  | /' "$1" | head -20 >&2; }
-}
+. "$(dirname "$0")/lib.sh"
 
 # --- simulate ---------------------------------------------------------------------------------------
 expect 0 "simulate golden csv" -- "$DPS" simulate --csv "$GOLDEN" --json
@@ -182,8 +159,4 @@ expect 1 "init overflowing default ffn" -- "$DPS" init -o "$WORK/sizes-init.dpst
 contains "$WORK/err" "model.hidden: 536870912 × 4 (model.ffn defaults to 4 × model.hidden) FFN units exceed 2^31 − 1 (the largest int)" "init names the overflowing default ffn"
 if [ -e "$WORK/sizes-init.dpstudio.json" ]; then fail "init wrote a file for an overflowing default ffn"; fi
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures check(s) failed" >&2
-    exit 1
-fi
-echo "predict_e2e: all checks passed"
+finish "predict_e2e: all checks passed"

@@ -9,10 +9,7 @@ DATA=${2:-$(dirname "$(realpath "$0")")/../data}
 PROJECT="$DATA/launch/tiny.dpstudio.json"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dps-run-e2e-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-check() { if eval "$2"; then echo "ok: $1"; else fail "$1"; fi; }
+. "$(dirname "$0")/lib.sh"
 
 # Processes (not zombies) whose command line mentions $1: the ranks of one run, found by its unique output.
 live_with() {
@@ -143,8 +140,4 @@ DPSTUDIO_MPIRUN="$WORK/none" "$DPSTUDIO" run "$PROJECT" -o "$WORK/x.json" 2>"$WO
 rc=$?
 check "a missing mpirun exits 3 with the hint" '[ $rc -eq 3 ] && grep -q "mpirun not found: install openmpi-bin or set DPSTUDIO_MPIRUN" "$WORK/merr"'
 
-if [ $failures -ne 0 ]; then
-    echo "$failures check(s) failed" >&2
-    exit 1
-fi
-echo "all checks passed"
+finish "all checks passed"

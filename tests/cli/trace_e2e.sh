@@ -9,10 +9,7 @@ T="$DATA/traces"
 PROJECT="$T/torch-block.dpstudio.json"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dps-trace-e2e-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-check() { if eval "$2"; then echo "ok: $1"; else fail "$1"; fi; }
+. "$(dirname "$0")/lib.sh"
 
 # --- a real torch 1.13 trace (gzipped, legacy layout), a folder ------------------------------------------
 "$DPSTUDIO" import-trace "$T/torch113-dualpipev" --project "$PROJECT" -o "$WORK/m.json" >"$WORK/out" 2>"$WORK/err"
@@ -74,8 +71,4 @@ check "--variant without --project: exit 2" '[ $? -eq 2 ]'
 "$DPSTUDIO" import-trace "$T/kineto-gpu" --map 'no-equals' -o "$WORK/x.json" >/dev/null 2>"$WORK/err"
 check "a --map without '=': exit 1 naming it" '[ $? -eq 1 ] && grep -q "\-\-map .no-equals.: must be REGEX=ACTION-TEMPLATE" "$WORK/err"'
 
-if [ $failures -gt 0 ]; then
-    echo "$failures check(s) failed" >&2
-    exit 1
-fi
-echo "all checks passed"
+finish "all checks passed"

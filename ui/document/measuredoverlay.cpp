@@ -34,16 +34,7 @@ void addRank(MeasuredOverlay& o, const SimulationSnapshot& predicted, BlockIndex
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
         const MeasuredAction& a = *actions[i];
         const int position = matchPosition(list, a.action, i, used);
-        TimelineBlock b;
-        b.action = a.action;
-        b.rank = rank;
-        b.position = position;
-        b.startUs = std::max(a.startUs, lastEnd);
-        b.endUs = std::max(a.endUs, b.startUs);
-        b.waitUs = std::clamp(a.waitUs, 0.0, b.endUs - b.startUs);
-        b.waitedForInput = a.waitUs > 0.0;
-        lastEnd = b.endUs;
-        blocks.add(b);
+        blocks.add(measuredBlock(a.action, rank, position, a.startUs, a.endUs, a.waitUs, lastEnd));
         busy += a.busyUs();
         peak = std::max(peak, static_cast<double>(a.memoryBytes));
         o.memory[rank].push_back({ a.endUs, static_cast<double>(a.memoryBytes) });
@@ -104,6 +95,21 @@ const OverlayRow* MeasuredOverlay::row(const std::string& key) const
         if (r.key == key)
             return &r;
     return nullptr;
+}
+
+TimelineBlock measuredBlock(
+    const Action& action, int rank, int position, double startUs, double endUs, double waitUs, double& lastEndUs)
+{
+    TimelineBlock b;
+    b.action = action;
+    b.rank = rank;
+    b.position = position;
+    b.startUs = std::max(startUs, lastEndUs);
+    b.endUs = std::max(endUs, b.startUs);
+    b.waitUs = std::clamp(waitUs, 0.0, b.endUs - b.startUs);
+    b.waitedForInput = waitUs > 0.0;
+    lastEndUs = b.endUs;
+    return b;
 }
 
 std::vector<int> measuredSteps(const MeasuredTrace& trace)

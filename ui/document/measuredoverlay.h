@@ -69,6 +69,12 @@ struct MeasuredOverlay {
 /// The share above the other ranks' median compute that flags a straggler in the overlay (docs/analysis.md).
 inline constexpr double kStragglerThreshold = 0.1;
 
+/// A measured action as a timeline block of `rank` at `position`: it starts no earlier than `lastEndUs` (the
+/// end of the rank's previous block, µs; advanced to this block's end) and ends no earlier than it starts, its
+/// wait (µs) clamped into it; waitedForInput when the measured wait is positive.
+TimelineBlock measuredBlock(
+    const Action& action, int rank, int position, double startUs, double endUs, double waitUs, double& lastEndUs);
+
 /// The measured step numbers of a trace, in order.
 std::vector<int> measuredSteps(const MeasuredTrace& trace);
 

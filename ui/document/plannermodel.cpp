@@ -2,6 +2,7 @@
 
 #include "document/formatting.h"
 #include "model/transformer.h"
+#include "project/partitioning.h"
 
 #include <QMetaObject>
 
@@ -59,19 +60,7 @@ void PlannerService::cancel()
 
 QString partitionText(const std::vector<int>& layersPerStage)
 {
-    QString text;
-    for (std::size_t i = 0; i < layersPerStage.size();) {
-        std::size_t j = i;
-        while (j < layersPerStage.size() && layersPerStage[j] == layersPerStage[i])
-            ++j;
-        if (!text.isEmpty())
-            text += QLatin1Char(',');
-        text += QString::number(layersPerStage[i]);
-        if (j - i > 1)
-            text += QStringLiteral("×%1").arg(j - i);
-        i = j;
-    }
-    return text;
+    return QString::fromStdString(dps::partitionText(layersPerStage));
 }
 
 QString planKindText(const PlanCandidate& candidate)

@@ -105,7 +105,8 @@ private:
     std::vector<int> m_rows; ///< candidate index of each row
 };
 
-/// Layers per stage with runs of equal stages shortened: {1,5,5,5,2} → "1,5×3,2" (what `dpstudio plan` prints).
+/// Layers per stage with runs of equal stages shortened: {1,5,5,5,2} → "1,5×3,2" (dps::partitionText of
+/// project/partitioning.h, as `dpstudio plan` prints it).
 QString partitionText(const std::vector<int>& layersPerStage);
 
 /// The kind's name as the designer shows it ("Interleaved 1F1B"), with "(v = 4)" for more than one stage per

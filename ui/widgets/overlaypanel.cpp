@@ -88,16 +88,7 @@ SnapshotPtr measuredLane(const MeasuredTrace& trace, int step)
         for (int i = 0; i < static_cast<int>(row.size()); ++i) {
             const TimedSlot& t = row[static_cast<std::size_t>(i)];
             schedule.order[static_cast<std::size_t>(r)].push_back(t.action);
-            TimelineBlock b;
-            b.action = t.action;
-            b.rank = r;
-            b.position = i;
-            b.startUs = std::max(t.startUs, lastEnd);
-            b.endUs = std::max(t.endUs, b.startUs);
-            b.waitedForInput = t.waitUs > 0.0;
-            b.waitUs = std::clamp(t.waitUs, 0.0, b.endUs - b.startUs);
-            lastEnd = b.endUs;
-            s->blocks.add(b);
+            s->blocks.add(measuredBlock(t.action, r, i, t.startUs, t.endUs, t.waitUs, lastEnd));
         }
     }
     s->schedule = std::move(schedule);
