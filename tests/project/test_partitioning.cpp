@@ -31,3 +31,12 @@ TEST(Partitioning, MovingABoundaryKeepsTheTotal)
     EXPECT_EQ(movedBoundary(p, 0, -3), (std::vector<int> { 1, 7, 4, 4 }));
     EXPECT_EQ(movedBoundary(p, 3, 5), p) << "no boundary after the last stage";
 }
+
+TEST(Partitioning, TextShortensRunsOfEqualStages)
+{
+    EXPECT_EQ(partitionText({ 1, 5, 5, 5, 2 }), "1,5×3,2");
+    EXPECT_EQ(partitionText({ 2, 2, 1, 1 }), "2×2,1×2");
+    EXPECT_EQ(partitionText({ 4 }), "4");
+    EXPECT_EQ(partitionText({ 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3 }), "3×12") << "a count of two digits";
+    EXPECT_EQ(partitionText({}), "");
+}
