@@ -155,7 +155,8 @@ int cmdPlan(const PlanArgs& args)
         if (!kind || *kind == ScheduleKind::Custom)
             return planUsage("--kinds: unknown schedule '" + name
                 + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
-        request.kinds.push_back(*kind);
+        if (std::find(request.kinds.begin(), request.kinds.end(), *kind) == request.kinds.end())
+            request.kinds.push_back(*kind); // each kind once: "dualpipe,dualpipe" searches it once
     }
     const Project project = args.project.empty() ? presetProject(args) : loadProject(args.project);
     const std::string source = args.project.empty() ? args.model + " on " + args.device : args.project;

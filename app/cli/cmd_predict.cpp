@@ -479,6 +479,12 @@ std::vector<VariantComparison> compareRows(
             row.kind = v->kind;
             row.ranks = v->ranks;
             row.microbatches = v->microbatches;
+            row.dp = std::max(1, v->dp);
+            try {
+                row.devices = devicesOf(project, *v); // its own devices, as it stands
+            } catch (const Error&) {
+                row.devices = 0;
+            }
             row.error = e.what();
             ordered.push_back(row);
         }
@@ -520,12 +526,13 @@ std::string closedCell(const ClosedForm& form, std::vector<std::string>& notes)
 std::vector<std::string> comparisonCells(const VariantComparison& row, std::vector<std::string>& notes)
 {
     const std::string kind(kindDisplayName(row.kind));
-    if (!row.error.empty())
-        return { row.variant, kind, row.ranks > 0 ? std::to_string(row.ranks) : "—", "—",
-            row.stages > 0 ? std::to_string(row.stages) : "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", "—" };
-    const std::string devices = row.dp > 1
+    const std::string devices = row.ranks <= 0 ? std::string("—")
+        : row.dp > 1 && row.devices > 0
         ? std::to_string(row.devices) + " (" + std::to_string(row.ranks) + " × dp " + std::to_string(row.dp) + ")"
         : std::to_string(row.devices > 0 ? row.devices : row.ranks);
+    if (!row.error.empty())
+        return { row.variant, kind, devices, "—", row.stages > 0 ? std::to_string(row.stages) : "—", "—", "—", "—",
+            "—", "—", "—", "—", "—", "—", "—" };
     return { row.variant, kind, devices, std::to_string(row.microbatches), std::to_string(row.stages),
         formatCount(row.parametersPerDevice), formatBytes(row.peakActivationBytes), formatTime(row.makespanUs),
         formatTime(row.stepUs), formatCount(row.tokensPerSecond), formatCount(row.tokensPerSecondPerDevice),

@@ -35,12 +35,12 @@ Variant onSameDevices(const Project& project, const Variant& variant, int device
         return variant;
     if (own <= 0 || devices % own != 0)
         throw ConstraintError("compare.same-devices",
-            variant.name + ": its " + std::to_string(own) + " devices do not divide the " + std::to_string(devices)
+            "its " + std::to_string(own) + " devices do not divide the " + std::to_string(devices)
                 + " devices compared");
     const int k = devices / own;
     if (variant.microbatches % k != 0)
         throw ConstraintError("compare.same-devices",
-            variant.name + ": " + std::to_string(variant.microbatches) + " microbatches cannot be split over "
+            std::to_string(variant.microbatches) + " microbatches cannot be split over "
                 + std::to_string(k) + " times the data-parallel replicas at the same global batch");
     Variant v = variant;
     v.dp = std::max(1, variant.dp) * k;

@@ -74,8 +74,17 @@ double parseMemorySize(const std::string& text, const std::string& field)
         throw ConstraintError("plan.memory-limit",
             field + ": '" + text + "' is not a memory size (bytes such as 80e9, or 80GB, 80GiB, 512MiB)");
     };
-    if (end == begin || !std::isfinite(value) || value < 0.0)
+    // A decimal number only (strtod would also take hex, "inf" and "nan").
+    const std::string number(begin, static_cast<std::size_t>(end - begin));
+    if (end == begin || number.find_first_not_of("0123456789.eE+-") != std::string::npos || !std::isfinite(value))
         return fail();
+    constexpr double kMaxBytes = 9007199254740992.0; // 2^53: the largest exact byte count
+    const auto outOfRange = [&](double bytes) -> double {
+        if (bytes < 1.0 || bytes > kMaxBytes)
+            throw ConstraintError("plan.memory-limit",
+                field + ": '" + text + "' is outside 1 byte to 2^53 bytes (8 PiB)");
+        return bytes;
+    };
     std::string unit(end);
     while (!unit.empty() && unit.front() == ' ')
         unit.erase(unit.begin());
@@ -84,7 +93,7 @@ double parseMemorySize(const std::string& text, const std::string& field)
               { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 } };
     for (const auto& [name, scale] : units)
         if (unit == name)
-            return value * scale;
+            return outOfRange(value * scale);
     return fail();
 }
 

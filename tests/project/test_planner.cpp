@@ -95,7 +95,7 @@ TEST(Planner, MemorySizesInBytesOrUnits)
     EXPECT_DOUBLE_EQ(parseMemorySize("80GiB", "--memory-limit"), 85899345920.0);
     EXPECT_DOUBLE_EQ(parseMemorySize("512MiB", "--memory-limit"), 536870912.0);
     EXPECT_DOUBLE_EQ(parseMemorySize("1.5 kB", "--memory-limit"), 1500.0);
-    for (const char* bad : { "", "GB", "80 XB", "-1", "nan", "80GBs" }) {
+    for (const char* bad : { "", "GB", "80 XB", "-1", "nan", "80GBs", "0x50", "inf", "0", "-0", "1e30", "0.5" }) {
         try {
             parseMemorySize(bad, "--memory-limit");
             ADD_FAILURE() << bad;

@@ -222,7 +222,7 @@ Project onSameDevicesProject(const Project& project, QStringList* notes)
             v = onSameDevices(project, v, devices);
         } catch (const std::exception& e) {
             if (notes)
-                *notes << QString::fromUtf8(e.what());
+                *notes << QString::fromStdString(v.name) + QStringLiteral(": ") + QString::fromUtf8(e.what());
         }
     }
     return result;
