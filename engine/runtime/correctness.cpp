@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <cstdio>
+#include <map>
 
 namespace dps::runtime {
 
@@ -32,7 +32,6 @@ std::string formatNumber(double value)
     std::snprintf(text, sizeof(text), "%.3g", value);
     return text;
 }
-
 
 std::vector<int> microbatchesOf(int rank, int ranks, int microbatches)
 {
@@ -87,7 +86,8 @@ std::vector<ParameterCheck> compareGradients(
                 if (root < 0 && executor.expertMemberOf(holder) == member)
                     root = holder;
             if (root < 0)
-                throw RuntimeError("stage " + std::to_string(s) + ": no holder of expert member " + std::to_string(member));
+                throw RuntimeError(
+                    "stage " + std::to_string(s) + ": no holder of expert member " + std::to_string(member));
             std::vector<double> sum = mine;
             comm.reduceSum(sum.data(), n, root);
             if (comm.rank() != root)
@@ -103,8 +103,8 @@ std::vector<ParameterCheck> compareGradients(
                 if (it == byName.end() || it->second.elements != p.elements)
                     throw RuntimeError("stage " + std::to_string(s) + ": parameter " + p.name + " of layer "
                         + std::to_string(p.layer) + " is not the reference's");
-                checks.push_back(ParameterCheck { s, p.layer, p.name,
-                    metric(got.data() + p.offset, sum.data() + it->second.offset, p.elements) });
+                checks.push_back(ParameterCheck {
+                    s, p.layer, p.name, metric(got.data() + p.offset, sum.data() + it->second.offset, p.elements) });
             }
         }
     }
@@ -224,8 +224,8 @@ Reference runReference(Backend& backend, const ModelSpec& spec, const std::vecto
             Tensor x;
             for (std::size_t s = 0; s < ref.stages.size(); ++s) {
                 StageParams& p = *ref.stages[s];
-                x = p.transformer()->forward(0, p.weights().data(), p.gradients().data(), std::move(x), tokens,
-                    saved[s], &loss);
+                x = p.transformer()->forward(
+                    0, p.weights().data(), p.gradients().data(), std::move(x), tokens, saved[s], &loss);
             }
             Tensor grad;
             for (std::size_t s = ref.stages.size(); s-- > 0;) {

@@ -149,8 +149,7 @@ void RankExecutor::buildData()
         for (const Action& a : m_schedule.order[static_cast<std::size_t>(m_rank)])
             for (int i = 0; i < a.size(); ++i) {
                 const Op& op = a.at(i);
-                if ((op.stage == 0 || op.stage == last) && !m_tokens.count(op.microbatch))
-                {
+                if ((op.stage == 0 || op.stage == last) && !m_tokens.count(op.microbatch)) {
                     MicrobatchTokens tokens
                         = microbatchTokens(*m_spec.transformer, m_spec.seed, modelMicrobatch(op.microbatch));
                     tokens.microbatch = op.microbatch; // the replica's index: the same on every member
@@ -576,7 +575,8 @@ void RankExecutor::addReplicaGradients()
         const auto& holders = m_holders[static_cast<std::size_t>(stage)];
         const auto e = static_cast<std::size_t>(m_backend.elementBytes());
         const auto gradientsOf = [&](int holder, std::size_t offset) -> void* {
-            char* base = static_cast<char*>(holder == m_comm.rank() ? grads.data() : fromHolders.at(holder).device.data());
+            char* base
+                = static_cast<char*>(holder == m_comm.rank() ? grads.data() : fromHolders.at(holder).device.data());
             return base + offset * e;
         };
         // Ranges of the buffer summed over the same holders: a routed expert's parameters only over the holders of

@@ -40,8 +40,8 @@ std::size_t toSize(int n)
 
 } // namespace
 
-std::vector<float> seededUniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t index, std::size_t n,
-    double bound)
+std::vector<float> seededUniform(
+    std::uint64_t seed, std::uint64_t stream, std::uint64_t index, std::size_t n, double bound)
 {
     return uniformValues(seed, static_cast<Stream>(stream), index, n, bound);
 }
@@ -79,8 +79,9 @@ StageParams::StageParams(Backend& backend, const ModelSpec& spec, int stage)
     : m_stage(stage)
 {
     if (spec.transformer) {
-        m_transformer = std::make_unique<TransformerStage>(backend, *spec.transformer, spec.gating,
-            spec.firstLayer(stage), spec.layersOf(stage), stage == 0, stage == spec.stages() - 1, spec.ep, spec.epMember);
+        m_transformer
+            = std::make_unique<TransformerStage>(backend, *spec.transformer, spec.gating, spec.firstLayer(stage),
+                spec.layersOf(stage), stage == 0, stage == spec.stages() - 1, spec.ep, spec.epMember);
         const std::size_t n = m_transformer->parameterElements();
         if (n == 0)
             return;

@@ -55,8 +55,8 @@ std::vector<float> initialWeights(const ModelSpec& spec, int globalLayer, Matrix
 /// n values uniform in [−bound, bound) for (seed, stream, index): element i depends only on them and i
 /// (counter-based), so any process can produce any element. Streams 1–4 are the block model's (W1, W2, input,
 /// target); transformerstage.cpp uses 5 (weights) and 6 (tokens).
-std::vector<float> seededUniform(std::uint64_t seed, std::uint64_t stream, std::uint64_t index, std::size_t n,
-    double bound);
+std::vector<float> seededUniform(
+    std::uint64_t seed, std::uint64_t stream, std::uint64_t index, std::size_t n, double bound);
 
 /// The input of microbatch m (T × h), uniform(−1, 1).
 std::vector<float> microbatchInput(const ModelSpec& spec, int microbatch);
@@ -77,13 +77,13 @@ class TransformerStage;
 
 /// One named parameter of a stage: where it sits in the stage's buffers.
 struct StageParameter {
-    std::string name; ///< within its layer: "w1", "q_proj", "experts.7.up_proj"; "embed_tokens", "norm", "lm_head", "lm_head"
+    std::string
+        name; ///< within its layer: "w1", "q_proj", "experts.7.up_proj"; "embed_tokens", "norm", "lm_head", "lm_head"
     int layer = -1; ///< the global decoder layer, −1 for the embedding, the final norm and the head
     std::size_t offset = 0; ///< elements from the start of the stage's weights (and gradients)
     std::size_t elements = 0;
     bool expert = false; ///< a routed expert's: summed only over the replicas that hold the same experts
 };
-
 
 class StageParams {
 public:

@@ -100,7 +100,8 @@ void TransformerStage::numberExchanges(SavedActivations& saved, const Microbatch
     // Unique per (microbatch, global layer, block): 2 blocks a layer, every layer of the model.
     const std::size_t first = m_embedding ? 1 : 0;
     for (std::size_t b = 0; b < m_blocks.size() && first + b < saved.blocks.size(); ++b)
-        saved.blocks[first + b].tag = (tokens.microbatch * m_model.layers + m_blockLayer[b]) * 2 + static_cast<int>(b % 2);
+        saved.blocks[first + b].tag
+            = (tokens.microbatch * m_model.layers + m_blockLayer[b]) * 2 + static_cast<int>(b % 2);
 }
 
 std::vector<float> TransformerStage::initialWeights(std::uint64_t seed) const
@@ -116,8 +117,8 @@ std::vector<float> TransformerStage::initialWeights(std::uint64_t seed) const
                 continue;
             }
             const std::string key = std::to_string(parameter.layer) + "." + parameter.name; // unique in the model
-            const std::vector<float> v = seededUniform(seed, kWeightStream, nameKey(key), shape.elements(),
-                1.0 / std::sqrt(static_cast<double>(shape.cols)));
+            const std::vector<float> v = seededUniform(
+                seed, kWeightStream, nameKey(key), shape.elements(), 1.0 / std::sqrt(static_cast<double>(shape.cols)));
             values.insert(values.end(), v.begin(), v.end());
         }
     return values;
@@ -196,8 +197,8 @@ Tensor TransformerStage::inputGrad(Lane lane, void* weights, void* gradients, Sa
     return backwardImpl(lane, weights, gradients, saved, std::move(gradOutput), tokens, false);
 }
 
-Tensor TransformerStage::backward(Lane lane, void* weights, void* gradients, SavedActivations& saved,
-    Tensor gradOutput, const MicrobatchTokens& tokens) const
+Tensor TransformerStage::backward(Lane lane, void* weights, void* gradients, SavedActivations& saved, Tensor gradOutput,
+    const MicrobatchTokens& tokens) const
 {
     Tensor dx = backwardImpl(lane, weights, gradients, saved, std::move(gradOutput), tokens, true);
     saved.blocks.clear();

@@ -10,9 +10,9 @@
 // build any stage (weights uniform in ±1/√fan_in, norm weights 1).
 #include "backend.h"
 #include "layers/common.h"
-#include "model.h"
 #include "layers/edges.h"
 #include "layers/moe.h"
+#include "model.h"
 #include "model/transformer.h"
 
 #include <cstdint>
@@ -70,8 +70,8 @@ public:
     Tensor inputGrad(Lane lane, void* weights, void* gradients, SavedActivations& saved, Tensor gradOutput,
         const MicrobatchTokens& tokens) const;
     /// W: accumulates the weight gradients from what I kept and frees it.
-    void weightGrad(Lane lane, void* weights, void* gradients, SavedActivations& saved,
-        const MicrobatchTokens& tokens) const;
+    void weightGrad(
+        Lane lane, void* weights, void* gradients, SavedActivations& saved, const MicrobatchTokens& tokens) const;
     /// B: I and W at once; frees everything F kept.
     Tensor backward(Lane lane, void* weights, void* gradients, SavedActivations& saved, Tensor gradOutput,
         const MicrobatchTokens& tokens) const;

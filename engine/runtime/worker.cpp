@@ -229,7 +229,7 @@ ModelSpec modelSpec(const Project& project, const Variant& variant)
         // The model library does not record the router's gating: DeepSeek's presets use DeepSeek-V3's (sigmoid,
         // normalised over the top-k, × 2.5), every other MoE Mixtral's (softmax over the top-k). docs/layers.md.
         spec.gating = project.model.preset.rfind("deepseek", 0) == 0 ? layers::MoeGating::deepSeekV3()
-                                                                      : layers::MoeGating::mixtral();
+                                                                     : layers::MoeGating::mixtral();
         return spec;
     }
     if (spec.hidden < 1 || spec.ffn < 1 || spec.tokens < 1)

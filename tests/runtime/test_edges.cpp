@@ -71,8 +71,7 @@ double referenceLoss(const std::vector<double>& x, const std::vector<double>& g,
 }
 
 /// Central differences of referenceLoss by each element of `which` (0: x, 1: g, 2: W), step 1e-6.
-std::vector<double> numericGradient(
-    std::vector<double> x, std::vector<double> g, std::vector<double> w, int which)
+std::vector<double> numericGradient(std::vector<double> x, std::vector<double> g, std::vector<double> w, int which)
 {
     std::vector<double>& v = which == 0 ? x : which == 1 ? g : w;
     std::vector<double> grad(v.size());
@@ -214,9 +213,8 @@ TEST(LmHead, AUniformPredictionCostsLogVocab)
     ParamStorage params(backend, head.parameterShapes());
     params.setWeight(0, std::vector<float>(kHidden, 1.0f));
     Saved saved;
-    const double loss = head.forward(
-        0, params.params(), upload(backend, randomValues(kTargets.size() * kHidden, 6), kTargets.size(), kHidden),
-        kTargets, saved);
+    const double loss = head.forward(0, params.params(),
+        upload(backend, randomValues(kTargets.size() * kHidden, 6), kTargets.size(), kHidden), kTargets, saved);
     EXPECT_NEAR(loss, std::log(static_cast<double>(kVocab)), 1e-12);
 }
 
@@ -227,8 +225,8 @@ TEST(LmHead, ATargetOutsideTheVocabularyIsNamed)
     ParamStorage params(backend, head.parameterShapes());
     Saved saved;
     try {
-        head.forward(0, params.params(), upload(backend, std::vector<float>(2 * kHidden, 1.0f), 2, kHidden), { 0, -1 },
-            saved);
+        head.forward(
+            0, params.params(), upload(backend, std::vector<float>(2 * kHidden, 1.0f), 2, kHidden), { 0, -1 }, saved);
         FAIL() << "expected an error";
     } catch (const RuntimeError& e) {
         EXPECT_STREQ(e.what(), "LM head: target of token 1: -1 is outside the vocabulary [0, 11)");

@@ -240,9 +240,9 @@ TEST(TransformerRun, AnExpertParallelStageHoldsOnlyItsExperts)
     for (const StageParameter& p : half.parameters())
         if (p.expert)
             experts.push_back(p.name);
-    EXPECT_EQ(experts, (std::vector<std::string> { "experts.2.gate_proj", "experts.2.up_proj", "experts.2.down_proj",
-                           "experts.3.gate_proj", "experts.3.up_proj", "experts.3.down_proj" }));
+    EXPECT_EQ(experts,
+        (std::vector<std::string> { "experts.2.gate_proj", "experts.2.up_proj", "experts.2.down_proj",
+            "experts.3.gate_proj", "experts.3.up_proj", "experts.3.down_proj" }));
     // Two of the four experts' 3 × 8 × 16 weights each fewer.
     EXPECT_EQ(all.parameterElements() - half.parameterElements(), 2u * 3u * 8u * 16u);
 }
-

@@ -12,8 +12,8 @@ std::vector<std::vector<float>> exchangeRows(
 {
     const int n = group.size();
     if (!group.comm || static_cast<int>(send.size()) != n)
-        throw RuntimeError("expert all-to-all: " + std::to_string(send.size()) + " send lists for a group of "
-            + std::to_string(n));
+        throw RuntimeError(
+            "expert all-to-all: " + std::to_string(send.size()) + " send lists for a group of " + std::to_string(n));
     const long long tag = static_cast<long long>(group.tagBase) + 2LL * index;
     if (index < 0 || tag + 1 > group.comm->maxTag())
         throw RuntimeError("expert all-to-all: tag " + std::to_string(tag) + " beyond the communicator's limit "
@@ -46,8 +46,8 @@ std::vector<std::vector<float>> exchangeRows(
         const auto u = static_cast<std::size_t>(i);
         received[u].resize(static_cast<std::size_t>(countsIn[u]) * cols);
         if (!received[u].empty())
-            requests.push_back(comm.irecv(received[u].data(), received[u].size() * sizeof(float), group.members[u],
-                static_cast<int>(tag + 1)));
+            requests.push_back(comm.irecv(
+                received[u].data(), received[u].size() * sizeof(float), group.members[u], static_cast<int>(tag + 1)));
         if (!send[u].empty())
             requests.push_back(comm.isend(
                 send[u].data(), send[u].size() * sizeof(float), group.members[u], static_cast<int>(tag + 1)));

@@ -321,17 +321,23 @@ Tensor MoeBlock::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy
         else
             sv[slot + kExpertOutput] = std::move(dout);
     }
+    dxeAll.reset();
+    return finishBackward(lane, p, sv, dxn, std::move(dy), std::move(dlogits), da.data(), fused);
+}
+
+Tensor MoeBlock::finishBackward(
+    Lane lane, const ParamSet& p, Saved& sv, Tensor& dxn, Tensor dy, Tensor dlogits, void* da, bool fused) const
+{
+    const std::size_t t = z(m_c.tokens);
+    const std::size_t h = z(m_c.hidden);
     for (int s = 0; s < m_c.sharedExperts; ++s) {
         const std::size_t w = sharedParam(s);
-        swigluInputGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[eXn].data(), dy.data(), t, sv, sharedSlot(s), dxn.data(),
-            1.0f, da.data(), fused);
+        swigluInputGrad(m_backend, lane, p[w], p[w + 1], p[w + 2], sv[eXn].data(), dy.data(), t, sv, sharedSlot(s),
+            dxn.data(), 1.0f, da, fused);
     }
-    da.reset();
-    dxeAll.reset();
     if (fused)
         sv[eXn].reset();
-
-    Tensor dx = preNormResidualBackward(b, p[0], sv[eX], dxn, dy, t, h);
+    Tensor dx = preNormResidualBackward(m_backend, p[0], sv[eX], dxn, dy, t, h);
     if (fused) {
         dy.reset();
         sv.clear();
@@ -342,6 +348,17 @@ Tensor MoeBlock::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy
         sv[eDy] = std::move(dy);
     sv.phase = Phase::AfterInputGrad;
     return dx;
+}
+
+void MoeBlock::routerAndSharedWeightGrad(Lane lane, const ParamSet& p, Saved& sv) const
+{
+    const std::size_t t = z(m_c.tokens);
+    linearWeightGrad(m_backend, lane, sv[eScores].data(), sv[eXn].data(), p[1], t);
+    for (int s = 0; s < m_c.sharedExperts; ++s) {
+        const std::size_t w = sharedParam(s);
+        swigluWeightGrad(
+            m_backend, lane, p[w], p[w + 1], p[w + 2], sv[eXn].data(), sv[eDy].data(), t, sv, sharedSlot(s));
+    }
 }
 
 Tensor MoeBlock::inputGrad(Lane lane, const ParamSet& p, Saved& sv, Tensor dy) const
@@ -359,19 +376,13 @@ void MoeBlock::weightGrad(Lane lane, const ParamSet& p, Saved& sv) const
     if (m_c.ep > 1)
         return weightGradEp(lane, p, sv);
     requirePhase(sv, Phase::AfterInputGrad, "moe W");
-    const std::size_t t = z(m_c.tokens);
-    Backend& b = m_backend;
-    linearWeightGrad(b, lane, sv[eScores].data(), sv[eXn].data(), p[1], t);
     for (int e = 0; e < m_c.experts; ++e) {
         const std::size_t slot = expertSlot(e);
         const std::size_t w = expertParam(e);
-        swigluWeightGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[slot + kExpertInput].data(),
+        swigluWeightGrad(m_backend, lane, p[w], p[w + 1], p[w + 2], sv[slot + kExpertInput].data(),
             sv[slot + kExpertOutput].data(), sv.expertRows[z(e)].size(), sv, slot);
     }
-    for (int s = 0; s < m_c.sharedExperts; ++s) {
-        const std::size_t w = sharedParam(s);
-        swigluWeightGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[eXn].data(), sv[eDy].data(), t, sv, sharedSlot(s));
-    }
+    routerAndSharedWeightGrad(lane, p, sv);
     sv.clear();
 }
 

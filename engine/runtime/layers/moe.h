@@ -91,6 +91,12 @@ private:
     Tensor backwardEp(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const;
     void weightGradEp(Lane lane, const ParamSet& p, Saved& saved) const;
     std::size_t ownerSlot(int localExpert) const;
+    /// The end of I/B both paths share: the shared experts' input gradients into dxn (workspace `da`, T × f_e at
+    /// least), then the norm and residual; keeps what W needs (the logits' gradient, dy with shared experts).
+    Tensor finishBackward(
+        Lane lane, const ParamSet& p, Saved& sv, Tensor& dxn, Tensor dy, Tensor dlogits, void* da, bool fused) const;
+    /// W of the router and the shared experts (both paths).
+    void routerAndSharedWeightGrad(Lane lane, const ParamSet& p, Saved& sv) const;
     std::size_t sharedSlot(int s) const;
     std::size_t expertSlot(int e) const;
     std::size_t sharedParam(int s) const { return 2 + 3 * static_cast<std::size_t>(s); }

@@ -231,45 +231,20 @@ Tensor MoeBlock::backwardEp(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, 
                 ++row;
             }
     }
-    if (m_c.sharedExperts > 0) {
-        Tensor da(b, t, z(m_c.expertFfn), kWork);
-        for (int s = 0; s < m_c.sharedExperts; ++s) {
-            const std::size_t w = sharedParam(s);
-            swigluInputGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[eXn].data(), dy.data(), t, sv, sharedSlot(s),
-                dxn.data(), 1.0f, da.data(), fused);
-        }
-    }
-    if (fused)
-        sv[eXn].reset();
-    Tensor dx = preNormResidualBackward(b, p[0], sv[eX], dxn, dy, t, h);
-    if (fused) {
-        dy.reset();
-        sv.clear();
-        return dx;
-    }
-    sv[eScores] = std::move(dlogits);
-    if (m_c.sharedExperts > 0)
-        sv[eDy] = std::move(dy);
-    sv.phase = Phase::AfterInputGrad;
-    return dx;
+    Tensor da(b, m_c.sharedExperts > 0 ? t : 0, z(m_c.expertFfn), kWork);
+    return finishBackward(lane, p, sv, dxn, std::move(dy), std::move(dlogits), da.data(), fused);
 }
 
 void MoeBlock::weightGradEp(Lane lane, const ParamSet& p, Saved& sv) const
 {
     requirePhase(sv, Phase::AfterInputGrad, "moe W");
-    const std::size_t t = z(m_c.tokens);
-    Backend& b = m_backend;
-    linearWeightGrad(b, lane, sv[eScores].data(), sv[eXn].data(), p[1], t);
     for (int le = 0; le < localExperts(); ++le) {
         const std::size_t slot = ownerSlot(le);
         const std::size_t w = expertParam(firstLocalExpert() + le);
-        swigluWeightGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[slot + kExpertInput].data(),
+        swigluWeightGrad(m_backend, lane, p[w], p[w + 1], p[w + 2], sv[slot + kExpertInput].data(),
             sv[slot + kExpertOutput].data(), sv[slot + kExpertInput].rows(), sv, slot);
     }
-    for (int s = 0; s < m_c.sharedExperts; ++s) {
-        const std::size_t w = sharedParam(s);
-        swigluWeightGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[eXn].data(), sv[eDy].data(), t, sv, sharedSlot(s));
-    }
+    routerAndSharedWeightGrad(lane, p, sv);
     sv.clear();
 }
 
