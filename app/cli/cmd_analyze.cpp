@@ -195,6 +195,34 @@ std::string diffText(const RunDiff& d, const std::string& other, bool all)
     return out.str();
 }
 
+/// Actions per rank in `step` of a measured run (an overlapped slot counts once).
+std::vector<std::size_t> actionsPerRank(const MeasuredTrace& trace, int step)
+{
+    std::vector<std::size_t> counts;
+    for (const MeasuredRank& r : trace.ranks) {
+        if (r.rank < 0)
+            continue;
+        if (static_cast<std::size_t>(r.rank) >= counts.size())
+            counts.resize(static_cast<std::size_t>(r.rank) + 1, 0);
+        for (const MeasuredAction& a : r.actions)
+            counts[static_cast<std::size_t>(r.rank)] += a.step == step ? 1 : 0;
+    }
+    return counts;
+}
+
+/// "" when the run's step has the schedule's ranks and each rank's action count, else what differs.
+std::string scheduleMismatch(const MeasuredTrace& trace, int step, const Schedule& schedule)
+{
+    const std::vector<std::size_t> counts = actionsPerRank(trace, step);
+    if (counts.size() != static_cast<std::size_t>(schedule.ranks))
+        return "the run has " + std::to_string(counts.size()) + " ranks, the variant " + std::to_string(schedule.ranks);
+    for (std::size_t r = 0; r < counts.size(); ++r)
+        if (counts[r] != schedule.order[r].size())
+            return "rank " + std::to_string(r) + " ran " + std::to_string(counts[r]) + " actions, the variant has "
+                + std::to_string(schedule.order[r].size());
+    return {};
+}
+
 } // namespace
 
 int cmdAnalyze(const AnalyzeArgs& args)
@@ -212,6 +240,11 @@ int cmdAnalyze(const AnalyzeArgs& args)
     std::optional<RunDiff> diff;
     if (!args.compare.empty()) {
         const MeasuredTrace other = loadMeasured(args.compare);
+        if (actionsPerRank(other, other.medianStep) != actionsPerRank(trace, step))
+            std::cerr << "warning: " << args.compare << " ran another schedule (" << other.ranks.size() << " ranks, variant "
+                      << (other.variant.empty() ? "?" : other.variant) << ") than " << args.measured << " ("
+                      << trace.ranks.size() << " ranks, variant " << (trace.variant.empty() ? "?" : trace.variant)
+                      << "): the per-action diff pairs only the actions both have\n";
         diff = diffRuns(trace, step, other, other.medianStep);
     }
 
@@ -232,6 +265,10 @@ int cmdAnalyze(const AnalyzeArgs& args)
         const std::string& name = args.variant.empty() ? trace.variant : args.variant;
         variantName = variantOf(*project, name, args.project.empty() ? args.measured : args.project).name;
         const Prediction prediction = predict(*project, variantName);
+        if (prediction.schedule)
+            if (const std::string mismatch = scheduleMismatch(trace, step, *prediction.schedule); !mismatch.empty())
+                std::cerr << "warning: " << args.measured << " is not a run of variant " << variantName << " of "
+                          << projectLabel << ": " << mismatch << "\n";
         if (prediction.valid() && prediction.schedule)
             predictedPath = criticalPath(*prediction.schedule, prediction.sim, prediction.costs);
         else

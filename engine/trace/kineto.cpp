@@ -184,8 +184,14 @@ Named classify(const std::string& name, const std::vector<ProfileNameMap>& maps)
 {
     for (const ProfileNameMap& map : maps) {
         std::smatch m;
-        if (std::regex_match(name, m, map.regex))
-            return classifyText(m.format(map.templ));
+        if (std::regex_match(name, m, map.regex)) {
+            const std::string text = m.format(map.templ);
+            const Named n = classifyText(text);
+            if (n.what == Named::What::UnparsedPp)
+                throw FormatError("--map '" + map.pattern + "=" + map.templ + "': event \"" + name + "\" becomes \""
+                    + text + "\", which is not an action (e.g. 0F1, 3I2, 1W0, 2B5, (0F7;7B3)OVERLAP_F_B)");
+            return n;
+        }
     }
     if (name.size() > 3 && name.compare(0, 3, "PP:") == 0)
         return classifyText(name.substr(3));
@@ -421,6 +427,14 @@ ProfileNameMap parseProfileNameMap(const std::string& text)
     } catch (const std::regex_error& e) {
         throw FormatError("--map '" + text + "': the regex does not compile: " + e.what());
     }
+    // $N in the template must name one of the regex's groups.
+    for (std::size_t i = 0; i + 1 < map.templ.size(); ++i)
+        if (map.templ[i] == '$' && std::isdigit(static_cast<unsigned char>(map.templ[i + 1]))) {
+            const unsigned group = static_cast<unsigned>(map.templ[i + 1] - '0');
+            if (group > map.regex.mark_count())
+                throw FormatError("--map '" + text + "': the template names group $" + std::to_string(group)
+                    + " but the regex has " + std::to_string(map.regex.mark_count()));
+        }
     return map;
 }
 

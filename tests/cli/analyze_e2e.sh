@@ -96,5 +96,15 @@ p = d["predicted_critical_path"]
 assert p["variant"] == "dualpipev", p["variant"]
 assert abs(sum(r["us"] for r in p["ranks"]) + p["transfer_us"] - p["length_us"]) < 1e-6, p
 ' "$WORK/out"
+[ -s "$WORK/err" ] && fail "analyze of the recorded project's own run warned: $(cat "$WORK/err")"
+
+# A run held against another schedule is analysed, with a warning naming what differs.
+expect 0 "analyze against another variant" -- "$DPS" analyze "$DATA/measured/tiny-dualpipev.measured.json" \
+    --project "$DATA/projects/runtime_small.dpstudio.json" --variant dualpipe
+contains "$WORK/err" "is not a run of variant dualpipe of $DATA/projects/runtime_small.dpstudio.json: the run has 2 ranks, the variant 4" \
+    "the mismatch is named"
+expect 0 "analyze --compare another schedule" -- "$DPS" analyze "$WORK/run.json" \
+    --compare "$DATA/measured/tiny-dualpipev.measured.json"
+contains "$WORK/err" "ran another schedule" "a diff of two schedules warns"
 
 finish "analyze_e2e: all checks passed"

@@ -401,3 +401,24 @@ TEST(Kineto, TracesWithoutActionsOrWithTimesBeyondExactAreRefused)
         file + ": distributedInfo.rank -1 is outside [0, 65536)");
     fs::remove_all(dir);
 }
+
+TEST(Kineto, AMapThatMakesNoActionIsNamed)
+{
+    try {
+        parseProfileNameMap("PP:(\\d)F(\\d)=$1F$9");
+        FAIL() << "a template naming a group the regex lacks was taken";
+    } catch (const FormatError& e) {
+        EXPECT_STREQ(e.what(), "--map 'PP:(\\d)F(\\d)=$1F$9': the template names group $9 but the regex has 2");
+    }
+    ProfileImportOptions options;
+    options.maps.push_back(parseProfileNameMap("PP:(\\d)F(\\d)=$1Q$2"));
+    try {
+        importProfiles({ kData + "/torch113-1f1b/rank0.json.gz" }, options);
+        FAIL() << "a map making no action was taken";
+    } catch (const FormatError& e) {
+        EXPECT_NE(std::string(e.what()).find("--map 'PP:(\\d)F(\\d)=$1Q$2': event \"PP:0F0\" becomes \"0Q0\", which is "
+                                             "not an action"),
+            std::string::npos)
+            << e.what();
+    }
+}
