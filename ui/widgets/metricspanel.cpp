@@ -177,6 +177,7 @@ QLabel* MetricsPanel::addRow(const QString& key, const QString& title, const QSt
     auto* value = new WrappedLabel(m_form);
     value->setTextInteractionFlags(Qt::TextSelectableByMouse);
     value->setWordWrap(true);
+    value->setAlignment(Qt::AlignLeft | Qt::AlignTop); // a wrapped value starts beside its name, not below it
     auto* name = new QLabel(title + QLatin1Char(':'), m_form);
     name->setToolTip(tooltip);
     value->setToolTip(tooltip);
