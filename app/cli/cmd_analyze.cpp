@@ -241,9 +241,10 @@ int cmdAnalyze(const AnalyzeArgs& args)
     if (!args.compare.empty()) {
         const MeasuredTrace other = loadMeasured(args.compare);
         if (actionsPerRank(other, other.medianStep) != actionsPerRank(trace, step))
-            std::cerr << "warning: " << args.compare << " ran another schedule (" << other.ranks.size() << " ranks, variant "
-                      << (other.variant.empty() ? "?" : other.variant) << ") than " << args.measured << " ("
-                      << trace.ranks.size() << " ranks, variant " << (trace.variant.empty() ? "?" : trace.variant)
+            std::cerr << "warning: " << args.compare << " ran another schedule (" << other.ranks.size()
+                      << " ranks, variant " << (other.variant.empty() ? "?" : other.variant) << ") than "
+                      << args.measured << " (" << trace.ranks.size() << " ranks, variant "
+                      << (trace.variant.empty() ? "?" : trace.variant)
                       << "): the per-action diff pairs only the actions both have\n";
         diff = diffRuns(trace, step, other, other.medianStep);
     }

@@ -209,7 +209,8 @@ int cmdPlan(const PlanArgs& args)
     if (args.addVariants) {
         const Project updated = withPlanVariants(project, result, args.top);
         saveProject(updated, args.project);
-        std::cerr << "dpstudio: added " << std::min<std::size_t>(result.candidates.size(), args.top) << " variants to "
+        std::cerr << "dpstudio: added "
+                  << formatCountOf(std::min<std::size_t>(result.candidates.size(), args.top), "variant") << " to "
                   << args.project << " (active: " << updated.activeVariant << ")\n";
     }
     return kExitOk;

@@ -35,9 +35,9 @@ int cmdImportTrace(const ImportTraceArgs& args)
     std::size_t actions = 0;
     for (const MeasuredRank& r : trace.ranks)
         actions += r.actions.size();
-    out << "imported " << trace.ranks.size() << " ranks, " << trace.steps.size() << " steps, " << actions
-        << " actions; median step " << trace.medianStep << ": makespan " << formatTime(trace.medianMakespanUs())
-        << "\n";
+    out << "imported " << formatCountOf(trace.ranks.size(), "rank") << ", " << formatCountOf(trace.steps.size(), "step")
+        << ", " << formatCountOf(actions, "action") << "; median step " << trace.medianStep << ": makespan "
+        << formatTime(trace.medianMakespanUs()) << "\n";
     if (project) {
         const Prediction p = predict(*project, *variant, PredictOptions::peaksOnly());
         if (p.valid() && p.makespanUs > 0.0)

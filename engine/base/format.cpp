@@ -81,8 +81,8 @@ std::string formatElapsed(std::int64_t ms)
     const std::int64_t h = seconds / 3600, m = (seconds / 60) % 60, s = seconds % 60;
     char buffer[64];
     if (h > 0)
-        std::snprintf(buffer, sizeof buffer, "%lld:%02lld:%02lld", static_cast<long long>(h),
-            static_cast<long long>(m), static_cast<long long>(s));
+        std::snprintf(buffer, sizeof buffer, "%lld:%02lld:%02lld", static_cast<long long>(h), static_cast<long long>(m),
+            static_cast<long long>(s));
     else
         std::snprintf(buffer, sizeof buffer, "%lld:%02lld", static_cast<long long>(m), static_cast<long long>(s));
     return buffer;
@@ -117,6 +117,11 @@ std::string formatTable(const std::vector<std::vector<std::string>>& rows, std::
         out += line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
     }
     return out;
+}
+
+std::string formatCountOf(std::size_t count, const std::string& noun, const std::string& plural)
+{
+    return std::to_string(count) + " " + (count == 1 ? noun : plural.empty() ? noun + "s" : plural);
 }
 
 } // namespace dps

@@ -23,6 +23,9 @@ std::string formatPercent(double fraction);
 std::string formatSignedPercent(double fraction);
 /// A count with a decimal prefix: "512", "33.6 k", "1.05 M", "671.03 G".
 std::string formatCount(double count);
+/// `count` and its noun, the noun plural unless the count is 1: (1, "step") → "1 step", (3, "rank") → "3 ranks".
+/// `plural` when the noun does not take an "s" ("variants" is the default for "variant").
+std::string formatCountOf(std::size_t count, const std::string& noun, const std::string& plural = {});
 /// Wall-clock time given in ms: "0.8 s", "42 s", then as a clock: "12:03", "1:02:03".
 std::string formatElapsed(std::int64_t ms);
 

@@ -172,7 +172,7 @@ std::string formatComparison(
         cells.push_back({ row.label, formatValue(row, row.predicted), formatValue(row, row.measured),
             error ? formatSignedPercent(*error) : std::string("n/a") });
     }
-    return "predicted vs measured (median of " + std::to_string(measured.steps.size()) + " measured steps: step "
+    return "predicted vs measured (median of " + formatCountOf(measured.steps.size(), "measured step") + ": step "
         + std::to_string(measured.medianStep) + ")\n"
         + (prediction.empty() ? std::string() : "prediction: " + prediction + "\n") + formatTable(cells);
 }

@@ -535,7 +535,8 @@ ProfileImport importProfiles(const std::vector<fs::path>& paths, const ProfileIm
             const RankFile& f = files.back();
             if (std::none_of(f.spans.begin(), f.spans.end(), [](const Span& s) { return s.compute; }))
                 throw FormatError(f.path.string() + ": no compute action: no PP:<action> span (e.g. PP:0F1) names one"
-                    + (f.unparsedPp.empty() ? std::string() : " (PP: names that are not actions: " + *f.unparsedPp.begin() + ", …)")
+                    + (f.unparsedPp.empty() ? std::string()
+                                            : " (PP: names that are not actions: " + *f.unparsedPp.begin() + ", …)")
                     + "; wrap each action in record_function(\"PP:<action>\"), or map other names with --map");
         } catch (const FormatError& e) {
             problems.push_back(e.what());

@@ -84,3 +84,12 @@ TEST(FormatTable, AlignsByDisplayWidth)
 
 } // namespace
 } // namespace dps
+
+TEST(Format, CountsWithTheirNoun)
+{
+    EXPECT_EQ(dps::formatCountOf(1, "step"), "1 step");
+    EXPECT_EQ(dps::formatCountOf(0, "step"), "0 steps");
+    EXPECT_EQ(dps::formatCountOf(3, "measured step"), "3 measured steps");
+    EXPECT_EQ(dps::formatCountOf(2, "process", "processes"), "2 processes");
+    EXPECT_EQ(dps::formatCountOf(1, "process", "processes"), "1 process");
+}

@@ -48,7 +48,7 @@ check "Kineto traces with gpu_user_annotation spans are timed by them" '[ $? -eq
 sed 's/"PP:/"step-/' "$T/kineto-split-overlap/rank0.json" >"$WORK/rank0.json"
 sed 's/"PP:/"step-/' "$T/kineto-split-overlap/rank1.json" >"$WORK/rank1.json"
 "$DPSTUDIO" import-trace "$WORK/rank0.json" "$WORK/rank1.json" --map 'step-(.*)=$1' --project "$PROJECT" -o "$WORK/map.json" >"$WORK/out" 2>"$WORK/err"
-check "--map REGEX=ACTION-TEMPLATE names other schemes" '[ $? -eq 0 ] && grep -q "^imported 2 ranks, 1 steps, 31 actions" "$WORK/out" || { cat "$WORK/err" >&2; false; }'
+check "--map REGEX=ACTION-TEMPLATE names other schemes" '[ $? -eq 0 ] && grep -q "^imported 2 ranks, 1 step, 31 actions" "$WORK/out" || { cat "$WORK/err" >&2; false; }'
 
 # --- broken traces: exit 1, the file and the reason, nothing written (an older output stays) -----------------
 echo "older" >"$WORK/keep.json"
