@@ -265,28 +265,37 @@ Tensor MoeBlock::logitGradient(const Saved& sv, const Tensor& dy, MemoryCategory
     return dlogits;
 }
 
+Tensor MoeBlock::beginBackward(Lane lane, const ParamSet& p, Saved& sv, Tensor& dy, Tensor& dxn, bool fused) const
+{
+    requirePhase(sv, Phase::AfterForward, fused ? "moe B" : "moe I");
+    const std::size_t t = z(m_c.tokens);
+    const std::size_t h = z(m_c.hidden);
+    requireShape(dy, t, h, "moe backward: output gradient");
+    const MemoryCategory keep = fused ? kWork : kAct;
+    dy.recategorize(m_c.sharedExperts > 0 ? keep : kWork);
+    Tensor dlogits = logitGradient(sv, dy, keep);
+    sv[eScores].reset();
+    dxn = Tensor(m_backend, t, h, kWork);
+    linearInputGrad(m_backend, lane, dlogits.data(), p[1], dxn.data(), t);
+    if (fused) {
+        linearWeightGrad(m_backend, lane, dlogits.data(), sv[eXn].data(), p[1], t);
+        dlogits.reset();
+    }
+    return dlogits;
+}
+
 Tensor MoeBlock::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, bool fused) const
 {
     if (m_c.ep > 1)
         return backwardEp(lane, p, sv, std::move(dy), fused);
-    requirePhase(sv, Phase::AfterForward, fused ? "moe B" : "moe I");
     const std::size_t t = z(m_c.tokens);
     const std::size_t h = z(m_c.hidden);
     const std::size_t k = z(m_c.topK);
-    requireShape(dy, t, h, "moe backward: output gradient");
     Backend& b = m_backend;
     const MemoryCategory keep = fused ? kWork : kAct;
-    dy.recategorize(m_c.sharedExperts > 0 ? keep : kWork);
     const std::vector<double> g = gates(sv);
-
-    Tensor dlogits = logitGradient(sv, dy, keep);
-    sv[eScores].reset();
-    Tensor dxn(b, t, h, kWork);
-    linearInputGrad(b, lane, dlogits.data(), p[1], dxn.data(), t);
-    if (fused) {
-        linearWeightGrad(b, lane, dlogits.data(), sv[eXn].data(), p[1], t);
-        dlogits.reset();
-    }
+    Tensor dxn;
+    Tensor dlogits = beginBackward(lane, p, sv, dy, dxn, fused);
 
     // Routed experts: the gradient of each output is g · dy_t; the input gradients go back to their tokens. The
     // workspaces are allocated once for all T·k pairs (and reused by the shared experts, T ≤ T·k rows), so the

@@ -8,9 +8,10 @@
 //    the top-k (Mixtral, = softmax of the top-k logits) or not (DeepSeek-V2: norm_topk_prob false).
 // Top-k picks the k largest affinities; ties go to the lower expert index, so routing is deterministic and
 // the same in every process (issue 16). DeepSeek-V3's bias for load balancing (e_score_correction_bias) and its
-// node-limited routing are not implemented: the top-k is over s itself. The routing (expert per token-slot) is
-// host bookkeeping in Saved; the router's affinities are kept in fp32 (T × E), as the model library counts.
-// All experts are local here; the expert-parallel dispatch and combine come with the worker integration.
+// node-limited routing are left out: the top-k is over s itself (docs/layers.md). The routing (expert per
+// token-slot) is host bookkeeping in Saved; the router's affinities are kept in fp32 (T × E), as the model
+// library counts. With ep > 1 the routed experts are split over an expert-parallel group and the routed rows
+// are exchanged with its members (moe_ep.cpp, expertcomm.h).
 #include "model/transformer.h"
 #include "runtime/layers/common.h"
 #include "runtime/layers/expertcomm.h"
@@ -86,6 +87,9 @@ private:
     void route(Lane lane, const ParamSet& p, const Tensor& xn, Saved& sv) const;
     /// The router logits' gradient from dy and the routed outputs kept at each expert's output slot.
     Tensor logitGradient(const Saved& sv, const Tensor& dy, MemoryCategory category) const;
+    /// The start of I/B both paths share: checks, the router logits' gradient (returned; its W done when fused)
+    /// and its input gradient into dxn (T × h, made here).
+    Tensor beginBackward(Lane lane, const ParamSet& p, Saved& sv, Tensor& dy, Tensor& dxn, bool fused) const;
     // Expert parallelism (moe_ep.cpp): the same block with its routed experts on the group's members.
     Tensor forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& saved) const;
     Tensor backwardEp(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const;

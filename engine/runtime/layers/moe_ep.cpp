@@ -149,7 +149,6 @@ Tensor MoeBlock::forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& sv) co
 
 Tensor MoeBlock::backwardEp(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, bool fused) const
 {
-    requirePhase(sv, Phase::AfterForward, fused ? "moe B" : "moe I");
     if (!m_group || sv.tag < 0)
         throw RuntimeError("moe: expert parallelism without its group or exchange number");
     const std::size_t t = z(m_c.tokens);
@@ -157,19 +156,11 @@ Tensor MoeBlock::backwardEp(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, 
     const std::size_t k = z(m_c.topK);
     const int ep = m_c.ep;
     const int local = localExperts();
-    requireShape(dy, t, h, "moe backward: output gradient");
     Backend& b = m_backend;
     const MemoryCategory keep = fused ? kWork : kAct;
-    dy.recategorize(m_c.sharedExperts > 0 ? keep : kWork);
     const std::vector<double> g = gates(sv);
-    Tensor dlogits = logitGradient(sv, dy, keep);
-    sv[eScores].reset();
-    Tensor dxn(b, t, h, kWork);
-    linearInputGrad(b, lane, dlogits.data(), p[1], dxn.data(), t);
-    if (fused) {
-        linearWeightGrad(b, lane, dlogits.data(), sv[eXn].data(), p[1], t);
-        dlogits.reset();
-    }
+    Tensor dxn;
+    Tensor dlogits = beginBackward(lane, p, sv, dy, dxn, fused);
 
     // The routed outputs' gradients g · dy_t go to the experts' holders, in the order of the dispatch.
     std::vector<std::vector<float>> grads(z(ep));
