@@ -202,7 +202,9 @@ QWidget* ProjectPanel::setupCosts()
     auto* table = new QTableView;
     table->setModel(m_costs);
     compactTable(table);
-    table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    // Each column as wide as its values (a narrow panel scrolls sideways rather than eliding the numbers).
+    table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     table->setMinimumHeight(table->fontMetrics().height() * 10);
     table->setToolTip(tr("Per-stage times in µs: italic from the model, bold typed by you (clear a cell to go back)"));
     auto* layout = new QVBoxLayout;
