@@ -83,19 +83,6 @@ CostAdjuster placeOnNodes(const Project& project, const std::vector<int>& rankNo
     };
 }
 
-/// `first` then `second` (either may be empty).
-CostAdjuster chained(CostAdjuster first, CostAdjuster second)
-{
-    if (!first)
-        return second;
-    if (!second)
-        return first;
-    return [first = std::move(first), second = std::move(second)](CostModel& costs) {
-        first(costs);
-        second(costs);
-    };
-}
-
 } // namespace
 
 std::vector<int> measuredRankNodes(const MeasuredTrace& measured)
@@ -237,9 +224,8 @@ SimResult predictRunAs(const Project& project, const std::string& variantName, c
             *label = nominalLabel(project) + suffix;
         return predictRun(project, variantName, backend, rankNode);
     }
-    PredictOptions options = machinePredictOptions(*chosen.machine, project.costs);
-    options.adjustCosts = chained(std::move(options.adjustCosts), placeOnNodes(project, rankNode));
-    Prediction prediction = predict(project, variantName, options);
+    Prediction prediction = predict(project, variantName,
+        machinePredictOptions(*chosen.machine, project.costs, false, placeOnNodes(project, rankNode)));
     if (!prediction.valid())
         throw FormatError("variant '" + prediction.variantName + "': " + prediction.error);
     if (label)
