@@ -586,11 +586,12 @@ void Session::report(const PreparedRun& prepared)
     try {
         const MeasuredTrace measured = loadMeasured(m_options.output);
         std::string label;
-        const SimResult predicted = predictRunAs(
+        const Prediction predicted = predictRunAs(
             prepared.project, prepared.variant, measured.backend, m_prediction, &label, measuredRankNodes(measured));
         if (!m_options.costsFile.empty())
             label += ", with the costs of " + m_options.costsFile;
-        sink << formatComparison(compareRun(predicted, measured), measured, label);
+        sink << formatComparison(compareRun(predicted.sim, measured), measured, label)
+             << formatAllToAll(predicted, measured);
         sink.flush();
     } catch (const Error& e) {
         human(std::string("no predicted-vs-measured table: ") + e.what());

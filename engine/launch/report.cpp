@@ -5,6 +5,7 @@
 #include "base/errors.h"
 #include "base/gpus.h"
 #include "project/predict.h"
+#include "sim/alltoall.h"
 
 #include <algorithm>
 #include <cmath>
@@ -139,7 +140,7 @@ std::string placementLabel(const Project& project, const std::vector<int>& rankN
         + ")";
 }
 
-SimResult predictRun(const Project& project, const std::string& variantName, const std::string& backend,
+Prediction predictRun(const Project& project, const std::string& variantName, const std::string& backend,
     const std::vector<int>& rankNode)
 {
     PredictOptions options = PredictOptions::peaksOnly(placeOnNodes(project, rankNode));
@@ -147,7 +148,7 @@ SimResult predictRun(const Project& project, const std::string& variantName, con
     Prediction prediction = predict(project, variantName, options);
     if (!prediction.valid())
         throw FormatError("variant '" + prediction.variantName + "': " + prediction.error);
-    return std::move(prediction.sim);
+    return prediction;
 }
 
 std::string formatComparison(
@@ -214,7 +215,7 @@ RunPrediction chooseRunPrediction(const Project& project, const std::string& var
     return chosen;
 }
 
-SimResult predictRunAs(const Project& project, const std::string& variantName, const std::string& backend,
+Prediction predictRunAs(const Project& project, const std::string& variantName, const std::string& backend,
     const RunPrediction& chosen, std::string* label, const std::vector<int>& rankNode)
 {
     const std::string placement = placementLabel(project, rankNode);
@@ -230,7 +231,43 @@ SimResult predictRunAs(const Project& project, const std::string& variantName, c
         throw FormatError("variant '" + prediction.variantName + "': " + prediction.error);
     if (label)
         *label = chosen.label + suffix;
-    return std::move(prediction.sim);
+    return prediction;
+}
+
+std::string formatAllToAll(const Prediction& predicted, const MeasuredTrace& measured)
+{
+    std::map<int, RankAllToAll> measuredRanks;
+    for (const MeasuredRank& r : measured.ranks)
+        for (const MeasuredAction& a : r.actions)
+            if (a.step == measured.medianStep) {
+                measuredRanks[r.rank].commUs += a.a2aUs;
+                measuredRanks[r.rank].hiddenUs += a.a2aHiddenUs;
+            }
+    std::vector<RankAllToAll> predictedRanks;
+    if (predicted.schedule)
+        try {
+            predictedRanks = allToAllPerRank(*predicted.schedule, predicted.costs);
+        } catch (const std::out_of_range&) {
+            predictedRanks.clear();
+        }
+    bool any = false;
+    for (const auto& [rank, m] : measuredRanks)
+        any = any || m.commUs > 0.0;
+    for (const RankAllToAll& p : predictedRanks)
+        any = any || p.commUs > 0.0;
+    if (!any)
+        return {};
+    std::string text;
+    for (const auto& [rank, m] : measuredRanks) {
+        text += "rank " + std::to_string(rank) + " a2a hidden: " + formatPercent(m.hiddenShare()) + " of "
+            + formatTime(m.commUs);
+        if (rank >= 0 && static_cast<std::size_t>(rank) < predictedRanks.size()) {
+            const RankAllToAll& p = predictedRanks[static_cast<std::size_t>(rank)];
+            text += " (predicted " + formatPercent(p.hiddenShare()) + " of " + formatTime(p.commUs) + ")";
+        }
+        text += "\n";
+    }
+    return text;
 }
 
 } // namespace dps::launch

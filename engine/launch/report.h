@@ -1,6 +1,7 @@
 #pragma once
 // Predicted against measured: the table `dpstudio run` ends with.
 #include "machinecosts.h"
+#include "project/predict.h"
 #include "project/project.h"
 #include "sim/simulator.h"
 #include "trace/measured.h"
@@ -38,7 +39,7 @@ std::vector<ComparisonRow> compareRun(const SimResult& predicted, const Measured
 /// executes it: the project's cost model (with its overrides, e.g. from --costs), tensor bytes of fp32 when
 /// the backend is "cpu" (a bf16 project runs in fp32 there). Throws FormatError with the prediction's error
 /// (the variant's name, then a size rule it breaks, an unknown name, an invalid schedule or a deadlock).
-SimResult predictRun(const Project& project, const std::string& variant, const std::string& backend,
+Prediction predictRun(const Project& project, const std::string& variant, const std::string& backend,
     const std::vector<int>& rankNode = {});
 
 /// Node of each rank of a measured run, from the hosts its ranks recorded (ranks[].host): hosts numbered in
@@ -82,7 +83,14 @@ RunPrediction chooseRunPrediction(const Project& project, const std::string& var
 /// With a `rankNode` (measuredRankNodes of a run across hosts) the prediction places the ranks on those nodes:
 /// a message between ranks of different nodes takes the project's inter-node link (cluster.inter_node_*),
 /// and the label says so.
-SimResult predictRunAs(const Project& project, const std::string& variant, const std::string& backend,
+Prediction predictRunAs(const Project& project, const std::string& variant, const std::string& backend,
     const RunPrediction& chosen, std::string* label = nullptr, const std::vector<int>& rankNode = {});
+
+/// The expert all-to-all of a run with expert parallelism, per rank: the share of it the other half of an
+/// overlapped F&B slot hid (measured: the median step's Σ a2a_hidden_us ÷ Σ a2a_us) beside the prediction's
+/// (sim/alltoall.h, allToAllPerRank of `predicted`'s schedule and costs), one line a rank:
+/// "rank 0 a2a hidden: 41.2 % of 12.3 ms (predicted 58.1 % of 3.1 ms)". "" when neither has any all-to-all.
+/// Throws nothing.
+std::string formatAllToAll(const Prediction& predicted, const MeasuredTrace& measured);
 
 } // namespace dps::launch

@@ -1,5 +1,7 @@
 #include "backend.h"
 
+#include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace dps::runtime {
@@ -102,6 +104,91 @@ std::size_t MemoryCounter::peak() const
 void MemoryCounter::resetPeak()
 {
     m_peak.store(m_total.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+double LaneActivity::now() const
+{
+    const auto ns
+        = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+              .count();
+    return static_cast<double>(ns - m_originNs) / 1000.0;
+}
+
+void LaneActivity::begin()
+{
+    m_lanes = {};
+    m_originNs = 0;
+    m_originNs = static_cast<std::int64_t>(now() * 1000.0);
+}
+
+void LaneActivity::laneStarted()
+{
+    LaneRecord& r = m_lanes[static_cast<std::size_t>(t_lane)];
+    r.ran = true;
+    r.span = { now(), now() };
+}
+
+void LaneActivity::laneFinished()
+{
+    m_lanes[static_cast<std::size_t>(t_lane)].span.endUs = now();
+}
+
+void LaneActivity::commStarted()
+{
+    const double t = now();
+    m_lanes[static_cast<std::size_t>(t_lane)].comm.push_back({ t, t });
+}
+
+void LaneActivity::commFinished()
+{
+    auto& comm = m_lanes[static_cast<std::size_t>(t_lane)].comm;
+    if (!comm.empty())
+        comm.back().endUs = now();
+}
+
+double LaneActivity::commUs() const
+{
+    double total = 0.0;
+    for (const LaneRecord& r : m_lanes)
+        for (const Interval& c : r.comm)
+            total += c.endUs - c.startUs;
+    return total;
+}
+
+double LaneActivity::hiddenCommUs() const
+{
+    return hiddenCommUs(m_lanes[0], m_lanes[1]) + hiddenCommUs(m_lanes[1], m_lanes[0]);
+}
+
+double LaneActivity::hiddenCommUs(const LaneRecord& lane, const LaneRecord& other)
+{
+    if (!lane.ran || !other.ran)
+        return 0.0;
+    double hidden = 0.0;
+    for (const Interval& c : lane.comm) {
+        // The part of c inside the other lane's span, less the other lane's own communication in it.
+        const double start = std::max(c.startUs, other.span.startUs);
+        const double end = std::min(c.endUs, other.span.endUs);
+        if (end <= start)
+            continue;
+        double busy = end - start;
+        for (const Interval& o : other.comm)
+            busy -= std::max(0.0, std::min(end, o.endUs) - std::max(start, o.startUs));
+        hidden += std::max(0.0, busy);
+    }
+    return hidden;
+}
+
+void Backend::communicationStarted()
+{
+    m_activity.commStarted();
+    yieldCompute();
+}
+
+void Backend::communicationFinished()
+{
+    m_activity.commFinished(); // the messages are done; waiting for the compute turn is not communication
+    resumeCompute();
 }
 
 Tensor::Tensor(Backend& backend, std::size_t rows, std::size_t cols, MemoryCategory category)

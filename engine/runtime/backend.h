@@ -17,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dps::runtime {
 
@@ -88,6 +89,48 @@ enum class Transpose : std::uint8_t { No, Yes };
 /// Lane of an op: 0 (the main one) or 1 (the second half of an overlapped slot).
 using Lane = int;
 
+/// What the two lanes of one action did and when: each lane's span (its half of the slot) and the stretches in
+/// it spent communicating (the expert all-to-all, Backend::communicationStarted/Finished). Each lane writes only
+/// its own record (so the two threads of an overlapped slot need no lock); read once both are done. Times are
+/// µs from begin().
+class LaneActivity {
+public:
+    struct Interval {
+        double startUs = 0.0;
+        double endUs = 0.0;
+    };
+    /// One lane's record.
+    struct LaneRecord {
+        bool ran = false; ///< the lane ran a half of this action
+        Interval span; ///< from the half's start to its end
+        std::vector<Interval> comm; ///< its stretches of communication, in order, inside span
+    };
+
+    /// Forgets the last action's record and starts the clock.
+    void begin();
+    /// The calling thread's lane (MemoryCounter::LaneScope) starts or ends its half.
+    void laneStarted();
+    void laneFinished();
+    /// The calling thread's lane starts or ends a stretch of communication.
+    void commStarted();
+    void commFinished();
+    /// Lane 0's or lane 1's record.
+    const LaneRecord& lane(int lane) const { return m_lanes[lane == 1 ? 1 : 0]; }
+    /// Communication time of both lanes together (µs).
+    double commUs() const;
+    /// Of it, the time the other lane was inside its span and not communicating itself: communication hidden
+    /// behind the other half's compute (µs), hiddenCommUs(lane 0, lane 1) + hiddenCommUs(lane 1, lane 0).
+    double hiddenCommUs() const;
+    /// The part of `lane`'s communication (µs) during which `other` ran (inside its span) and did not
+    /// communicate itself; 0 when either did not run.
+    static double hiddenCommUs(const LaneRecord& lane, const LaneRecord& other);
+
+private:
+    double now() const;
+    std::int64_t m_originNs = 0;
+    std::array<LaneRecord, 2> m_lanes;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -153,8 +196,29 @@ public:
     /// step yet. Never throws for that; a failing device call throws RuntimeError.
     virtual std::optional<double> lastActionDeviceUs() { return std::nullopt; }
 
+    /// Communication inside an action (the expert all-to-all of an MoE layer): the calling thread's lane is about
+    /// to wait for messages (communicationStarted) or is done (communicationFinished). Recorded in
+    /// laneActivity(); a backend that runs the two halves of a slot as threads taking turns on the compute
+    /// (cpu LaneMode::Alternating) hands the turn to the other half meanwhile. Calls pair up on one thread.
+    void communicationStarted();
+    void communicationFinished();
+    /// The lanes' record of the current (or last) action: the executor begins it before an action and reads
+    /// the all-to-all time, and how much of it the other half hid, after.
+    LaneActivity& laneActivity() { return m_activity; }
+    const LaneActivity& laneActivity() const { return m_activity; }
+
 protected:
+    /// The default of the transformer layers' kernels: throws RuntimeError naming this backend and `op`.
+    template <typename... Unused> [[noreturn]] void noLayerKernel(const char* op, const Unused&...) const
+    {
+        throw RuntimeError("the " + name() + " backend has no kernel " + op + " for the transformer layers");
+    }
+    /// The hooks' backend part, after (started) or before (finished) the record: no-ops by default.
+    virtual void yieldCompute() { }
+    virtual void resumeCompute() { }
+
     MemoryCounter m_memory;
+    LaneActivity m_activity;
 };
 
 /// A device matrix (rows × cols elements of the backend's compute type) owned by a Backend; move-only;

@@ -41,6 +41,12 @@ public:
     /// True (and the handle released) when the request has completed; never blocks.
     virtual bool test(RequestId request) = 0;
 
+    /// From now on two threads of this rank may call isend, irecv, wait and test at once (the two halves of an
+    /// overlapped slot each exchanging an MoE layer's tokens); the collectives stay on one thread. Throws
+    /// RuntimeError where the comm cannot allow it (MpiComm without MPI_THREAD_SERIALIZED). Default: nothing
+    /// to do (ThreadComm is safe already).
+    virtual void shareBetweenThreads() { }
+
     /// Hooks around a stretch of computation during which the rank makes no comm calls; an implementation
     /// may progress outstanding messages in the background meanwhile (MpiComm: a polling thread). Default:
     /// nothing.

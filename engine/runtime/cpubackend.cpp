@@ -115,6 +115,8 @@ LaneMode defaultLaneMode(int blasThreads)
             return LaneMode::Threads;
         if (std::string(forced) == "turns")
             return LaneMode::InTurn;
+        if (std::string(forced) == "alternating")
+            return LaneMode::Alternating;
     }
     return coresForThisRank() >= 2.0 * std::max(1, blasThreads) ? LaneMode::Threads : LaneMode::InTurn;
 }
@@ -328,6 +330,35 @@ void CpuBackend::downloadFloats(Lane, float* dst, const void* src, std::size_t n
     std::memcpy(dst, src, n * sizeof(float));
 }
 
+namespace {
+/// Where the calling thread stands with CpuBackend's compute turn (LaneMode::Alternating).
+enum class Turn : std::uint8_t { None, Holding, Yielded };
+thread_local Turn t_turn = Turn::None;
+
+/// Holds the compute turn for a half of an overlapped slot (LaneMode::Alternating), from its start to its end
+/// except while it communicates.
+class TurnScope {
+public:
+    explicit TurnScope(std::mutex& turn)
+        : m_turn(turn)
+    {
+        m_turn.lock();
+        t_turn = Turn::Holding;
+    }
+    ~TurnScope()
+    {
+        if (t_turn == Turn::Holding)
+            m_turn.unlock();
+        t_turn = Turn::None;
+    }
+    TurnScope(const TurnScope&) = delete;
+    TurnScope& operator=(const TurnScope&) = delete;
+
+private:
+    std::mutex& m_turn;
+};
+} // namespace
+
 void CpuBackend::runConcurrently(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second)
 {
     if (m_laneMode == LaneMode::InTurn) {
@@ -348,6 +379,23 @@ void CpuBackend::runConcurrently(const std::function<void(Lane)>& first, const s
             std::rethrow_exception(firstError);
         return;
     }
+    if (m_laneMode == LaneMode::Alternating) {
+        const std::function<void(Lane)> firstInTurn = [&](Lane lane) {
+            const TurnScope turn(m_computeTurn);
+            first(lane);
+        };
+        const std::function<void(Lane)> secondInTurn = [&](Lane lane) {
+            const TurnScope turn(m_computeTurn);
+            second(lane);
+        };
+        runOnTwoThreads(firstInTurn, secondInTurn);
+        return;
+    }
+    runOnTwoThreads(first, second);
+}
+
+void CpuBackend::runOnTwoThreads(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second)
+{
     {
         std::lock_guard lock(m_mutex);
         m_task = &second;
@@ -367,6 +415,22 @@ void CpuBackend::runConcurrently(const std::function<void(Lane)>& first, const s
         std::rethrow_exception(firstError);
     if (m_taskError)
         std::rethrow_exception(m_taskError);
+}
+
+void CpuBackend::yieldCompute()
+{
+    if (t_turn != Turn::Holding)
+        return; // not a half of an Alternating slot
+    t_turn = Turn::Yielded;
+    m_computeTurn.unlock();
+}
+
+void CpuBackend::resumeCompute()
+{
+    if (t_turn != Turn::Yielded)
+        return;
+    m_computeTurn.lock();
+    t_turn = Turn::Holding;
 }
 
 void CpuBackend::helperLoop()

@@ -24,6 +24,11 @@ enum class LaneMode : std::uint8_t {
     /// two halves' BLAS threads. Two threads on one core only take turns and evict each other's cache
     /// (docs/performance.md: DualPipeV on 2 ranks bound to a core each, 438 → 430 ms a step).
     InTurn,
+    /// On two threads that take turns on the compute: a half waiting for communication (the expert all-to-all,
+    /// Backend::communicationStarted) hands the turn to the other half, which computes meanwhile; the compute
+    /// and communication streams of a GPU (DeepSeek-V3 report §3.2.2) on a rank without a core per half. The
+    /// worker's choice for expert parallelism where Threads is not (runtime/worker.cpp).
+    Alternating,
 };
 
 /// The library the CPU backend's GEMMs go through (everything else: OpenBLAS or our kernels).
@@ -39,7 +44,7 @@ std::vector<GemmLibrary> availableGemmLibraries();
 GemmLibrary defaultGemmLibrary();
 
 /// The lane mode for a rank of this process with `blasThreads` BLAS threads: Threads when
-/// coresForThisRank() ≥ 2·blasThreads, else InTurn. DPSTUDIO_CPU_LANES=threads|turns overrides it (for
+/// coresForThisRank() ≥ 2·blasThreads, else InTurn. DPSTUDIO_CPU_LANES=threads|turns|alternating overrides it (for
 /// measurements). Never throws.
 LaneMode defaultLaneMode(int blasThreads);
 /// The cores one rank of this process can count on: the CPUs of its affinity mask when the process is bound
@@ -91,8 +96,15 @@ public:
     /// Bytes held in the block cache (freed, kept for reuse): not counted in memory().
     std::size_t cachedBytes() const;
 
+protected:
+    /// LaneMode::Alternating: the calling half gives the compute turn away while it communicates, and waits for it.
+    void yieldCompute() override;
+    void resumeCompute() override;
+
 private:
     void helperLoop();
+    /// first on the calling thread, second on the helper thread; rethrows the first error.
+    void runOnTwoThreads(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second);
 
     int m_blasThreads = 1;
     LaneMode m_laneMode = LaneMode::Threads;
@@ -108,6 +120,7 @@ private:
     std::exception_ptr m_taskError;
     bool m_taskFinished = false;
     bool m_stop = false;
+    std::mutex m_computeTurn; ///< LaneMode::Alternating: held by the half that computes
 };
 
 /// The OpenBLAS core this process loaded (openblas_get_corename: "SkylakeX").

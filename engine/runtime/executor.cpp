@@ -74,6 +74,7 @@ RankExecutor::RankExecutor(
             throw RuntimeError("expert parallelism " + std::to_string(m_spec.ep) + " needs the replicas ("
                 + std::to_string(m_replicas) + ") to be a multiple of it and member replica mod ep");
         m_expertGroup.comm = &m_comm;
+        m_expertGroup.backend = &m_backend;
         const int first = m_replica - m_replica % m_spec.ep;
         for (int d = first; d < first + m_spec.ep; ++d)
             m_expertGroup.members.push_back(commRank(m_rank) - m_replica + d);
@@ -391,12 +392,15 @@ void RankExecutor::runSlot(int position, const Action& action, ActionRecord& rec
     double losses[2] = { 0.0, 0.0 };
     const std::size_t ledgerBefore = m_backend.memory().live(MemoryCategory::Activation);
     m_backend.actionStarted(toString(action));
+    m_backend.laneActivity().begin();
     const auto computeStart = Clock::now();
     {
         const ComputeScope computing(m_comm);
         auto half = [&](int i, Lane lane) {
             const MemoryCounter::LaneScope counted(i);
+            m_backend.laneActivity().laneStarted();
             outputs[i] = runOp(lane, action.at(i), std::move(inputs[i]), *saved[i], losses[i]);
+            m_backend.laneActivity().laneFinished();
         };
         if (n == 1) {
             half(0, 0);
@@ -417,6 +421,8 @@ void RankExecutor::runSlot(int position, const Action& action, ActionRecord& rec
     }
     // The device's own measure where the backend has one (cuda: events), else the host's.
     record.computeUs = m_backend.lastActionDeviceUs().value_or(microsSince(computeStart));
+    record.a2aUs = m_backend.laneActivity().commUs();
+    record.a2aHiddenUs = m_backend.laneActivity().hiddenCommUs();
     const std::size_t forwardHighWater = n == 2 ? ledgerBefore + saved[0]->bytes() : 0;
     for (int i = 0; i < n; ++i) {
         finishOp(action.at(i), losses[i]);

@@ -40,6 +40,11 @@ struct ActionRecord {
     /// The part of [start, end] spent computing (both halves of an overlapped slot, until the backend is
     /// synchronised); the rest of end − start − wait is the executor's own overhead.
     double computeUs = 0.0;
+    /// Of computeUs, the time the halves spent in the expert all-to-all (both halves together; an MoE with
+    /// expert parallelism), and of that the time the other half of an overlapped slot was computing: the
+    /// all-to-all it hid (Backend::laneActivity). 0 without expert parallelism.
+    double a2aUs = 0.0;
+    double a2aHiddenUs = 0.0;
     std::uint64_t bytesSent = 0;
     std::uint64_t bytesReceived = 0;
     /// The high-water mark of everything live in the backend's allocator during the action: from the start

@@ -33,6 +33,10 @@ TimelineSlice actionSlice(const MeasuredAction& r)
     s.args = { { "wait_us", r.waitUs }, { "compute_us", r.computeUs }, { "bytes_sent", r.bytesSent },
         { "bytes_received", r.bytesReceived }, { "memory_bytes", r.memoryBytes },
         { "activation_bytes", r.activationBytes } };
+    if (r.a2aUs > 0.0) {
+        s.args["a2a_us"] = r.a2aUs;
+        s.args["a2a_hidden_us"] = r.a2aHiddenUs;
+    }
     return s;
 }
 
@@ -87,6 +91,8 @@ MeasuredAction measuredAction(const ActionRecord& r, const Action& action)
     a.endUs = r.endUs;
     a.waitUs = r.waitUs;
     a.computeUs = r.computeUs;
+    a.a2aUs = r.a2aUs;
+    a.a2aHiddenUs = std::min(r.a2aHiddenUs, r.a2aUs);
     a.bytesSent = static_cast<std::int64_t>(r.bytesSent);
     a.bytesReceived = static_cast<std::int64_t>(r.bytesReceived);
     a.memoryBytes = static_cast<std::int64_t>(r.memoryBytes);

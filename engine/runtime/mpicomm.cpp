@@ -119,10 +119,10 @@ MpiComm::MpiComm(int* argc, char*** argv)
         m_progressIntervalUs = std::max(0, std::atoi(env));
         intervalGiven = true;
     }
-    const int wanted = m_progressIntervalUs > 0 ? MPI_THREAD_SERIALIZED : MPI_THREAD_FUNNELED;
     int provided = 0;
-    DPS_MPI_CHECK(MPI_Init_thread(argc, argv, wanted, &provided));
-    if (provided < MPI_THREAD_SERIALIZED)
+    DPS_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
+    m_threadsProvided = provided >= MPI_THREAD_SERIALIZED;
+    if (!m_threadsProvided)
         m_progressIntervalUs = 0;
     DPS_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     DPS_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &m_rank));
@@ -205,8 +205,23 @@ void MpiComm::release(RequestId request)
     m_free.push_back(request);
 }
 
+void MpiComm::shareBetweenThreads()
+{
+    if (!m_threadsProvided)
+        throw RuntimeError("mpi: rank " + std::to_string(m_rank)
+            + ": the MPI library does not provide MPI_THREAD_SERIALIZED, which the two halves of an overlapped slot "
+              "need to communicate from their own threads");
+    m_shared = true;
+}
+
+std::unique_lock<std::mutex> MpiComm::guard()
+{
+    return m_shared ? std::unique_lock(m_mpiMutex) : std::unique_lock<std::mutex>();
+}
+
 RequestId MpiComm::isend(const void* data, std::size_t bytes, int peer, int tag)
 {
+    const auto inside = guard();
     MPI_Request request = MPI_REQUEST_NULL;
     DPS_MPI_CHECK(MPI_Isend(data, checkedCount(bytes), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &request));
     return store(request);
@@ -214,6 +229,7 @@ RequestId MpiComm::isend(const void* data, std::size_t bytes, int peer, int tag)
 
 RequestId MpiComm::irecv(void* data, std::size_t bytes, int peer, int tag)
 {
+    const auto inside = guard();
     MPI_Request request = MPI_REQUEST_NULL;
     DPS_MPI_CHECK(MPI_Irecv(data, checkedCount(bytes), MPI_BYTE, peer, tag, MPI_COMM_WORLD, &request));
     return store(request);
@@ -221,6 +237,10 @@ RequestId MpiComm::irecv(void* data, std::size_t bytes, int peer, int tag)
 
 void MpiComm::wait(RequestId request)
 {
+    if (m_shared) {
+        sharedWait(request);
+        return;
+    }
     if (m_sleepingWait)
         sleepingWait(slot(request));
     else
@@ -241,8 +261,29 @@ void MpiComm::sleepingWait(MPI_Request& request)
     }
 }
 
+void MpiComm::sharedWait(RequestId request)
+{
+    const auto spinUntil = std::chrono::steady_clock::now() + kWaitSpin;
+    for (;;) {
+        {
+            const std::lock_guard inside(m_mpiMutex);
+            int done = 0;
+            DPS_MPI_CHECK(MPI_Test(&slot(request), &done, MPI_STATUS_IGNORE));
+            if (done) {
+                release(request);
+                return;
+            }
+        }
+        if (m_sleepingWait && std::chrono::steady_clock::now() >= spinUntil)
+            std::this_thread::sleep_for(kWaitSleep);
+        else
+            std::this_thread::yield();
+    }
+}
+
 bool MpiComm::test(RequestId request)
 {
+    const auto inside = guard();
     int done = 0;
     DPS_MPI_CHECK(MPI_Test(&slot(request), &done, MPI_STATUS_IGNORE));
     if (done)
@@ -286,8 +327,13 @@ void MpiComm::stopProgress()
 
 void MpiComm::beginCompute()
 {
-    if (!m_progress.joinable() || m_free.size() == m_requests.size())
-        return; // nothing in flight
+    if (!m_progress.joinable())
+        return;
+    {
+        const auto inside = guard();
+        if (m_free.size() == m_requests.size())
+            return; // nothing in flight
+    }
     {
         std::lock_guard lock(m_wakeMutex);
         m_computing = true;

@@ -15,6 +15,11 @@
 // rank's own). With more ranks than cores, a spinning rank would take turns on a core with a rank that has
 // work to do, so wait() and barrier() poll MPI_Test, spin for 20 µs and then sleep 50 µs between polls,
 // giving the core away (DPSTUDIO_MPI_WAIT=spin|sleep overrides the choice, for measurements).
+//
+// Two threads (shareBetweenThreads): the two halves of an overlapped F&B slot of an MoE with expert parallelism
+// each run their all-to-all from their own thread. Then every MPI call holds a mutex (MPI_THREAD_SERIALIZED,
+// no more is needed), the request table with it, and wait() polls MPI_Test, letting go of the mutex between
+// polls so that the other thread can post and complete its own messages meanwhile.
 #include "comm.h"
 
 #include <mpi.h>
@@ -36,8 +41,8 @@ void checkMpi(int code, const char* call, const char* file, int line);
 
 class MpiComm final : public Comm {
 public:
-    /// Initialises MPI (MPI_THREAD_FUNNELED: only the thread that created it calls MPI) and makes errors
-    /// return codes instead of aborting.
+    /// Initialises MPI (MPI_THREAD_SERIALIZED where the library provides it: one thread inside MPI at a time)
+    /// and makes errors return codes instead of aborting.
     MpiComm(int* argc, char*** argv);
     /// Finalises MPI.
     ~MpiComm() override;
@@ -51,6 +56,10 @@ public:
     int maxTag() const override { return m_maxTag; }
     /// Whether wait() sleeps between polls (more ranks on this host than cores) instead of spinning.
     bool sleepingWait() const { return m_sleepingWait; }
+    /// Every call then holds the MPI mutex and wait() polls (above). Throws RuntimeError when the MPI library
+    /// does not provide MPI_THREAD_SERIALIZED.
+    void shareBetweenThreads() override;
+    bool sharedBetweenThreads() const { return m_shared; }
 
     RequestId isend(const void* data, std::size_t bytes, int peer, int tag) override;
     RequestId irecv(void* data, std::size_t bytes, int peer, int tag) override;
@@ -74,18 +83,24 @@ private:
     void stopProgress();
     /// wait() for ranks that share cores: MPI_Test, a short spin, then sleeps between polls.
     void sleepingWait(MPI_Request& request);
+    /// shareBetweenThreads' wait: MPI_Test under m_mpiMutex, released between polls.
+    void sharedWait(RequestId request);
+    /// Holds m_mpiMutex when the comm is shared between threads, else nothing.
+    std::unique_lock<std::mutex> guard();
 
     int m_rank = 0;
     int m_size = 1;
     int m_maxTag = 32767;
     bool m_sleepingWait = false; ///< more ranks on this host than cores: wait() gives the core away
+    bool m_threadsProvided = false; ///< the library gave MPI_THREAD_SERIALIZED
+    bool m_shared = false; ///< shareBetweenThreads() was called
     std::vector<MPI_Request> m_requests;
     std::vector<RequestId> m_free;
     // Background progress.
     int m_progressIntervalUs = 100;
     MPI_Comm m_probeComm = MPI_COMM_NULL; ///< a duplicate of MPI_COMM_WORLD no message is ever sent on
     std::thread m_progress;
-    std::mutex m_mpiMutex; ///< held by the helper while it is inside MPI
+    std::mutex m_mpiMutex; ///< held by the helper while it is inside MPI, and by every call when shared
     std::mutex m_wakeMutex;
     std::condition_variable m_wake;
     std::atomic<bool> m_computing { false };

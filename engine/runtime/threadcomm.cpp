@@ -177,6 +177,7 @@ RequestId ThreadComm::isend(const void* data, std::size_t bytes, int peer, int t
 {
     checkPeer(peer, tag);
     m_world.send(m_rank, peer, tag, data, bytes);
+    const std::lock_guard lock(m_requestsMutex);
     const RequestId id = m_nextId++;
     m_requests.emplace(id, std::make_shared<bool>(true));
     return id;
@@ -185,33 +186,45 @@ RequestId ThreadComm::isend(const void* data, std::size_t bytes, int peer, int t
 RequestId ThreadComm::irecv(void* data, std::size_t bytes, int peer, int tag)
 {
     checkPeer(peer, tag);
+    auto done = m_world.receive(m_rank, peer, tag, data, bytes);
+    const std::lock_guard lock(m_requestsMutex);
     const RequestId id = m_nextId++;
-    m_requests.emplace(id, m_world.receive(m_rank, peer, tag, data, bytes));
+    m_requests.emplace(id, std::move(done));
     return id;
+}
+
+std::shared_ptr<bool> ThreadComm::requestState(RequestId request)
+{
+    const std::lock_guard lock(m_requestsMutex);
+    const auto it = m_requests.find(request);
+    if (it == m_requests.end())
+        throw RuntimeError("thread comm: unknown request " + std::to_string(request));
+    return it->second;
+}
+
+void ThreadComm::forget(RequestId request)
+{
+    const std::lock_guard lock(m_requestsMutex);
+    m_requests.erase(request);
 }
 
 void ThreadComm::wait(RequestId request)
 {
-    const auto it = m_requests.find(request);
-    if (it == m_requests.end())
-        throw RuntimeError("thread comm: unknown request " + std::to_string(request));
-    m_world.waitFor(it->second);
-    m_requests.erase(it);
+    m_world.waitFor(requestState(request));
+    forget(request);
 }
 
 bool ThreadComm::test(RequestId request)
 {
-    const auto it = m_requests.find(request);
-    if (it == m_requests.end())
-        throw RuntimeError("thread comm: unknown request " + std::to_string(request));
+    const std::shared_ptr<bool> state = requestState(request);
     bool done = false;
     {
         std::lock_guard lock(m_world.m_mutex);
         m_world.throwIfAborted();
-        done = *it->second;
+        done = *state;
     }
     if (done)
-        m_requests.erase(it);
+        forget(request);
     return done;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // In-process Comm: several ranks as threads of one process, for fast unit tests without mpirun. Sends are
 // eager (the data is copied at isend, which completes at once); receives match by (source, tag) in send
-// order, like MPI. abort() on any rank makes every blocked call on the other ranks throw.
+// order, like MPI. abort() on any rank makes every blocked call on the other ranks throw. Two threads of one
+// rank may post, wait and test at once (as MpiComm::shareBetweenThreads allows); the collectives stay on one.
 #include "comm.h"
 
 #include <condition_variable>
@@ -97,11 +98,15 @@ public:
 
 private:
     void checkPeer(int peer, int tag) const;
+    /// The completion flag of `request`; throws RuntimeError for an unknown one.
+    std::shared_ptr<bool> requestState(RequestId request);
+    void forget(RequestId request);
 
     ThreadWorld& m_world;
     int m_rank;
-    RequestId m_nextId = 0;
-    std::map<RequestId, std::shared_ptr<bool>> m_requests;
+    std::mutex m_requestsMutex; ///< the two halves of an overlapped slot may post and wait at once
+    RequestId m_nextId = 0; ///< guarded by m_requestsMutex
+    std::map<RequestId, std::shared_ptr<bool>> m_requests; ///< guarded by m_requestsMutex
 };
 
 } // namespace dps::runtime

@@ -273,9 +273,13 @@ void loadProject(const WorkerOptions& options, int worldRank, int worldSize, Wor
         s.spec.epMember = (worldRank % s.replicas) % ep;
     }
     s.backend = platform.createBackend(bf16, options.threads);
-    if (s.spec.ep > 1)
-        if (auto* cpu = dynamic_cast<CpuBackend*>(s.backend.get()))
-            cpu->setLaneMode(LaneMode::InTurn); // the all-to-all is MPI from the calling thread (MPI_THREAD_FUNNELED)
+    // Expert parallelism: each half of an overlapped slot exchanges its tokens from its own thread, the one's
+    // all-to-all while the other computes (DeepSeek-V3 report §3.2.2), also where the rank has one core for both
+    // (Alternating: they take turns on the compute). DPSTUDIO_CPU_LANES still decides when given.
+    const char* forcedLanes = std::getenv("DPSTUDIO_CPU_LANES");
+    if (s.spec.ep > 1 && !(forcedLanes && *forcedLanes))
+        if (auto* cpu = dynamic_cast<CpuBackend*>(s.backend.get()); cpu && cpu->laneMode() == LaneMode::InTurn)
+            cpu->setLaneMode(LaneMode::Alternating);
 }
 
 /// Creates the executor's comm (collective) and the executor itself.
@@ -284,6 +288,8 @@ void connect(
 {
     s.ownComm = platform.createComm(comm, *s.backend);
     s.comm = s.ownComm ? s.ownComm.get() : &comm;
+    if (s.spec.ep > 1)
+        s.comm->shareBetweenThreads(); // the two halves of an overlapped slot exchange tokens at once
     executorOptions.receiveWindow = options.receiveWindow;
     executorOptions.replicas = s.replicas;
     s.executor = std::make_unique<RankExecutor>(*s.backend, *s.comm, s.spec, s.schedule, executorOptions);

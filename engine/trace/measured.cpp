@@ -2,6 +2,7 @@
 
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "base/format.h"
 #include "base/json.h"
 #include "project/project.h"
 
@@ -115,6 +116,12 @@ MeasuredAction readAction(const Fields& f, const std::string& path)
     a.endUs = f.number("end_us", true);
     a.waitUs = f.number("wait_us", false);
     a.computeUs = f.number("compute_us", false);
+    a.a2aUs = f.number("a2a_us", false);
+    a.a2aHiddenUs = f.number("a2a_hidden_us", false);
+    if (!(a.a2aUs >= 0.0))
+        f.fail(f.name("a2a_us"), "must not be negative");
+    if (!(a.a2aHiddenUs >= 0.0) || a.a2aHiddenUs > a.a2aUs)
+        f.fail(f.name("a2a_hidden_us"), "must be between 0 and a2a_us (" + formatNumber(a.a2aUs) + ")");
     a.bytesSent = f.integer("bytes_sent", false);
     a.bytesReceived = f.integer("bytes_received", false);
     a.memoryBytes = f.integer("memory_bytes", false);
@@ -250,6 +257,10 @@ json actionJson(const MeasuredAction& a)
     o["end_us"] = a.endUs;
     o["wait_us"] = a.waitUs;
     o["compute_us"] = a.computeUs;
+    if (a.a2aUs > 0.0) {
+        o["a2a_us"] = a.a2aUs;
+        o["a2a_hidden_us"] = a.a2aHiddenUs;
+    }
     o["bytes_sent"] = a.bytesSent;
     o["bytes_received"] = a.bytesReceived;
     o["memory_bytes"] = a.memoryBytes;

@@ -28,6 +28,10 @@ struct MeasuredAction {
     double endUs = 0.0;
     double waitUs = 0.0; ///< part of [start, end] spent waiting for incoming data
     double computeUs = 0.0; ///< part of [start, end] spent computing (compute_us; the rest is overhead)
+    /// Of computeUs, the expert all-to-all of both halves (a2a_us), and of that the time the other half of an
+    /// overlapped slot computed meanwhile (a2a_hidden_us: hidden communication). Written only when > 0.
+    double a2aUs = 0.0;
+    double a2aHiddenUs = 0.0;
     std::int64_t bytesSent = 0;
     std::int64_t bytesReceived = 0;
     std::int64_t memoryBytes = 0; ///< everything live in the allocator after the action

@@ -278,8 +278,10 @@ expect 0 "init tiny llama3-8b" -- "$DPS" init -o "$WORK/llama.dpstudio.json" --m
 expect 0 "init tiny deepseek-v3 dualpipev" -- "$DPS" init -o "$WORK/ds-tiny.dpstudio.json" --model deepseek-v3 \
     --scale tiny --schedule dualpipev --ranks 2 --microbatches 4
 contains "$WORK/out" "dualpipev (2 ranks × dp 2, 4 stages, 4 microbatches)" "tiny DeepSeek-V3 on 4 processes"
+expect 0 "init tiny deepseek-v3 dualpipe" -- "$DPS" init -o "$WORK/ds-dualpipe.dpstudio.json" --model deepseek-v3 \
+    --scale tiny --schedule dualpipe --ranks 2 --microbatches 4
 if "$DPS" devices --json | python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["mpirun"]["path"] and d["worker"]["path"] else 1)'; then
-    for tiny in llama ds-tiny; do
+    for tiny in llama ds-tiny ds-dualpipe; do
         expect 0 "run tiny $tiny" -- "$DPS" run "$WORK/$tiny.dpstudio.json" -o "$WORK/$tiny.json" --steps 2 --backend cpu
         check_py "the tiny $tiny run passed correctness" '
 import json, sys
@@ -290,6 +292,21 @@ assert m["correctness"]["max_grad_error"] < 1e-10, m["correctness"]
         contains "$WORK/out" "rank 0 peak activations" "the $tiny run report compares activations"
     done
     contains "$WORK/err" "2 ranks × dp 2 = 4 processes" "the EP run starts ranks × dp processes"
+    # DualPipe's F&B slots hide one half's expert all-to-all behind the other half's compute: the report prints
+    # the measured share per rank beside the prediction's, and the run measured some (issue 16).
+    check_py "the tiny DualPipe MoE run hid all-to-all time, and says so per rank" '
+import json, re, sys
+m = json.load(open(sys.argv[1]))
+acts = [a for r in m["ranks"] for a in r["actions"]]
+assert all(0 <= a.get("a2a_hidden_us", 0) <= a.get("a2a_us", 0) for a in acts)
+assert sum(a.get("a2a_us", 0) for a in acts) > 0, "no all-to-all measured"
+assert sum(a.get("a2a_hidden_us", 0) for a in acts if "OVERLAP" in a["action"]) > 0, "nothing hidden"
+assert all(a.get("a2a_hidden_us", 0) == 0 for a in acts if "OVERLAP" not in a["action"])
+' "$WORK/ds-dualpipe.json"
+    for r in 0 1; do
+        check "the DualPipe run report's a2a hidden line for rank $r" \
+            "grep -qE '^rank $r a2a hidden: [0-9.]+ % of .* \\(predicted [0-9.]+ % of .*\\)\$' '$WORK/out'"
+    done
 else
     echo "skipped: the tiny transformer runs (no mpirun or worker)"
 fi

@@ -111,3 +111,44 @@ TEST(Report, TransfersBetweenHostsTakeTheInterNodeLink)
         std::string::npos)
         << label;
 }
+
+// The all-to-all lines (issue 16): the median step's measured Σ a2a_hidden_us ÷ Σ a2a_us per rank beside
+// allToAllPerRank of the prediction. One stage on rank 0 with F [C 10, M 4, C 10] and B [C 20]: 0F0 shows its
+// 4 µs; (0F1;0B0) lays F C [0,10], B C [10,30] beside F M [10,14]: 4 µs, all hidden; 0B1 none. Predicted
+// 8 µs, half hidden. Measured (step 1 is the median): 0F0 3 µs, the slot 5 µs with 4 hidden: 4 of 8, 50 %;
+// step 0's numbers do not count.
+TEST(Report, AllToAllHiddenShareBesideThePrediction)
+{
+    Prediction p;
+    Schedule s;
+    s.ranks = 1;
+    s.stages = 1;
+    s.microbatches = 2;
+    s.order = { { parseAction("0F0"), parseAction("(0F1;0B0)OVERLAP_F_B"), parseAction("0B1") } };
+    s.placement = Placement::perStage({ 0 });
+    p.schedule = s;
+    p.costs.stages.resize(1);
+    p.costs.stages[0].forwardChain = { { Chunk::Compute, 10, 0 }, { Chunk::Comm, 4, 0 }, { Chunk::Compute, 10, 0 } };
+    p.costs.stages[0].backwardChain = { { Chunk::Compute, 20, 0 } };
+    MeasuredTrace m;
+    m.medianStep = 1;
+    MeasuredRank r;
+    r.rank = 0;
+    const auto action = [](const char* text, int step, double a2a, double hidden) {
+        MeasuredAction a;
+        a.action = parseAction(text);
+        a.step = step;
+        a.a2aUs = a2a;
+        a.a2aHiddenUs = hidden;
+        return a;
+    };
+    r.actions = { action("0F0", 0, 100, 0), action("0F0", 1, 3, 0), action("(0F1;0B0)OVERLAP_F_B", 1, 5, 4),
+        action("0B1", 1, 0, 0) };
+    m.ranks = { r };
+    EXPECT_EQ(launch::formatAllToAll(p, m), "rank 0 a2a hidden: 50 % of 8 µs (predicted 50 % of 8 µs)\n");
+    // Without any all-to-all, nothing is printed.
+    for (MeasuredAction& a : m.ranks[0].actions)
+        a.a2aUs = a.a2aHiddenUs = 0.0;
+    p.costs.stages[0].forwardChain.clear();
+    EXPECT_EQ(launch::formatAllToAll(p, m), "");
+}

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <sched.h>
 
 #include <atomic>
@@ -274,7 +276,7 @@ TEST_F(CpuBackendTest, RunConcurrentlyUsesTwoThreadsAndBothLanes)
 
 TEST_F(CpuBackendTest, RunConcurrentlyRethrowsEitherHalfsExceptionAndStaysUsable)
 {
-    for (LaneMode mode : { LaneMode::Threads, LaneMode::InTurn }) {
+    for (LaneMode mode : { LaneMode::Threads, LaneMode::InTurn, LaneMode::Alternating }) {
         backend.setLaneMode(mode);
         auto nothing = [](Lane) {};
         auto fail = [](Lane) { throw std::runtime_error("half failed"); };
@@ -284,6 +286,90 @@ TEST_F(CpuBackendTest, RunConcurrentlyRethrowsEitherHalfsExceptionAndStaysUsable
         backend.runConcurrently([&](Lane) { ++count; }, [&](Lane) { ++count; });
         EXPECT_EQ(count, 2);
     }
+}
+
+TEST_F(CpuBackendTest, AlternatingHalvesComputeOneAtATimeAndHandOverWhileCommunicating)
+{
+    // Lane 0 computes, then "communicates" until lane 1 has computed: only possible when communicationStarted
+    // hands the compute turn to lane 1 (otherwise lane 0 waits in vain for 5 s and the test fails). Neither
+    // half ever computes while the other does.
+    backend.setLaneMode(LaneMode::Alternating);
+    std::atomic<int> computing { 0 };
+    std::atomic<int> most { 0 };
+    std::atomic<bool> secondComputed { false };
+    std::atomic<bool> handedOver { false };
+    const auto compute = [&] {
+        const int now = ++computing;
+        most = std::max(most.load(), now);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        --computing;
+    };
+    std::atomic<bool> firstStarted { false };
+    backend.runConcurrently(
+        [&](Lane) {
+            const MemoryCounter::LaneScope lane(0);
+            compute();
+            firstStarted = true;
+            backend.communicationStarted();
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            while (!secondComputed && std::chrono::steady_clock::now() < until)
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+            handedOver = secondComputed.load();
+            backend.communicationFinished();
+            compute();
+        },
+        [&](Lane) {
+            const MemoryCounter::LaneScope lane(1);
+            while (!firstStarted)
+                std::this_thread::yield(); // lane 0 takes the turn first, whichever thread wakes first
+            compute();
+            secondComputed = true;
+        });
+    EXPECT_TRUE(handedOver);
+    EXPECT_EQ(most.load(), 1);
+}
+
+// LaneActivity's hidden communication, by hand: lane 0 runs [0, 100] and communicates [10, 30] and [50, 60];
+// lane 1 runs [5, 70] and communicates [20, 25]. Lane 0's [10, 30] lies in lane 1's span, less lane 1's own
+// [20, 25]: 15; [50, 60]: 10; lane 0 hides 25 of its 30. Lane 1's [20, 25] falls in lane 0's communication: 0.
+// A lane that did not run hides nothing.
+TEST(LaneActivity, HiddenCommunicationIsTheOtherLanesComputeDuringIt)
+{
+    LaneActivity::LaneRecord a { true, { 0, 100 }, { { 10, 30 }, { 50, 60 } } };
+    LaneActivity::LaneRecord b { true, { 5, 70 }, { { 20, 25 } } };
+    EXPECT_DOUBLE_EQ(LaneActivity::hiddenCommUs(a, b), 25.0);
+    EXPECT_DOUBLE_EQ(LaneActivity::hiddenCommUs(b, a), 0.0);
+    b.ran = false;
+    EXPECT_DOUBLE_EQ(LaneActivity::hiddenCommUs(a, b), 0.0);
+    // Communication after the other lane ended is not hidden: lane 1 ends at 15, so only [10, 15] of lane 0's.
+    LaneActivity::LaneRecord shortLane { true, { 0, 15 }, {} };
+    EXPECT_DOUBLE_EQ(LaneActivity::hiddenCommUs(a, shortLane), 5.0);
+}
+
+TEST_F(CpuBackendTest, LaneActivityRecordsEachLanesCommunication)
+{
+    backend.setLaneMode(LaneMode::InTurn);
+    LaneActivity& activity = backend.laneActivity();
+    activity.begin();
+    backend.runConcurrently(
+        [&](Lane) {
+            const MemoryCounter::LaneScope lane(0);
+            activity.laneStarted();
+            backend.communicationStarted();
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            backend.communicationFinished();
+            activity.laneFinished();
+        },
+        [&](Lane) {
+            const MemoryCounter::LaneScope lane(1);
+            activity.laneStarted();
+            activity.laneFinished();
+        });
+    ASSERT_EQ(activity.lane(0).comm.size(), 1u);
+    EXPECT_TRUE(activity.lane(1).comm.empty());
+    EXPECT_GE(activity.commUs(), 1000.0);
+    // In turn, lane 1 starts after lane 0 ended: nothing of lane 0's communication is hidden.
+    EXPECT_DOUBLE_EQ(activity.hiddenCommUs(), 0.0);
 }
 
 TEST_F(CpuBackendTest, InTurnRunsTheFirstHalfThenTheSecondOnTheCallingThread)

@@ -75,12 +75,15 @@ ModelSpec specOf(const model::Transformer& m, int stages, layers::MoeGating gati
 struct Outcome {
     CorrectnessReport report;
     std::size_t records = 0;
+    double a2aUs = 0.0; ///< Σ ActionRecord::a2aUs over both steps
+    double a2aHiddenUs = 0.0;
+    bool hiddenWithinA2a = true; ///< every action's hidden time ≤ its all-to-all time
 };
 
 /// Runs 2 steps on schedule.ranks × replicas threads, then the correctness check; `tamper` runs on every rank
 /// between the gradient sum and the check.
 std::vector<Outcome> run(const Schedule& schedule, const ModelSpec& spec, int replicas = 1,
-    const std::function<void(RankExecutor&, int rank)>& tamper = {})
+    const std::function<void(RankExecutor&, int rank)>& tamper = {}, LaneMode lanes = LaneMode::InTurn)
 {
     std::vector<Outcome> out(static_cast<std::size_t>(schedule.ranks * replicas));
     ThreadWorld world(schedule.ranks * replicas);
@@ -89,7 +92,7 @@ std::vector<Outcome> run(const Schedule& schedule, const ModelSpec& spec, int re
         ModelSpec mine = spec; // expert parallelism: this replica's member of its group, as the worker sets it
         mine.epMember = (comm.rank() % replicas) % std::max(1, spec.ep);
         if (spec.ep > 1)
-            backend.setLaneMode(LaneMode::InTurn);
+            backend.setLaneMode(lanes);
         ExecutorOptions options;
         options.replicas = replicas;
         RankExecutor executor(backend, comm, mine, schedule, options);
@@ -98,6 +101,11 @@ std::vector<Outcome> run(const Schedule& schedule, const ModelSpec& spec, int re
             auto records = executor.runStep(step);
             executor.sumReplicaGradients(&records);
             outcome.records += records.size();
+            for (const ActionRecord& r : records) {
+                outcome.a2aUs += r.a2aUs;
+                outcome.a2aHiddenUs += r.a2aHiddenUs;
+                outcome.hiddenWithinA2a = outcome.hiddenWithinA2a && r.a2aHiddenUs <= r.a2aUs;
+            }
         }
         if (tamper)
             tamper(executor, comm.rank());
@@ -218,6 +226,29 @@ TEST(TransformerRun, ExpertParallelMoeMatchesTheReference)
     ModelSpec spec = specOf(tinyMoe(4), 4, layers::MoeGating::deepSeekV3());
     spec.ep = 2;
     expectPassed(schedule, run(schedule, spec, 2), 2);
+}
+
+TEST(TransformerRun, ExpertParallelHalvesOfAnOverlappedSlotHideEachOthersAllToAll)
+{
+    // DualPipe on 2 ranks × dp 2 with EP 2, the halves of each F&B slot on two threads taking turns on the compute
+    // (LaneMode::Alternating, the worker's choice on a rank with one core): one half's all-to-all runs while the
+    // other computes. The gradients still match the reference; every rank measures all-to-all time, and some of
+    // it hidden (the halves of a step's F&B slots overlap).
+    const Schedule schedule = generate({ ScheduleKind::DualPipe, 2, 4, 0 });
+    ModelSpec spec = specOf(tinyMoe(4), schedule.stages, layers::MoeGating::deepSeekV3());
+    spec.ep = 2;
+    const auto out = run(schedule, spec, 2, {}, LaneMode::Alternating);
+    expectPassed(schedule, out, 2);
+    double hidden = 0.0;
+    for (std::size_t c = 0; c < out.size(); ++c) {
+        EXPECT_GT(out[c].a2aUs, 0.0) << "comm rank " << c;
+        EXPECT_TRUE(out[c].hiddenWithinA2a) << "comm rank " << c;
+        hidden += out[c].a2aHiddenUs;
+    }
+    EXPECT_GT(hidden, 0.0);
+    // In turn, nothing is hidden.
+    for (const Outcome& o : run(schedule, spec, 2, {}, LaneMode::InTurn))
+        EXPECT_DOUBLE_EQ(o.a2aHiddenUs, 0.0);
 }
 
 TEST(TransformerRun, ExpertParallelGroupsAcrossFourReplicas)

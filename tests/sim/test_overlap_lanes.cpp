@@ -2,6 +2,7 @@
 // optimizer bytes, and the lanes in the exported Chrome trace. Every expected number is computed by hand in
 // the comment above it.
 #include "project/predict.h"
+#include "sim/alltoall.h"
 #include "simtest.h"
 #include "trace/chrometrace.h"
 
@@ -483,4 +484,30 @@ TEST(OverlapLanes, ChromeTraceShowsTheLanes)
     }
     // (0F2;1B0): 1 + 4 chunks; (1F2;1B1): 4 + 4.
     EXPECT_EQ(lanes, 13);
+}
+
+// The all-to-all per rank (sim/alltoall.h). Rank 0: 0F0 (plain: its chain's communication, 8), (0F1;0B0) (the
+// TwoChainsShareZero layout: 16, all hidden), 0I1 (the backward chain's, 8), 0W1 (none). Rank 1 holds the
+// flat stage: no all-to-all. So rank 0 has 32 µs, 16 of it hidden (50 %); rank 1 none (share 0, no division).
+TEST(OverlapLanes, AllToAllPerRankCountsPlainSlotsAsExposed)
+{
+    const Schedule s = handBuilt({ "0F0 (0F1;0B0)OVERLAP_F_B 0I1 0W1", "1F0 1F1 1B0 1B1" });
+    CostModel c;
+    c.stages = { moeStage(0), flatStage() };
+    const std::vector<RankAllToAll> a = allToAllPerRank(s, c);
+    ASSERT_EQ(a.size(), 2u);
+    EXPECT_DOUBLE_EQ(a[0].commUs, 32.0);
+    EXPECT_DOUBLE_EQ(a[0].hiddenUs, 16.0);
+    EXPECT_DOUBLE_EQ(a[0].hiddenShare(), 0.5);
+    EXPECT_DOUBLE_EQ(a[1].commUs, 0.0);
+    EXPECT_DOUBLE_EQ(a[1].hiddenShare(), 0.0);
+    // The chainless half of ChainlessHalfIsOneComputeChunk hides 3 of its 8.
+    CostModel d;
+    d.stages.resize(2);
+    d.stages[0].forwardChain = { compute(2, 4), comm(8, 4), compute(2, 4) };
+    d.stages[1].inputGradUs = 1.0;
+    d.stages[1].weightGradUs = 2.0;
+    const auto b = allToAllPerRank(handBuilt({ "0F0 (0F1;1B0)OVERLAP_F_B", "1F0 1B1" }), d);
+    EXPECT_DOUBLE_EQ(b[0].commUs, 16.0);
+    EXPECT_DOUBLE_EQ(b[0].hiddenUs, 3.0);
 }

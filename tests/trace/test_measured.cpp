@@ -129,6 +129,31 @@ TEST(Measured, NamesTheFieldAtFault)
     EXPECT_NE(messageOf("{\"format_version\": 3e888}").find("m.json: not valid JSON"), std::string::npos);
 }
 
+TEST(Measured, AllToAllTimesAreOptionalAndChecked)
+{
+    // Absent: 0, and not written back. Present: read, and written back beside compute_us.
+    EXPECT_DOUBLE_EQ(parseMeasured(kSmall).ranks[0].actions[1].a2aUs, 0.0);
+    EXPECT_EQ(serializeMeasured(parseMeasured(kSmall)).find("a2a_us"), std::string::npos);
+    const std::string withA2a
+        = replaced(kSmall, "\"wait_us\": 3,", "\"wait_us\": 3, \"a2a_us\": 6.5, \"a2a_hidden_us\": 2.25,");
+    const MeasuredTrace t = parseMeasured(withA2a);
+    EXPECT_DOUBLE_EQ(t.ranks[0].actions[1].a2aUs, 6.5);
+    EXPECT_DOUBLE_EQ(t.ranks[0].actions[1].a2aHiddenUs, 2.25);
+    const MeasuredTrace back = parseMeasured(serializeMeasured(t));
+    EXPECT_DOUBLE_EQ(back.ranks[0].actions[1].a2aHiddenUs, 2.25);
+    auto messageOf = [](const std::string& text) {
+        try {
+            parseMeasured(text, "m.json");
+        } catch (const FormatError& e) {
+            return std::string(e.what());
+        }
+        return std::string("(accepted)");
+    };
+    EXPECT_EQ(messageOf(replaced(withA2a, "2.25", "7")),
+        "m.json: ranks[0].actions[1].a2a_hidden_us: must be between 0 and a2a_us (6.5)");
+    EXPECT_EQ(messageOf(replaced(withA2a, "6.5", "-1")), "m.json: ranks[0].actions[1].a2a_us: must not be negative");
+}
+
 TEST(Measured, LoadReportsAnUnreadableFileAsIoError)
 {
     EXPECT_THROW(loadMeasured("/nonexistent/measured.json"), IoError);

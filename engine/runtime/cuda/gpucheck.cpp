@@ -613,7 +613,7 @@ int runCompare(const Args& args)
     if (!args.get("first").empty()) {
         const MeasuredTrace first = loadMeasured(args.get("first"));
         const SimResult predicted
-            = launch::predictRun(project, first.variant.empty() ? project.activeVariant : first.variant, "cuda");
+            = launch::predictRun(project, first.variant.empty() ? project.activeVariant : first.variant, "cuda").sim;
         double error = 0.0;
         const std::string text = versus(first.medianMakespanUs(), predicted.makespanUs, &error);
         reportedRow(
@@ -627,7 +627,7 @@ int runCompare(const Args& args)
     applyCostsFile(calibrated.costs, parseCostsFile(readTextFile(args.required("costs")), args.get("costs")));
     const MeasuredTrace measured = loadMeasured(args.required("measured"));
     const SimResult predicted = launch::predictRun(
-        calibrated, measured.variant.empty() ? calibrated.activeVariant : measured.variant, "cuda");
+        calibrated, measured.variant.empty() ? calibrated.activeVariant : measured.variant, "cuda").sim;
     double error = 0.0;
     const std::string text = versus(measured.medianMakespanUs(), predicted.makespanUs, &error);
     row(calibratedCheck, text, "within 10%", std::abs(error) <= 0.10);

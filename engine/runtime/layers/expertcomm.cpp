@@ -7,6 +7,29 @@
 
 namespace dps::runtime::layers {
 
+namespace {
+/// Backend::communicationStarted() … communicationFinished() around an exchange, also when it throws.
+class CommunicationScope {
+public:
+    explicit CommunicationScope(Backend* backend)
+        : m_backend(backend)
+    {
+        if (m_backend)
+            m_backend->communicationStarted();
+    }
+    ~CommunicationScope()
+    {
+        if (m_backend)
+            m_backend->communicationFinished();
+    }
+    CommunicationScope(const CommunicationScope&) = delete;
+    CommunicationScope& operator=(const CommunicationScope&) = delete;
+
+private:
+    Backend* m_backend;
+};
+} // namespace
+
 std::vector<std::vector<float>> exchangeRows(
     const ExpertGroup& group, const std::vector<std::vector<float>>& send, std::size_t cols, int index)
 {
@@ -19,6 +42,7 @@ std::vector<std::vector<float>> exchangeRows(
         throw RuntimeError("expert all-to-all: tag " + std::to_string(tag) + " beyond the communicator's limit "
             + std::to_string(group.comm->maxTag()));
     Comm& comm = *group.comm;
+    const CommunicationScope communicating(group.backend);
     comm.endCompute(); // communication, not compute: MpiComm's helper leaves MPI to us
     std::vector<std::vector<float>> received(static_cast<std::size_t>(n));
     received[static_cast<std::size_t>(group.me)] = send[static_cast<std::size_t>(group.me)];
