@@ -15,9 +15,14 @@
 #      the overlap factor the calibration fits to the run of section 5 (reported)
 #   5  predicted vs measured makespan of DualPipeV (bf16, h=2048): the device preset's prediction against a
 #      first run (reported), the prediction calibrated on that run against a second run (within 10%)
+#   6  tiny transformers of the model library (`dpstudio init --model M --scale tiny`, fp32, every process on
+#      GPU 0, MPI through host buffers), against their sequential reference with the worker's CUDA thresholds:
+#      the tiny MoE (DeepSeek-V3: MLA, routed experts split over EP 2) on DualPipeV and on DualPipe, 2 ranks x
+#      dp 2 (4 processes), each with the run report's "a2a hidden" share per rank (reported; "not reported"
+#      when the report has none), and the tiny dense transformer (Llama 3 8B) on DualPipeV, 2 ranks
 #
 # Time budget: the whole check, build included, stays under --budget seconds (default 540: under 10
-# minutes on one H200 with 16 cores, where it typically takes about 5). Every step runs under `timeout`
+# minutes on one H200 with 16 cores, where it typically takes about 6). Every step runs under `timeout`
 # with its own limit (below), cut to what is left of the budget; a step that does not have its typical
 # need left is not started and its rows are SKIPPED "time budget: …"; a step that times out gets a FAIL row.
 #   step                          limit s   typical s (one H200, 16 cores)
@@ -29,6 +34,7 @@
 #   3 GEMM                        60        10
 #   4 overlap                     60        10
 #   5 each makespan run           90        20     (2, and a calibration of 30 s at most)
+#   6 each tiny transformer run   60        15     (3: tiny MoE DualPipeV and DualPipe, tiny dense DualPipeV)
 #
 # Usage: scripts/gpu-check.sh [--dry-run] [--build-dir DIR] [--deps auto|system|prefix] [--budget SECONDS]
 #                             [--device PRESET]
@@ -84,14 +90,14 @@ reserve=20
 limit_of() {
   case $1 in
     configure) echo 120 ;; build) echo 360 ;; kernels) echo 60 ;; reference) echo 90 ;; run) echo 60 ;;
-    gemm) echo 60 ;; overlap) echo 60 ;; perf-run) echo 90 ;; calibrate) echo 30 ;; *) echo 60 ;;
+    gemm) echo 60 ;; overlap) echo 60 ;; perf-run) echo 90 ;; calibrate) echo 30 ;; tiny) echo 60 ;; *) echo 60 ;;
   esac
 }
 # need_of STEP: what the step typically takes; it starts only with that much left of the budget.
 need_of() {
   case $1 in
     configure) echo 30 ;; build) echo 60 ;; kernels) echo 10 ;; reference) echo 10 ;; run) echo 15 ;;
-    gemm) echo 10 ;; overlap) echo 10 ;; perf) echo 60 ;; *) echo 10 ;;
+    gemm) echo 10 ;; overlap) echo 10 ;; perf) echo 60 ;; tiny) echo 15 ;; *) echo 10 ;;
   esac
 }
 # step_seconds STEP: the step's limit cut to what is left of the budget (after the reserve).
@@ -285,6 +291,40 @@ correctness_row() {
   fi
 }
 
+# tiny_row LABEL MODEL SCHEDULE REASON [A2A_LABEL]: `dpstudio init --model MODEL --scale tiny` (the preset's
+# structure at CPU sizes, fp32; an MoE's routed experts over EP 2 on dp 2) on SCHEDULE with 2 ranks and the device
+# preset, run with every process on GPU 0 (MPI through host buffers): its correctness row in section 6 and, with
+# A2A_LABEL, the run report's "a2a hidden" row under that label. The project is made even in a dry run, so a
+# broken `init` fails the dry run too.
+tiny_row() {
+  local label=$1 model=$2 schedule=$3 reason=$4 a2a=${5:-} rc
+  local project=$work/tiny-$model-$schedule.dpstudio.json out=$work/tiny-$model-$schedule.json
+  if ! "$bin/dpstudio" init -o "$project" --model "$model" --scale tiny --schedule "$schedule" --ranks 2 \
+      --microbatches 4 --device "$tiny_device" >"$project.log" 2>&1; then
+    gpucheck tiny "6 $label" correctness --section 6 --label "$label" --dtype fp32 \
+      --error "dpstudio init failed: $(tail -1 "$project.log")"
+    [ -n "$a2a" ] && gpucheck tiny "6 $label" a2a --label "$a2a" --skip "no project"
+    return
+  fi
+  if [ -n "$reason" ]; then
+    gpucheck tiny "6 $label" correctness --section 6 --label "$label" --dtype fp32 --skip "$reason"
+    [ -n "$a2a" ] && gpucheck tiny "6 $label" a2a --label "$a2a" --skip "$reason"
+    return
+  fi
+  CUDA_VISIBLE_DEVICES=0 run_project tiny "$project" "$out" --steps 2 --warmup 1
+  rc=$?
+  [ "$rc" -ne 0 ] && log "$label: dpstudio run failed (exit $rc), log: $(tail -3 "$out.log" | paste -sd' ' -)"
+  if [ -f "$out" ]; then
+    gpucheck tiny "6 $label" correctness --section 6 --label "$label" --dtype fp32 --comm mpi-host --measured "$out"
+  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    timed_out_row "6 $label" "$(limit_of tiny)"
+  else
+    gpucheck tiny "6 $label" correctness --section 6 --label "$label" --dtype fp32 \
+      --error "no measured trace: $(tail -1 "$out.log" 2>/dev/null)"
+  fi
+  [ -n "$a2a" ] && gpucheck tiny "6 $label" a2a --label "$a2a" --log "$out.log"
+}
+
 # Section 3 and 4 measure at the makespan run's shapes: hidden 2048, 2 × 1024 tokens, ffn 8192, 4 layers a stage.
 perf_hidden=2048
 perf_seq=1024
@@ -374,6 +414,22 @@ rows_makespan() {
   fi
 }
 
+rows_tiny() {
+  log "6: tiny transformers of the model library (MoE with expert parallelism, dense) on one shared GPU"
+  # `dpstudio init` takes a preset id: what --device auto stands for on this machine.
+  tiny_device=$device
+  [ "$tiny_device" = auto ] && tiny_device=$("$bin/dpstudio-gpucheck" device-preset --device auto)
+  local reason
+  reason=$(row_or_skip tiny)
+  tiny_row "tiny DeepSeek-V3 MoE, DualPipeV 2 ranks x dp 2, EP 2, 1 shared GPU, fp32" deepseek-v3 dualpipev \
+    "$reason" "tiny DeepSeek-V3 MoE, DualPipeV"
+  reason=$(row_or_skip tiny)
+  tiny_row "tiny DeepSeek-V3 MoE, DualPipe 2 ranks x dp 2, EP 2, 1 shared GPU, fp32" deepseek-v3 dualpipe \
+    "$reason" "tiny DeepSeek-V3 MoE, DualPipe"
+  reason=$(row_or_skip tiny)
+  tiny_row "tiny Llama 3 8B dense, DualPipeV 2 ranks, 1 shared GPU, fp32" llama3-8b dualpipev "$reason"
+}
+
 # ------------------------------------------------------------------ the table
 
 print_table() {
@@ -410,6 +466,7 @@ rows_gemm
 rows_overlap
 rows_correctness
 rows_makespan
+rows_tiny
 
 mode="GPU check"
 [ "$dry_run" -eq 1 ] && mode="GPU check, dry run"
@@ -417,11 +474,12 @@ print_table "$mode: $gpu_count GPU(s) ($gpu_names), CUDA $("$nvcc" --version 2>/
 
 if [ "$dry_run" -eq 1 ]; then
   # Every row must be there and skipped: 18 kernel rows, 2 model-vs-CPU rows, 2 GEMM rows, 1 overlap row,
-  # 8 run correctness rows, 3 makespan rows (preset, calibrated, the run's overlap).
+  # 8 run correctness rows, 3 makespan rows (preset, calibrated, the run's overlap), 5 tiny transformer rows
+  # (3 correctness, 2 a2a hidden).
   total=$(wc -l <"$rows")
   skipped=$(awk -F'\t' '$4 == "SKIPPED"' "$rows" | wc -l)
-  if [ "$total" -ne 34 ] || [ "$skipped" -ne 34 ]; then
-    log "dry run: expected 34 rows, all SKIPPED; got $total rows, $skipped skipped"
+  if [ "$total" -ne 39 ] || [ "$skipped" -ne 39 ]; then
+    log "dry run: expected 39 rows, all SKIPPED; got $total rows, $skipped skipped"
     exit 1
   fi
   exit 0

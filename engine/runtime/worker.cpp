@@ -259,9 +259,15 @@ void loadProject(const WorkerOptions& options, int worldRank, int worldSize, Wor
         s.warnings.push_back(std::string("the project asks for recompute \"")
             + std::string(model::recomputeName(recomputeOf(s.project, s.variant)))
             + "\": the engine keeps every activation (no recompute), so it holds more than the prediction");
-    if (s.replicas > 1 && s.choice.backend != "cpu")
-        throw RuntimeError("variant " + s.variant.name + ": dp " + std::to_string(s.replicas)
-            + ": data-parallel replicas run on the cpu backend only so far (--backend cpu)");
+    // Replicas on the cuda backend: through host buffers (mpi-host) as on the cpu; over NCCL the transfer order
+    // carries each replica's pipeline and the gradient sum after the step (jobsetup.h's ncclTransfersOf), but not
+    // the expert all-to-all, which exchanges host buffers in the middle of a step. docs/gpu.md.
+    const int expertRanks = s.spec.transformer && s.spec.transformer->isMoe() ? s.spec.transformer->moe.ep : 1;
+    if (s.replicas > 1 && expertRanks > 1 && s.choice.comm == "nccl")
+        throw RuntimeError("variant " + s.variant.name + ": model.moe.ep " + std::to_string(expertRanks)
+            + " over NCCL: the expert all-to-all exchanges host buffers in the middle of a step, which NCCL's "
+              "transfer order does not carry yet; let the ranks share GPUs (MPI through host buffers, e.g. "
+              "CUDA_VISIBLE_DEVICES=0) or run with --backend cpu");
     if (s.spec.transformer && s.spec.transformer->isMoe() && s.spec.transformer->moe.ep > 1) {
         // Expert parallelism: the ep consecutive replicas of a pipeline rank hold its experts between them.
         const int ep = s.spec.transformer->moe.ep;

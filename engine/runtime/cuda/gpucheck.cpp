@@ -7,8 +7,9 @@
 //   2 reference --project P --dtype D [--microbatches N]
 //                                the project's whole model, sequentially, on the GPU against the CPU backend:
 //                                loss and gradient errors with the worker's CUDA thresholds
-//   2 correctness --label L --measured M.json --dtype fp32|bf16 [--comm C]
-//                                a pipelined run's correctness check (against the sequential run on its GPU)
+//   2 correctness --label L --measured M.json --dtype fp32|bf16 [--comm C] [--section N]
+//                                a pipelined run's correctness check (against the sequential run on its GPU);
+//                                the row goes in section N (default 2; 6 for the tiny transformers)
 //   3 gemm [--hidden H --tokens T --ffn F] [--device PRESET]
 //                                TFLOP/s of one layer's six GEMMs at those shapes against the device preset's
 //                                peak (resources/presets/devices/): bf16 must reach the preset's efficiency
@@ -19,9 +20,16 @@
 //                                the first run's makespan against the project's (device preset) prediction,
 //                                the second run's against the prediction calibrated on the first; the
 //                                overlapped slots of the run against F + B as the calibration fits them
+//   6 a2a --label L --log RUN.log
+//                                the run report's "a2a hidden" lines (`dpstudio run` of an MoE with expert
+//                                parallelism: per rank, the share of the expert all-to-all the other half of an
+//                                overlapped F&B slot hid, beside the prediction's), reported; "not reported"
+//                                when the report has none
 //   make-project --out P --kind K --ranks R --microbatches M [--layers N --hidden H --ffn F --seq S
 //                --microbatch-size B --dtype D --device PRESET]
 //                                writes a project for the runs (the cluster of the device preset)
+//   device-preset [--device PRESET]
+//                                prints the device preset id --device auto stands for (for `dpstudio init`)
 // correctness and compare also take --error TEXT: the run did not happen; print FAIL rows saying why. Every
 // measuring subcommand takes --skip REASON: print its rows as SKIPPED with the reason (the dry run). --device
 // auto (the default) picks the preset from the first GPU's name (presetForGpu below), h200 without a GPU.
@@ -561,7 +569,7 @@ int runOverlap(const Args& args)
 
 int runCorrectness(const Args& args)
 {
-    const std::string label = "2 " + args.required("label");
+    const std::string label = args.get("section", "2") + " " + args.required("label");
     const bool bf16 = args.get("dtype", "fp32") == "bf16";
     const Thresholds limits = thresholdsFor("cuda", bf16 ? DType::BF16 : DType::FP32);
     const std::string threshold = "loss <= " + number("%.0e", limits.loss) + ", grad <= " + number("%.0e", limits.grad);
@@ -586,6 +594,49 @@ int runCorrectness(const Args& args)
     if (!sameComm)
         std::cerr << "gpucheck: " << label << ": expected comm " << expectedComm << ", the run used " << trace.comm
                   << "\n";
+    return 0;
+}
+
+/// The lines of a `dpstudio run` log that carry "a2a hidden" (the run report's per-rank share of the expert
+/// all-to-all hidden under the other half of an overlapped slot, engine/launch/report.h), each from its "rank"
+/// on, blanks collapsed, joined with "; "; "" when there are none.
+std::string allToAllHiddenLines(std::istream& log)
+{
+    std::string joined;
+    for (std::string line; std::getline(log, line);) {
+        const std::size_t at = line.find("a2a hidden");
+        if (at == std::string::npos)
+            continue;
+        const std::size_t rank = line.rfind("rank", at);
+        std::string text;
+        for (char c : line.substr(rank == std::string::npos ? 0 : rank)) {
+            const bool blank = c == ' ' || c == '\t' || c == '\r';
+            if (blank && (text.empty() || text.back() == ' '))
+                continue;
+            text += blank ? ' ' : c;
+        }
+        while (!text.empty() && text.back() == ' ')
+            text.pop_back();
+        joined += (joined.empty() ? "" : "; ") + text;
+    }
+    return joined;
+}
+
+int runAllToAll(const Args& args)
+{
+    const std::string check = "6 " + args.required("label") + ": a2a hidden (run report, per rank)";
+    if (args.has("skip")) {
+        skippedRow(check, "reported", args.get("skip"));
+        return 0;
+    }
+    const std::string path = args.required("log");
+    std::ifstream log(path);
+    if (!log) {
+        reportedRow(check, "not reported (cannot read the run's log " + path + ")");
+        return 0;
+    }
+    const std::string lines = allToAllHiddenLines(log);
+    reportedRow(check, lines.empty() ? "not reported (the run report has no \"a2a hidden\" line)" : lines);
     return 0;
 }
 
@@ -668,10 +719,17 @@ int makeProject(const Args& args)
     return 0;
 }
 
+int printDevicePreset(const Args& args)
+{
+    std::cout << devicePresetId(args) << "\n";
+    return 0;
+}
+
 int usage(const std::string& message)
 {
     std::cerr << "dpstudio-gpucheck: " << message << "\n"
-              << "usage: dpstudio-gpucheck kernels|reference|gemm|overlap|correctness|compare|make-project "
+              << "usage: dpstudio-gpucheck kernels|reference|gemm|overlap|correctness|compare|a2a|make-project|"
+                 "device-preset "
                  "[--name value]... [--skip REASON]\n";
     return 2;
 }
@@ -690,7 +748,9 @@ int main(int argc, char** argv)
         { "overlap", runOverlap },
         { "correctness", runCorrectness },
         { "compare", runCompare },
+        { "a2a", runAllToAll },
         { "make-project", makeProject },
+        { "device-preset", printDevicePreset },
     };
     const auto it = commands.find(command);
     if (it == commands.end())

@@ -97,17 +97,31 @@ std::unique_ptr<Comm> makeComm(const Selection& selection, Comm& mpi, Backend& b
     return api.createNcclComm(mpi, backend);
 }
 
-NcclTransfers ncclTransfersOf(
-    const Schedule& schedule, int rank, const std::function<int(const Transfer&)>& tagOf, std::size_t messageBytes)
+NcclTransfers ncclTransfersOf(const Schedule& schedule, int rank, const std::function<int(const Transfer&)>& tagOf,
+    std::size_t messageBytes, int replicas)
 {
+    if (replicas < 1 || rank < 0 || rank >= schedule.ranks * replicas)
+        throw RuntimeError("nccl transfers: comm rank " + std::to_string(rank) + " is not in "
+            + std::to_string(schedule.ranks) + " ranks × " + std::to_string(replicas) + " replicas");
+    // The placement rule of ExecutorOptions::replicas: comm rank = pipeline rank × replicas + replica.
+    const int pipelineRank = rank / replicas;
+    const int replica = rank % replicas;
+    const auto commRank = [&](int pipeline, int of) { return pipeline * replicas + of; };
     const TransferPlan plan = deriveTransferPlan(schedule);
     std::set<int> peers;
-    for (int p : plan.peersOf(rank))
-        peers.insert(p);
-    for (int p : replicaPeers(schedule, rank))
-        peers.insert(p);
+    for (int p : plan.peersOf(pipelineRank))
+        peers.insert(commRank(p, replica));
+    // Every holder of one of its stages, in every replica, sums gradients with it after the step.
+    std::vector<int> holders = replicaPeers(schedule, pipelineRank);
+    holders.push_back(pipelineRank);
+    for (int p : holders)
+        for (int d = 0; d < replicas; ++d)
+            peers.insert(commRank(p, d));
     peers.erase(rank);
-    return NcclTransfers { plannedTransfersOf(plan, rank, tagOf, messageBytes), { peers.begin(), peers.end() } };
+    std::vector<PlannedTransfer> transfers = plannedTransfersOf(plan, pipelineRank, tagOf, messageBytes);
+    for (PlannedTransfer& t : transfers)
+        t.peer = commRank(t.peer, replica);
+    return NcclTransfers { std::move(transfers), { peers.begin(), peers.end() } };
 }
 
 void prepareTransfers(
@@ -116,7 +130,11 @@ void prepareTransfers(
     const CudaRuntimeApi* api = cudaRuntime();
     if (!api || comm.name() != "nccl")
         return;
-    const NcclTransfers mine = ncclTransfersOf(schedule, comm.rank(), tagOf, messageBytes);
+    if (schedule.ranks < 1 || comm.size() % schedule.ranks != 0)
+        throw RuntimeError("nccl transfers: the job has " + std::to_string(comm.size())
+            + " ranks, not a multiple of the schedule's " + std::to_string(schedule.ranks));
+    const NcclTransfers mine
+        = ncclTransfersOf(schedule, comm.rank(), tagOf, messageBytes, comm.size() / schedule.ranks);
     if (!api->setNcclTransfers(comm, mine.transfers, mine.peers))
         throw RuntimeError("comm '" + comm.name() + "' is not the CUDA module's NcclComm");
 }

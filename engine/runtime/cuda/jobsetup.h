@@ -50,20 +50,25 @@ SelectionRequest cudaRequest(BackendChoice backend);
 /// setCheckRank(rank) in this program and in the CUDA module, when it is loaded (it has its own copy).
 void nameCheckRank(int rank);
 
-/// What NcclComm::setTransfers needs on `rank`: its transfers in the order of the schedule's transfer plan
-/// (deriveTransferPlan), each with the executor's tag (`tagOf`) and `messageBytes`, and the ranks to connect
-/// to: its peers in the plan and the ranks holding a replica of one of its stages (replicaPeers), ascending,
-/// without `rank`. Throws RuntimeError when the plan cannot be derived.
+/// What NcclComm::setTransfers needs on comm rank `rank` of a job with `replicas` data-parallel replicas (comm
+/// rank = pipeline rank × replicas + replica, ExecutorOptions::replicas): its pipeline rank's transfers in the
+/// order of the schedule's transfer plan (deriveTransferPlan), each with the executor's tag (`tagOf`) and
+/// `messageBytes` and its peer turned into the comm rank of the same replica, and the comm ranks to connect
+/// to: those peers and every holder of one of its stages in every replica (the replica gradient sum:
+/// replicaPeers and the other replicas), ascending, without `rank`. With one replica the comm rank is the
+/// pipeline rank. Throws RuntimeError for replicas < 1, a rank outside ranks × replicas, or a plan that cannot
+/// be derived.
 struct NcclTransfers {
     std::vector<PlannedTransfer> transfers;
     std::vector<int> peers;
 };
-NcclTransfers ncclTransfersOf(
-    const Schedule& schedule, int rank, const std::function<int(const Transfer&)>& tagOf, std::size_t messageBytes);
+NcclTransfers ncclTransfersOf(const Schedule& schedule, int rank, const std::function<int(const Transfer&)>& tagOf,
+    std::size_t messageBytes, int replicas = 1);
 
-/// Gives an NcclComm the schedule's transfer order (ncclTransfersOf; collective: opens its connections); a
-/// no-op for any other comm. `tagOf` is the executor's tag of a transfer: RankExecutor::messageTag(consumer
-/// stage, consumer microbatch, gradient ? 1 : 0).
+/// Gives an NcclComm the schedule's transfer order (ncclTransfersOf, with comm.size() / schedule.ranks
+/// replicas; collective: opens its connections); a no-op for any other comm. `tagOf` is the executor's tag of
+/// a transfer: RankExecutor::messageTag(consumer stage, consumer microbatch, gradient ? 1 : 0). Throws
+/// RuntimeError when the comm's size is not a multiple of the schedule's ranks.
 void prepareTransfers(
     Comm& comm, const Schedule& schedule, const std::function<int(const Transfer&)>& tagOf, std::size_t messageBytes);
 

@@ -312,6 +312,37 @@ TEST(JobSetup, NcclTransfersFollowThePlanWithTheExecutorsTagsAndReplicaPeers)
     }
 }
 
+TEST(JobSetup, NcclTransfersOfAReplicaTalkToTheSameReplicaAndSumWithEveryHolder)
+{
+    // 1F1B on 2 ranks × dp 2 (comm rank = rank × 2 + replica): comm rank 3 is pipeline rank 1 of replica 1. Its
+    // transfers are pipeline rank 1's, in the same order with the same tags, each with comm rank 1 (pipeline
+    // rank 0 of replica 1); it sums its stage's gradients with comm rank 2 (the same stage in replica 0).
+    const dps::Schedule s = dps::generate({ dps::ScheduleKind::OneFOneB, 2, 4, 0 });
+    const auto tagOf = [](const Transfer& t) { return t.consumer.stage * 1000 + t.consumer.microbatch; };
+    const NcclTransfers single = ncclTransfersOf(s, 1, tagOf, 256);
+    const NcclTransfers mine = ncclTransfersOf(s, 3, tagOf, 256, 2);
+    EXPECT_EQ(single.peers, (std::vector<int> { 0 }));
+    EXPECT_EQ(mine.peers, (std::vector<int> { 1, 2 }));
+    ASSERT_EQ(mine.transfers.size(), single.transfers.size());
+    ASSERT_EQ(mine.transfers.size(), 8u); // 4 activations in, 4 gradients out
+    for (std::size_t i = 0; i < mine.transfers.size(); ++i) {
+        EXPECT_EQ(mine.transfers[i].send, single.transfers[i].send) << i;
+        EXPECT_EQ(mine.transfers[i].tag, single.transfers[i].tag) << i;
+        EXPECT_EQ(mine.transfers[i].bytes, 256u) << i;
+        EXPECT_EQ(mine.transfers[i].peer, 1) << i;
+    }
+    // DualPipe on 2 ranks × dp 2: every rank holds both stages, so comm rank 1 (pipeline rank 0, replica 1)
+    // talks to comm rank 3 (pipeline rank 1, replica 1) and sums with all three others.
+    const dps::Schedule dual = dps::generate({ dps::ScheduleKind::DualPipe, 2, 4, 0 });
+    const NcclTransfers holder = ncclTransfersOf(dual, 1, tagOf, 256, 2);
+    EXPECT_EQ(holder.peers, (std::vector<int> { 0, 2, 3 }));
+    ASSERT_FALSE(holder.transfers.empty());
+    for (const PlannedTransfer& t : holder.transfers)
+        EXPECT_EQ(t.peer, 3);
+    EXPECT_THROW(ncclTransfersOf(s, 4, tagOf, 256, 2), RuntimeError); // 2 ranks × 2 replicas: comm ranks 0–3
+    EXPECT_THROW(ncclTransfersOf(s, 0, tagOf, 256, 0), RuntimeError);
+}
+
 TEST(CheckMacros, FailureTextNamesRankHostCallFileAndLine)
 {
     setCheckRank(5);

@@ -4,9 +4,11 @@
 // are needed, sends after each slot, tests after each slot, the replica exchange after each step) over a
 // simulated NCCL with its documented semantics: per rank one stream on which each group starts once the
 // previous one completed, sends and receives between two ranks matched in issue order, a send or receive
-// blocking until its counterpart is issued.
+// blocking until its counterpart is issued; also with data-parallel replicas (comm rank = rank × dp + replica,
+// the transfer order of jobsetup.h's ncclTransfersOf).
 #include "base/errors.h"
 #include "runtime/backend.h"
+#include "runtime/cuda/jobsetup.h"
 #include "runtime/cuda/orderedp2p.h"
 #include "runtime/cuda/transferorder.h"
 #include "runtime/cuda/transfersequencer.h"
@@ -19,6 +21,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace dps;
@@ -326,21 +329,25 @@ private:
     std::map<Marker, int> m_after; ///< marker → batches that must finish first
 };
 
-/// One rank's executor, as RankExecutor drives its Comm, over a TransferSequencer and the fake NCCL.
+/// One rank's executor, as RankExecutor drives its Comm, over a TransferSequencer and the fake NCCL: comm rank
+/// `commRank` is pipeline rank commRank / replicas of replica commRank % replicas. With one replica its order
+/// is plannedTransfersOf(plan), with more ncclTransfersOf's (what NcclComm gets in a run).
 class FakeExecutor {
 public:
-    FakeExecutor(const Schedule& s, int rank, const TransferPlan& plan, FakeNccl& nccl, Staging& staging)
+    FakeExecutor(
+        const Schedule& s, int commRank, int replicas, const TransferPlan& plan, FakeNccl& nccl, Staging& staging)
         : m_s(s)
-        , m_rank(rank)
-        , m_device(nccl, rank)
+        , m_rank(commRank / replicas)
+        , m_replica(commRank % replicas)
+        , m_replicas(replicas)
+        , m_device(nccl, commRank)
         , m_p2p(m_device, staging.allocate(), staging.release())
     {
-        m_p2p.setPlan(plannedTransfersOf(
-            plan, rank,
-            [&](const Transfer& t) {
-                return messageTag(s, t.consumer.stage, t.consumer.microbatch, t.gradient() ? 1 : 0);
-            },
-            kBytes));
+        const auto tagOf = [&](const Transfer& t) {
+            return messageTag(s, t.consumer.stage, t.consumer.microbatch, t.gradient() ? 1 : 0);
+        };
+        m_p2p.setPlan(replicas == 1 ? plannedTransfersOf(plan, m_rank, tagOf, kBytes)
+                                    : ncclTransfersOf(s, commRank, tagOf, kBytes, replicas).transfers);
         planReceives();
         startStep();
     }
@@ -358,8 +365,9 @@ public:
 
     std::string state() const
     {
-        return "rank " + std::to_string(m_rank) + " step " + std::to_string(m_step) + " slot " + std::to_string(m_slot)
-            + " phase " + std::to_string(static_cast<int>(m_phase));
+        return "rank " + std::to_string(m_rank) + " replica " + std::to_string(m_replica) + " step "
+            + std::to_string(m_step) + " slot " + std::to_string(m_slot) + " phase "
+            + std::to_string(static_cast<int>(m_phase));
     }
 
     /// What is left once done: requests not released, markers held (0 and 0 when all went well).
@@ -406,7 +414,7 @@ private:
     {
         while (m_nextPost < m_incoming.size() && m_nextPost <= through) {
             const Incoming& in = m_incoming[m_nextPost++];
-            m_posted[in.tag] = m_p2p.irecv(g_buffers[0], kBytes, in.peer, in.tag);
+            m_posted[in.tag] = m_p2p.irecv(g_buffers[0], kBytes, commRank(in.peer, m_replica), in.tag);
         }
     }
 
@@ -455,7 +463,8 @@ private:
             const int dest = m_s.placement.rankOf(stage, op.microbatch);
             if (dest == m_rank)
                 continue;
-            m_sends.push_back(m_p2p.isend(g_buffers[1], kBytes, dest, messageTag(m_s, stage, op.microbatch, kind)));
+            m_sends.push_back(m_p2p.isend(
+                g_buffers[1], kBytes, commRank(dest, m_replica), messageTag(m_s, stage, op.microbatch, kind)));
         }
         std::erase_if(m_sends, [this](RequestId r) { return test(r); });
     }
@@ -489,16 +498,21 @@ private:
             for (int i = 0; i < a.size(); ++i)
                 stages.insert(a.at(i).stage);
         const int tagBase = 2 * m_s.stages * m_s.microbatches;
+        // Every other holder of the stage in every replica, ascending comm rank (RankExecutor::m_holders).
         for (int stage : stages)
-            for (int peer = 0; peer < m_s.ranks; ++peer) {
-                if (peer == m_rank || !holds(peer, stage))
-                    continue;
-                m_replicaReceives.push_back(m_p2p.irecv(g_buffers[2], 2 * kBytes, peer, tagBase + stage));
-                m_sends.push_back(m_p2p.isend(g_buffers[3], 2 * kBytes, peer, tagBase + stage));
-            }
+            for (int peer = 0; peer < m_s.ranks; ++peer)
+                for (int replica = 0; replica < m_replicas; ++replica) {
+                    if ((peer == m_rank && replica == m_replica) || !holds(peer, stage))
+                        continue;
+                    const int to = commRank(peer, replica);
+                    m_replicaReceives.push_back(m_p2p.irecv(g_buffers[2], 2 * kBytes, to, tagBase + stage));
+                    m_sends.push_back(m_p2p.isend(g_buffers[3], 2 * kBytes, to, tagBase + stage));
+                }
         m_phase = Phase::ReplicaWait;
         return true;
     }
+
+    int commRank(int rank, int replica) const { return rank * m_replicas + replica; }
 
     bool holds(int rank, int stage) const
     {
@@ -543,6 +557,8 @@ private:
 
     const Schedule& m_s;
     int m_rank;
+    int m_replica;
+    int m_replicas;
     FakeP2pDevice m_device;
     OrderedP2p m_p2p;
     std::vector<Incoming> m_incoming;
@@ -559,15 +575,15 @@ private:
     RequestId m_current = kNoRequest;
 };
 
-/// Runs every rank to the end; returns "" or what went wrong.
-std::string runAll(const Schedule& s)
+/// Runs every rank of every replica to the end; returns "" or what went wrong.
+std::string runAll(const Schedule& s, int replicas = 1)
 {
     const TransferPlan plan = deriveTransferPlan(s);
-    FakeNccl nccl(s.ranks);
+    FakeNccl nccl(s.ranks * replicas);
     Staging staging;
     std::vector<std::unique_ptr<FakeExecutor>> ranks;
-    for (int r = 0; r < s.ranks; ++r)
-        ranks.push_back(std::make_unique<FakeExecutor>(s, r, plan, nccl, staging));
+    for (int r = 0; r < s.ranks * replicas; ++r)
+        ranks.push_back(std::make_unique<FakeExecutor>(s, r, replicas, plan, nccl, staging));
     for (bool moved = true; moved;) {
         moved = false;
         for (auto& r : ranks)
@@ -610,6 +626,28 @@ TEST(TransferSequencer, EveryGeneratedScheduleRunsTwoStepsOverFifoNccl)
             ++runs;
         }
     EXPECT_GE(runs, 30);
+}
+
+TEST(TransferSequencer, DataParallelReplicasRunTwoStepsOverFifoNccl)
+{
+    // ranks × dp comm ranks: each replica's pipeline in its own slice of the order, then the gradient sum over
+    // every holder of a stage in every replica (unplanned, after the step), as a dp > 1 run over NCCL does.
+    int runs = 0;
+    for (const ScheduleKind kind : generatedKinds())
+        for (const auto& [ranks, microbatches, replicas] :
+            std::vector<std::tuple<int, int, int>> { { 2, 4, 2 }, { 2, 8, 3 }, { 4, 8, 2 } }) {
+            const GenerateOptions o { kind, ranks, microbatches, 0 };
+            try {
+                checkConstraints(o);
+            } catch (const ConstraintError&) {
+                continue;
+            }
+            SCOPED_TRACE(std::string(kindName(kind)) + " " + std::to_string(ranks) + "x" + std::to_string(microbatches)
+                + " dp " + std::to_string(replicas));
+            EXPECT_EQ(runAll(generate(o), replicas), "");
+            ++runs;
+        }
+    EXPECT_GE(runs, 15);
 }
 
 TEST(OrderedP2p, StagedReceivesCopiesAndMarkersAreAllGivenBack)
