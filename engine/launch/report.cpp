@@ -6,6 +6,7 @@
 #include "base/gpus.h"
 #include "project/predict.h"
 #include "sim/alltoall.h"
+#include "trace/runstats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -236,13 +237,7 @@ Prediction predictRunAs(const Project& project, const std::string& variantName, 
 
 std::string formatAllToAll(const Prediction& predicted, const MeasuredTrace& measured)
 {
-    std::map<int, RankAllToAll> measuredRanks;
-    for (const MeasuredRank& r : measured.ranks)
-        for (const MeasuredAction& a : r.actions)
-            if (a.step == measured.medianStep) {
-                measuredRanks[r.rank].commUs += a.a2aUs;
-                measuredRanks[r.rank].hiddenUs += a.a2aHiddenUs;
-            }
+    const std::vector<RankAllToAll> measuredRanks = measuredAllToAll(measured, measured.medianStep);
     std::vector<RankAllToAll> predictedRanks;
     if (predicted.schedule)
         try {
@@ -251,18 +246,19 @@ std::string formatAllToAll(const Prediction& predicted, const MeasuredTrace& mea
             predictedRanks.clear();
         }
     bool any = false;
-    for (const auto& [rank, m] : measuredRanks)
+    for (const RankAllToAll& m : measuredRanks)
         any = any || m.commUs > 0.0;
     for (const RankAllToAll& p : predictedRanks)
         any = any || p.commUs > 0.0;
     if (!any)
         return {};
     std::string text;
-    for (const auto& [rank, m] : measuredRanks) {
+    for (std::size_t rank = 0; rank < measuredRanks.size(); ++rank) {
+        const RankAllToAll& m = measuredRanks[rank];
         text += "rank " + std::to_string(rank) + " a2a hidden: " + formatPercent(m.hiddenShare()) + " of "
             + formatTime(m.commUs);
-        if (rank >= 0 && static_cast<std::size_t>(rank) < predictedRanks.size()) {
-            const RankAllToAll& p = predictedRanks[static_cast<std::size_t>(rank)];
+        if (rank < predictedRanks.size()) {
+            const RankAllToAll& p = predictedRanks[rank];
             text += " (predicted " + formatPercent(p.hiddenShare()) + " of " + formatTime(p.commUs) + ")";
         }
         text += "\n";

@@ -24,6 +24,22 @@ TimedRun measuredTimedRun(const MeasuredTrace& trace, int step)
     return run;
 }
 
+std::vector<RankAllToAll> measuredAllToAll(const MeasuredTrace& trace, int step)
+{
+    const auto ranks = static_cast<int>(trace.ranks.size());
+    std::vector<RankAllToAll> result(trace.ranks.size());
+    for (const MeasuredRank& r : trace.ranks) {
+        if (r.rank < 0 || r.rank >= ranks)
+            continue;
+        for (const MeasuredAction& a : r.actions)
+            if (a.step == step) {
+                result[static_cast<std::size_t>(r.rank)].commUs += a.a2aUs;
+                result[static_cast<std::size_t>(r.rank)].hiddenUs += a.a2aHiddenUs;
+            }
+    }
+    return result;
+}
+
 CriticalPath measuredCriticalPath(const MeasuredTrace& trace, int step)
 {
     return criticalPath(measuredTimedRun(trace, step));

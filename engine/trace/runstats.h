@@ -1,6 +1,7 @@
 #pragma once
 // Analyses of a measured run (definitions in docs/analysis.md): its critical path, and stragglers and
 // variance across its measured steps.
+#include "sim/alltoall.h"
 #include "sim/criticalpath.h"
 #include "trace/measured.h"
 
@@ -18,6 +19,11 @@ TimedRun measuredTimedRun(const MeasuredTrace& trace, int step);
 /// The critical path of measured step `step` (criticalPath(measuredTimedRun(trace, step))). Empty when the
 /// step has no action. Never throws.
 CriticalPath measuredCriticalPath(const MeasuredTrace& trace, int step);
+
+/// The expert all-to-all of measured step `step`, per rank indexed by rank number as measuredTimedRun: Σ a2a_us
+/// and Σ a2a_hidden_us of the rank's actions of that step (all 0 for a run without expert parallelism). Never
+/// throws.
+std::vector<RankAllToAll> measuredAllToAll(const MeasuredTrace& trace, int step);
 
 /// What runStats() groups durations by: a slot's kind, an overlapped F&B slot being its own kind.
 enum class SlotKind { F, I, W, B, FB };

@@ -176,6 +176,47 @@ TEST(Overlay, AnyStepCanBeShown)
     expectEveryBlockMeasured(f.window);
 }
 
+// A real run of tiny DeepSeek-V3 with expert parallelism (DualPipe 2 ranks × dp 2, ep 2: `dpstudio init --model
+// deepseek-v3 --scale tiny --schedule dualpipe --ranks 2 --microbatches 4`, then `dpstudio run --steps 1 --warmup
+// 1`, tests/data/measured/tiny-deepseek-dualpipe.measured.json): the overlay adds each rank's share of the
+// all-to-all hidden behind the other half of an F&B slot, measured beside predicted, and the tooltip of the
+// overlapped block says how much of its all-to-all was hidden. The measured shares are the file's sums:
+// rank 0 1183.259 of 19994.101 µs, rank 1 1533.396 of 26082.174 µs.
+TEST(Overlay, AnExpertParallelRunShowsTheHiddenAllToAll)
+{
+    MainWindow window;
+    window.resize(1600, 1000);
+    window.show();
+    ASSERT_TRUE(
+        window.files()->openFile(QStringLiteral(DPS_TEST_DATA "/projects/tiny-deepseek-dualpipe.dpstudio.json")));
+    QApplication::processEvents();
+    window.waitUntilIdle();
+    QApplication::processEvents();
+    QString error;
+    ASSERT_TRUE(window.runs()->loadMeasured(
+        QStringLiteral(DPS_TEST_DATA "/measured/tiny-deepseek-dualpipe.measured.json"), &error))
+        << error.toStdString();
+    QApplication::processEvents();
+    const MeasuredOverlay& o = window.runs()->overlayPanel()->overlay();
+    const auto predicted = dps::allToAllPerRank(*window.snapshot()->schedule, window.snapshot()->costs);
+    const double measured[] = { 1183.259 / 19994.101, 1533.396 / 26082.174 };
+    for (int r = 0; r < 2; ++r) {
+        const auto* row = o.row("a2a-hidden-" + std::to_string(r));
+        ASSERT_NE(row, nullptr) << "rank " << r;
+        EXPECT_NEAR(row->measured, measured[r], 1e-12) << "rank " << r;
+        EXPECT_DOUBLE_EQ(row->predicted, predicted[static_cast<std::size_t>(r)].hiddenShare()) << "rank " << r;
+        EXPECT_GT(row->predicted, 0.0) << "rank " << r;
+        EXPECT_LT(row->predicted, 1.0) << "rank " << r;
+    }
+    // Rank 0's overlapped slot (1F3;0B0): 6197.65 µs of all-to-all, 1183.259 µs hidden.
+    for (const TimelineBlock& b : window.snapshot()->blocks.blocks(0))
+        if (b.action.overlapped) {
+            const QString tip = window.timeline()->measuredTooltip(b);
+            EXPECT_TRUE(tip.contains(QStringLiteral("all-to-all 6.2 ms, of which 1.18 ms hidden")))
+                << tip.toStdString();
+        }
+}
+
 TEST(Overlay, ClickingASlipSelectsItsBlock)
 {
     OverlayFixture f;

@@ -19,6 +19,8 @@ struct TimelineBlock {
     bool invalid = false; ///< named by an error diagnostic
     bool waitedForInput = false; ///< started later than its rank was free (an input arrived late)
     double waitUs = 0.0; ///< measured blocks: time at the slot's start spent waiting for data
+    double a2aUs = 0.0; ///< measured blocks: time in the expert all-to-all (MeasuredAction::a2aUs)
+    double a2aHiddenUs = 0.0; ///< measured blocks: of it, hidden behind the other half's compute
 };
 
 /// Blocks grouped by rank, each rank's blocks sorted by start and not overlapping.

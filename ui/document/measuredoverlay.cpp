@@ -34,7 +34,10 @@ void addRank(MeasuredOverlay& o, const SimulationSnapshot& predicted, BlockIndex
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
         const MeasuredAction& a = *actions[i];
         const int position = matchPosition(list, a.action, i, used);
-        blocks.add(measuredBlock(a.action, rank, position, a.startUs, a.endUs, a.waitUs, lastEnd));
+        TimelineBlock block = measuredBlock(a.action, rank, position, a.startUs, a.endUs, a.waitUs, lastEnd);
+        block.a2aUs = a.a2aUs;
+        block.a2aHiddenUs = a.a2aHiddenUs;
+        blocks.add(block);
         busy += a.busyUs();
         peak = std::max(peak, static_cast<double>(a.memoryBytes));
         o.memory[rank].push_back({ a.endUs, static_cast<double>(a.memoryBytes) });
@@ -77,6 +80,24 @@ void addRows(MeasuredOverlay& o, const SimulationSnapshot& predicted)
         if (o.peakMemoryBytes[r] > 0.0)
             o.rows.push_back({ "peak-memory-" + n, "rank " + n + " peak memory", Unit::Bytes,
                 known ? sim.ranks[r].peakMemoryBytes : 0.0, o.peakMemoryBytes[r] });
+    }
+    // Expert parallelism: the share of each rank's all-to-all hidden behind the other half of an F&B slot.
+    const std::vector<RankAllToAll> measured = measuredAllToAll(*o.trace, o.step);
+    std::vector<RankAllToAll> expected;
+    if (predicted.schedule)
+        try {
+            expected = allToAllPerRank(*predicted.schedule, predicted.costs);
+        } catch (const std::out_of_range&) {
+            expected.clear();
+        }
+    for (int r = 0; r < ranks && r < static_cast<int>(measured.size()); ++r) {
+        if (measured[static_cast<std::size_t>(r)].commUs <= 0.0)
+            continue;
+        const std::string n = std::to_string(r);
+        const bool known = r < static_cast<int>(expected.size());
+        o.rows.push_back({ "a2a-hidden-" + n, "rank " + n + " a2a hidden", Unit::Ratio,
+            known ? expected[static_cast<std::size_t>(r)].hiddenShare() : 0.0,
+            measured[static_cast<std::size_t>(r)].hiddenShare() });
     }
 }
 

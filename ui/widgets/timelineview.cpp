@@ -323,11 +323,17 @@ QString TimelineView::measuredTooltip(const TimelineBlock& predicted) const
     if (!measured || predicted.rank >= measured->rankCount())
         return {};
     for (const auto& m : measured->blocks(predicted.rank))
-        if (m.position == predicted.position)
-            return tr("<br><b>measured</b>: start %1 (%2%3) · end %4 · %5, of which waiting %6")
-                .arg(formatTime(m.startUs), m.startUs >= predicted.startUs ? QStringLiteral("+") : QStringLiteral("−"),
-                    formatTime(std::abs(m.startUs - predicted.startUs)), formatTime(m.endUs),
-                    formatTime(m.endUs - m.startUs), formatTime(m.waitUs));
+        if (m.position == predicted.position) {
+            QString text = tr("<br><b>measured</b>: start %1 (%2%3) · end %4 · %5, of which waiting %6")
+                               .arg(formatTime(m.startUs),
+                                   m.startUs >= predicted.startUs ? QStringLiteral("+") : QStringLiteral("−"),
+                                   formatTime(std::abs(m.startUs - predicted.startUs)), formatTime(m.endUs),
+                                   formatTime(m.endUs - m.startUs), formatTime(m.waitUs));
+            if (m.a2aUs > 0.0)
+                text += tr("<br>all-to-all %1, of which %2 hidden behind the other half")
+                            .arg(formatTime(m.a2aUs), formatTime(m.a2aHiddenUs));
+            return text;
+        }
     return tr("<br><b>measured</b>: not in the run");
 }
 

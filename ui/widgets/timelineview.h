@@ -45,6 +45,10 @@ public:
     void setMeasuredBlocks(
         std::shared_ptr<const BlockIndex> measured, std::shared_ptr<const CriticalPath> measuredPath = nullptr);
     const BlockIndex* measuredBlocks() const;
+    /// The measured part of a predicted block's tooltip (HTML, starting with a line break): the measured start,
+    /// its slip, end, duration and wait, and for an expert-parallel run its all-to-all and the part hidden; "not in
+    /// the run" when no measured block matches; empty without a run laid over.
+    QString measuredTooltip(const TimelineBlock& predicted) const;
 
     /// The checkable "Critical path" action (off by default) that shows or hides the critical paths.
     QAction* criticalPathAction() const { return m_pathAction; }
@@ -115,7 +119,6 @@ private:
     void updateDrag(const QPointF& pos);
     void finishDrag(const QPointF& pos);
     bool sameShape(const std::vector<SnapshotPtr>& lanes) const;
-    QString measuredTooltip(const TimelineBlock& predicted) const;
     /// The tooltip's all-to-all line of a block ("" without expert parallelism).
     QString communicationLine(const SimulationSnapshot& s, const TimelineBlock& b) const;
 
