@@ -25,7 +25,8 @@ namespace dps {
 /// Version of the module tables (CudaModule here, CudaRuntimeApi in runtime/cuda/cudamodule.h). Bump it
 /// whenever either table, or an interface the module's objects implement (runtime's Backend, Comm),
 /// changes. CudaModule::abiVersion stays the first member in every version. 2: Backend::lastActionDeviceUs.
-inline constexpr int kCudaModuleAbiVersion = 2;
+/// 3: the transformer layers' kernels in Backend (backend.h).
+inline constexpr int kCudaModuleAbiVersion = 3;
 
 /// File name of the module.
 inline constexpr const char* kCudaModuleFileName = "libdpstudio-cuda.so";

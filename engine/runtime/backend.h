@@ -84,6 +84,15 @@ private:
     std::array<std::atomic<std::int64_t>, 2> m_laneHigh {}; ///< per lane: highest m_laneNet since beginLanes()
 };
 
+/// How a token-major tensor holds heads (for Backend::gatherHeads and scatterHeads, the transformer layers'
+/// kernels): element (token t, head j, column c) is at t·rowStride + colOffset + j·headStride + c (elements).
+/// headStride 0 shares one head among all (MLA's rotary key).
+struct HeadLayout {
+    std::size_t rowStride = 0;
+    std::size_t colOffset = 0;
+    std::size_t headStride = 0;
+};
+
 enum class Transpose : std::uint8_t { No, Yes };
 
 /// Lane of an op: 0 (the main one) or 1 (the second half of an overlapped slot).
@@ -176,6 +185,112 @@ public:
     virtual void uploadFloats(Lane lane, void* dst, const float* src, std::size_t n) = 0;
     /// Converts n device elements of the compute type to floats on the host; synchronous.
     virtual void downloadFloats(Lane lane, float* dst, const void* src, std::size_t n) = 0;
+
+    // ---------------------------------------------------------------- kernels of the transformer layers
+    // The elementwise work of engine/runtime/layers/ (docs/layers.md, "Backends"): every pointer is a device
+    // pointer of the compute type unless its name ends in "Host" (a host array, read before the call returns:
+    // the routing's index lists and gates, which stay host bookkeeping). Strides and sizes count elements. The
+    // layers run on fp32 backends only (layers::requireFp32). The CPU backend's loops are the reference
+    // (cpulayerkernels.cpp); a backend without these kernels throws RuntimeError naming the op.
+
+    /// RMSNorm (Zhang & Sennrich 2019, eq. 4) of `rows` rows of n columns: y = g ⊙ x · r, r = 1/√(mean(x²) + eps),
+    /// the row sums in double. x, y rows at strides xStride, yStride; g holds n weights.
+    virtual void rmsNormForward(Lane lane, const void* x, std::size_t xStride, const void* g, void* y,
+        std::size_t yStride, std::size_t rows, std::size_t n, float eps)
+    {
+        noLayerKernel("rmsNormForward", lane, x, xStride, g, y, yStride, rows, n, eps);
+    }
+    /// RMSNorm's backward (docs/layers.md): dx += r·(g ⊙ dy − x·r²·mean(g ⊙ dy ⊙ x)) and, unless dg is null,
+    /// dg += Σ_rows dy ⊙ x · r (summed over the rows in row order). dx must not alias x or dy.
+    virtual void rmsNormBackward(Lane lane, const void* x, std::size_t xStride, const void* g, const void* dy,
+        std::size_t dyStride, void* dx, std::size_t dxStride, void* dg, std::size_t rows, std::size_t n, float eps)
+    {
+        noLayerKernel("rmsNormBackward", lane, x, xStride, g, dy, dyStride, dx, dxStride, dg, rows, n, eps);
+    }
+    /// Rotary embedding (Su et al. 2021, rotate-half pairing; layers/rope.h) in place: in each of `rows` rows
+    /// (rowStride apart; row t is position t mod seqLen) and each head j < heads, the ropeDim (even) columns from
+    /// colOffset + j·headStride turn pair (i, i + ropeDim/2) by p·θ_i, θ_i = base^(−2i/ropeDim), angles in
+    /// double; inverse turns by −p·θ_i (the backward). Throws RuntimeError for an odd ropeDim or seqLen < 1.
+    virtual void ropeApply(Lane lane, void* x, std::size_t rows, std::size_t rowStride, int heads,
+        std::size_t headStride, std::size_t colOffset, int ropeDim, int seqLen, double base, bool inverse)
+    {
+        noLayerKernel(
+            "ropeApply", lane, x, rows, rowStride, heads, headStride, colOffset, ropeDim, seqLen, base, inverse);
+    }
+    /// The causal softmax of attention in place, on `count` score matrices of seqLen × seqLen: row r becomes
+    /// softmax of its columns j ≤ r (the row maximum subtracted, the sum in double) and 0 above the diagonal.
+    virtual void causalSoftmaxForward(Lane lane, void* scores, std::size_t seqLen, std::size_t count)
+    {
+        noLayerKernel("causalSoftmaxForward", lane, scores, seqLen, count);
+    }
+    /// Its backward on one seqLen × seqLen matrix: grad (dP in, dS out, in place) = P ⊙ (dP − rowsum(dP ⊙ P)) on
+    /// j ≤ r (the row sum in double), 0 above the diagonal.
+    virtual void causalSoftmaxBackward(Lane lane, const void* probs, void* grad, std::size_t seqLen)
+    {
+        noLayerKernel("causalSoftmaxBackward", lane, probs, grad, seqLen);
+    }
+    /// SwiGLU's product (Shazeer 2020, eq. 6): out[i] = SiLU(gate[i])·up[i], SiLU(z) = z·σ(z), n elements, fp32.
+    virtual void swigluForward(Lane lane, const void* gate, const void* up, void* out, std::size_t n)
+    {
+        noLayerKernel("swigluForward", lane, gate, up, out, n);
+    }
+    /// Its backward in place (layers/swiglu.h), with da the product's gradient: gate becomes
+    /// da·up·σ(gate)·(1 + gate·(1 − σ(gate))) and up becomes da·SiLU(gate); n elements.
+    virtual void swigluBackward(Lane lane, void* gate, void* up, const void* da, std::size_t n)
+    {
+        noLayerKernel("swigluBackward", lane, gate, up, da, n);
+    }
+    /// Copies `width` columns of each of `heads` heads of token-major `src` (token t = b·seqLen + s, HeadLayout)
+    /// into head-major `dst` (batch × heads × seqLen rows of dstWidth, at column dstOffset).
+    virtual void gatherHeads(Lane lane, const void* src, const HeadLayout& layout, int batch, int seqLen, int heads,
+        int width, void* dst, int dstWidth, int dstOffset)
+    {
+        noLayerKernel("gatherHeads", lane, src, &layout, batch, seqLen, heads, width, dst, dstWidth, dstOffset);
+    }
+    /// The reverse of gatherHeads: writes (accumulate false) or adds (true) head-major `src` columns
+    /// [srcOffset, srcOffset + width) of rows srcWidth wide into token-major `dst`. With headStride 0 and
+    /// accumulate, sums the heads in head order (the gradient of a shared head).
+    virtual void scatterHeads(Lane lane, const void* src, int batch, int seqLen, int heads, int width, int srcWidth,
+        int srcOffset, void* dst, const HeadLayout& layout, bool accumulate)
+    {
+        noLayerKernel(
+            "scatterHeads", lane, src, batch, seqLen, heads, width, srcWidth, srcOffset, dst, &layout, accumulate);
+    }
+    /// Gathers rows: dst row r (of n, `cols` wide) = scalesHost[r] · src row rowsHost[r] (a copy when scalesHost
+    /// is null). The MoE dispatch and its output gradients, the embedding lookup.
+    virtual void gatherRows(Lane lane, const void* src, std::size_t cols, const int* rowsHost, const float* scalesHost,
+        std::size_t n, void* dst)
+    {
+        noLayerKernel("gatherRows", lane, src, cols, rowsHost, scalesHost, n, dst);
+    }
+    /// Scatter-adds rows, r = 0 … n−1 in order: dst row rowsHost[r] += scalesHost[r] · src row r (plain += when
+    /// scalesHost is null); rows may repeat (the embedding's gradient). The MoE combine and its input gradients.
+    virtual void scatterAddRows(Lane lane, const void* src, std::size_t cols, const int* rowsHost,
+        const float* scalesHost, std::size_t n, void* dst)
+    {
+        noLayerKernel("scatterAddRows", lane, src, cols, rowsHost, scalesHost, n, dst);
+    }
+    /// dotsHost[r] = ⟨a row aRowsHost[r], b row r⟩ in double over `cols` columns, r < n (the MoE gates'
+    /// gradients). Synchronous: dotsHost holds the values on return.
+    virtual void rowDots(Lane lane, const void* a, const int* aRowsHost, const void* b, std::size_t n, std::size_t cols,
+        double* dotsHost)
+    {
+        noLayerKernel("rowDots", lane, a, aRowsHost, b, n, cols, dotsHost);
+    }
+    /// Cross-entropy of `rows` rows of `vocab` logits against targetsHost (ids in [0, vocab)): lossesHost[t] =
+    /// log Σ_j exp(z_tj − max_t) + max_t − z_t,target (in double). Synchronous: lossesHost holds them on return.
+    virtual void crossEntropyForward(
+        Lane lane, const void* logits, std::size_t rows, std::size_t vocab, const int* targetsHost, double* lossesHost)
+    {
+        noLayerKernel("crossEntropyForward", lane, logits, rows, vocab, targetsHost, lossesHost);
+    }
+    /// Its gradient in place of the logits: z_tj becomes (softmax(z_t)_j − [j = target_t])·scale.
+    virtual void crossEntropyBackward(
+        Lane lane, void* logits, std::size_t rows, std::size_t vocab, const int* targetsHost, double scale)
+    {
+        noLayerKernel("crossEntropyBackward", lane, logits, rows, vocab, targetsHost, scale);
+    }
+    // ---------------------------------------------------------------- end of the transformer layers' kernels
 
     /// Runs first(0) and second(1) concurrently where the backend can (CPU: two threads; CUDA: two
     /// streams) and returns when both are done. Rethrows the first exception either threw.

@@ -85,6 +85,33 @@ public:
     void runConcurrently(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second) override;
     void synchronize() override { }
 
+    // The transformer layers' kernels (backend.h), host loops in cpulayerkernels.cpp.
+    void rmsNormForward(Lane lane, const void* x, std::size_t xStride, const void* g, void* y, std::size_t yStride,
+        std::size_t rows, std::size_t n, float eps) override;
+    void rmsNormBackward(Lane lane, const void* x, std::size_t xStride, const void* g, const void* dy,
+        std::size_t dyStride, void* dx, std::size_t dxStride, void* dg, std::size_t rows, std::size_t n,
+        float eps) override;
+    void ropeApply(Lane lane, void* x, std::size_t rows, std::size_t rowStride, int heads, std::size_t headStride,
+        std::size_t colOffset, int ropeDim, int seqLen, double base, bool inverse) override;
+    void causalSoftmaxForward(Lane lane, void* scores, std::size_t seqLen, std::size_t count) override;
+    void causalSoftmaxBackward(Lane lane, const void* probs, void* grad, std::size_t seqLen) override;
+    void swigluForward(Lane lane, const void* gate, const void* up, void* out, std::size_t n) override;
+    void swigluBackward(Lane lane, void* gate, void* up, const void* da, std::size_t n) override;
+    void gatherHeads(Lane lane, const void* src, const HeadLayout& layout, int batch, int seqLen, int heads, int width,
+        void* dst, int dstWidth, int dstOffset) override;
+    void scatterHeads(Lane lane, const void* src, int batch, int seqLen, int heads, int width, int srcWidth,
+        int srcOffset, void* dst, const HeadLayout& layout, bool accumulate) override;
+    void gatherRows(Lane lane, const void* src, std::size_t cols, const int* rowsHost, const float* scalesHost,
+        std::size_t n, void* dst) override;
+    void scatterAddRows(Lane lane, const void* src, std::size_t cols, const int* rowsHost, const float* scalesHost,
+        std::size_t n, void* dst) override;
+    void rowDots(Lane lane, const void* a, const int* aRowsHost, const void* b, std::size_t n, std::size_t cols,
+        double* dotsHost) override;
+    void crossEntropyForward(Lane lane, const void* logits, std::size_t rows, std::size_t vocab, const int* targetsHost,
+        double* lossesHost) override;
+    void crossEntropyBackward(
+        Lane lane, void* logits, std::size_t rows, std::size_t vocab, const int* targetsHost, double scale) override;
+
     int blasThreads() const { return m_blasThreads; }
     LaneMode laneMode() const { return m_laneMode; }
     GemmLibrary gemmLibrary() const { return m_gemmLibrary; }

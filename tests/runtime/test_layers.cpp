@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -839,4 +840,92 @@ TEST_F(Layers, ActionsOutOfOrderAndWrongShapesAreRefused)
     bad.kvHeads = 2;
     bad.headDim = 4;
     EXPECT_THROW(GqaAttention(backend, bad), RuntimeError); // 2 kv heads do not divide 3
+}
+
+namespace {
+
+/// A backend with the base interface only (none of the transformer layers' kernels) and a chosen element size:
+/// host memory, counted; GEMMs and kernels do nothing.
+class BareBackend final : public Backend {
+public:
+    explicit BareBackend(int elementBytes)
+        : m_elementBytes(elementBytes)
+    {
+    }
+    std::string name() const override { return "bare"; }
+    std::string deviceDescription() const override { return "test"; }
+    int elementBytes() const override { return m_elementBytes; }
+    bool hostAccessible() const override { return true; }
+    void* allocate(std::size_t bytes, MemoryCategory category) override
+    {
+        m_memory.add(category, bytes);
+        return ::operator new(bytes);
+    }
+    void deallocate(void* ptr, std::size_t bytes, MemoryCategory category) override
+    {
+        m_memory.remove(category, bytes);
+        ::operator delete(ptr);
+    }
+    void gemm(Lane, Transpose, Transpose, int, int, int, float, const void*, const void*, float, void*) override { }
+    void geluForward(Lane, const void*, void*, std::size_t) override { }
+    void geluBackward(Lane, const void*, const void*, void*, std::size_t) override { }
+    void mseLoss(Lane, const void*, const void*, std::size_t, void*, double*) override { }
+    void axpy(Lane, std::size_t, float, const void*, void*) override { }
+    void setZero(Lane, void* ptr, std::size_t bytes) override { std::memset(ptr, 0, bytes); }
+    void copyHostToDevice(Lane, void* dst, const void* src, std::size_t bytes) override
+    {
+        std::memcpy(dst, src, bytes);
+    }
+    void copyDeviceToHost(Lane, void* dst, const void* src, std::size_t bytes) override
+    {
+        std::memcpy(dst, src, bytes);
+    }
+    void copyDeviceToDevice(Lane, void* dst, const void* src, std::size_t bytes) override
+    {
+        std::memcpy(dst, src, bytes);
+    }
+    void uploadFloats(Lane, void* dst, const float* src, std::size_t n) override
+    {
+        std::memcpy(dst, src, n * sizeof(float));
+    }
+    void downloadFloats(Lane, float* dst, const void* src, std::size_t n) override
+    {
+        std::memcpy(dst, src, n * sizeof(float));
+    }
+    void runConcurrently(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second) override
+    {
+        first(0);
+        second(1);
+    }
+    void synchronize() override { }
+
+private:
+    int m_elementBytes;
+};
+
+} // namespace
+
+TEST(LayerBackends, ABf16BackendAndOneWithoutTheLayerKernelsAreRefusedByName)
+{
+    BareBackend bf16(2);
+    try {
+        const DenseMlp layer(bf16, MlpConfig { 4, 8, 3 });
+        FAIL() << "a bf16 backend was accepted";
+    } catch (const RuntimeError& e) {
+        EXPECT_STREQ(e.what(),
+            "dense mlp: the bare backend computes in bf16 elements; the transformer layers run in "
+            "fp32 only");
+    }
+    EXPECT_THROW(MoeBlock(bf16, MoeConfig { 4, 2, 1, 8, 0, 3, {}, 1, 0 }), RuntimeError);
+
+    BareBackend bare(4); // fp32 but no kernels: the layer is built, its first elementwise op names what is missing
+    const DenseMlp layer(bare, MlpConfig { 4, 8, 3 });
+    ParamStorage storage(bare, layer.parameterShapes());
+    Saved saved;
+    try {
+        layer.forward(0, storage.params(), upload(bare, Vec(12, 0.5), 3, 4), saved);
+        FAIL() << "a backend without the layers' kernels ran the layer";
+    } catch (const RuntimeError& e) {
+        EXPECT_STREQ(e.what(), "the bare backend has no kernel rmsNormForward for the transformer layers");
+    }
 }

@@ -4,10 +4,12 @@
 #include "cudaruntime.h"
 #include "devicememory.h"
 #include "kernels.h"
+#include "layerkernels.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <exception>
@@ -191,6 +193,8 @@ struct CudaBackend::Impl {
     std::array<cublasHandle_t, 2> handles {};
     std::array<void*, 2> workspaces {};
     std::array<double*, 2> partials {}; ///< per lane: kReductionBlocks doubles of mseLoss scratch
+    std::array<void*, 2> layerScratch {}; ///< per lane: the layers' kernels' index lists, gates and results
+    std::array<std::size_t, 2> layerScratchBytes {};
     double* lossDevice = nullptr; ///< kLossSlots doubles
     double* lossPinned = nullptr; ///< kLossSlots doubles of pinned host memory
     std::size_t nextLossSlot = 0;
@@ -243,11 +247,38 @@ struct CudaBackend::Impl {
                 cublasDestroy(handles[l]);
             cudaFree(workspaces[l]);
             cudaFree(partials[l]);
+            cudaFree(layerScratch[l]);
             if (streams[l])
                 cudaStreamDestroy(streams[l]);
         }
         cudaFree(lossDevice);
         cudaFreeHost(lossPinned);
+    }
+
+    /// The lane's scratch for the layers' kernels, at least `bytes`: grown (after the lane's earlier work, which
+    /// may still read the old buffer, is done) to twice the need, so it settles after the first steps.
+    void* scratch(Lane lane, std::size_t bytes)
+    {
+        const auto l = static_cast<std::size_t>(lane);
+        cudaStream_t s = stream(lane);
+        if (layerScratchBytes[l] < bytes) {
+            DPS_CUDA_CHECK(cudaStreamSynchronize(s));
+            DPS_CUDA_CHECK(cudaFree(layerScratch[l]));
+            layerScratch[l] = nullptr;
+            layerScratchBytes[l] = 0;
+            const std::size_t grown = std::max<std::size_t>(2 * bytes, 64u << 10);
+            DPS_CUDA_CHECK(cudaMalloc(&layerScratch[l], grown));
+            layerScratchBytes[l] = grown;
+        }
+        return layerScratch[l];
+    }
+
+    /// Throws RuntimeError for a layer kernel on a bf16 backend.
+    void requireFp32(const char* op) const
+    {
+        if (options.bf16)
+            throw RuntimeError(std::string("cuda backend: ") + op
+                + " runs in fp32 only (the transformer layers' kernels); this backend computes in bf16");
     }
 
     void deliverLosses()
@@ -441,6 +472,208 @@ void CudaBackend::downloadFloats(Lane lane, float* dst, const void* src, std::si
     copyDeviceToHost(lane, dst, floats.data(), n * sizeof(float));
 }
 
+// ---------------------------------------------------------------------------- the transformer layers' kernels
+
+namespace {
+
+float* fp(void* p)
+{
+    return static_cast<float*>(p);
+}
+
+const float* fp(const void* p)
+{
+    return static_cast<const float*>(p);
+}
+
+/// Byte offsets of the arrays an op copies into its lane's scratch, each 16-byte aligned.
+std::size_t aligned(std::size_t bytes)
+{
+    return (bytes + 15) / 16 * 16;
+}
+
+} // namespace
+
+void CudaBackend::rmsNormForward(Lane lane, const void* x, std::size_t xStride, const void* g, void* y,
+    std::size_t yStride, std::size_t rows, std::size_t n, float eps)
+{
+    m_impl->requireFp32("rmsNormForward");
+    if (rows == 0 || n == 0)
+        return;
+    layerkernels::rmsNormForward(m_impl->issue(lane), fp(x), xStride, fp(g), fp(y), yStride, rows, n, eps);
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::rmsNormBackward(Lane lane, const void* x, std::size_t xStride, const void* g, const void* dy,
+    std::size_t dyStride, void* dx, std::size_t dxStride, void* dg, std::size_t rows, std::size_t n, float eps)
+{
+    m_impl->requireFp32("rmsNormBackward");
+    if (rows == 0 || n == 0)
+        return;
+    auto* inverseRms = static_cast<double*>(m_impl->scratch(lane, rows * sizeof(double)));
+    layerkernels::rmsNormBackward(m_impl->issue(lane), fp(x), xStride, fp(g), fp(dy), dyStride, fp(dx), dxStride,
+        dg ? fp(dg) : nullptr, rows, n, eps, inverseRms);
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::ropeApply(Lane lane, void* x, std::size_t rows, std::size_t rowStride, int heads,
+    std::size_t headStride, std::size_t colOffset, int ropeDim, int seqLen, double base, bool inverse)
+{
+    m_impl->requireFp32("ropeApply");
+    if (ropeDim % 2 != 0 || ropeDim < 0)
+        throw RuntimeError("rotary embedding: the rotary dimension " + std::to_string(ropeDim) + " is not even");
+    if (seqLen < 1)
+        throw RuntimeError("rotary embedding: sequence length " + std::to_string(seqLen) + " is below 1");
+    if (rows == 0 || heads <= 0 || ropeDim == 0)
+        return;
+    layerkernels::ropeApply(
+        m_impl->issue(lane), fp(x), rows, rowStride, heads, headStride, colOffset, ropeDim, seqLen, base, inverse);
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::causalSoftmaxForward(Lane lane, void* scores, std::size_t seqLen, std::size_t count)
+{
+    m_impl->requireFp32("causalSoftmaxForward");
+    if (seqLen == 0 || count == 0)
+        return;
+    layerkernels::causalSoftmaxForward(m_impl->issue(lane), fp(scores), seqLen, count);
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::causalSoftmaxBackward(Lane lane, const void* probs, void* grad, std::size_t seqLen)
+{
+    m_impl->requireFp32("causalSoftmaxBackward");
+    if (seqLen == 0)
+        return;
+    layerkernels::causalSoftmaxBackward(m_impl->issue(lane), fp(probs), fp(grad), seqLen);
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::swigluForward(Lane lane, const void* gate, const void* up, void* out, std::size_t n)
+{
+    m_impl->requireFp32("swigluForward");
+    if (n == 0)
+        return;
+    layerkernels::swigluForward(m_impl->issue(lane), fp(gate), fp(up), fp(out), n);
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::swigluBackward(Lane lane, void* gate, void* up, const void* da, std::size_t n)
+{
+    m_impl->requireFp32("swigluBackward");
+    if (n == 0)
+        return;
+    layerkernels::swigluBackward(m_impl->issue(lane), fp(gate), fp(up), fp(da), n);
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::gatherHeads(Lane lane, const void* src, const HeadLayout& layout, int batch, int seqLen, int heads,
+    int width, void* dst, int dstWidth, int dstOffset)
+{
+    m_impl->requireFp32("gatherHeads");
+    if (batch <= 0 || seqLen <= 0 || heads <= 0 || width <= 0)
+        return;
+    layerkernels::gatherHeads(m_impl->issue(lane), fp(src), { layout.rowStride, layout.colOffset, layout.headStride },
+        batch, seqLen, heads, width, fp(dst), dstWidth, dstOffset);
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::scatterHeads(Lane lane, const void* src, int batch, int seqLen, int heads, int width, int srcWidth,
+    int srcOffset, void* dst, const HeadLayout& layout, bool accumulate)
+{
+    m_impl->requireFp32("scatterHeads");
+    if (batch <= 0 || seqLen <= 0 || heads <= 0 || width <= 0)
+        return;
+    layerkernels::scatterHeads(m_impl->issue(lane), fp(src), batch, seqLen, heads, width, srcWidth, srcOffset, fp(dst),
+        { layout.rowStride, layout.colOffset, layout.headStride }, accumulate);
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::gatherRows(Lane lane, const void* src, std::size_t cols, const int* rowsHost, const float* scalesHost,
+    std::size_t n, void* dst)
+{
+    m_impl->requireFp32("gatherRows");
+    if (n == 0 || cols == 0)
+        return;
+    const std::size_t rowsBytes = aligned(n * sizeof(int));
+    char* scratch = static_cast<char*>(m_impl->scratch(lane, rowsBytes + n * sizeof(float)));
+    cudaStream_t s = m_impl->issue(lane);
+    DPS_CUDA_CHECK(cudaMemcpyAsync(scratch, rowsHost, n * sizeof(int), cudaMemcpyHostToDevice, s));
+    float* scales = nullptr;
+    if (scalesHost) {
+        scales = reinterpret_cast<float*>(scratch + rowsBytes);
+        DPS_CUDA_CHECK(cudaMemcpyAsync(scales, scalesHost, n * sizeof(float), cudaMemcpyHostToDevice, s));
+    }
+    layerkernels::gatherRows(s, fp(src), cols, reinterpret_cast<const int*>(scratch), scales, n, fp(dst));
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::scatterAddRows(Lane lane, const void* src, std::size_t cols, const int* rowsHost,
+    const float* scalesHost, std::size_t n, void* dst)
+{
+    m_impl->requireFp32("scatterAddRows");
+    if (n == 0 || cols == 0)
+        return;
+    const std::size_t rowsBytes = aligned(n * sizeof(int));
+    char* scratch = static_cast<char*>(m_impl->scratch(lane, rowsBytes + n * sizeof(float)));
+    cudaStream_t s = m_impl->issue(lane);
+    DPS_CUDA_CHECK(cudaMemcpyAsync(scratch, rowsHost, n * sizeof(int), cudaMemcpyHostToDevice, s));
+    float* scales = nullptr;
+    if (scalesHost) {
+        scales = reinterpret_cast<float*>(scratch + rowsBytes);
+        DPS_CUDA_CHECK(cudaMemcpyAsync(scales, scalesHost, n * sizeof(float), cudaMemcpyHostToDevice, s));
+    }
+    layerkernels::scatterAddRows(s, fp(src), cols, reinterpret_cast<const int*>(scratch), scales, n, fp(dst));
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::rowDots(
+    Lane lane, const void* a, const int* aRowsHost, const void* b, std::size_t n, std::size_t cols, double* dotsHost)
+{
+    m_impl->requireFp32("rowDots");
+    if (n == 0)
+        return;
+    const std::size_t rowsBytes = aligned(n * sizeof(int));
+    char* scratch = static_cast<char*>(m_impl->scratch(lane, rowsBytes + n * sizeof(double)));
+    auto* dots = reinterpret_cast<double*>(scratch + rowsBytes);
+    cudaStream_t s = m_impl->issue(lane);
+    DPS_CUDA_CHECK(cudaMemcpyAsync(scratch, aRowsHost, n * sizeof(int), cudaMemcpyHostToDevice, s));
+    layerkernels::rowDots(s, fp(a), reinterpret_cast<const int*>(scratch), fp(b), n, cols, dots);
+    DPS_CUDA_CHECK(cudaGetLastError());
+    DPS_CUDA_CHECK(cudaMemcpyAsync(dotsHost, dots, n * sizeof(double), cudaMemcpyDeviceToHost, s));
+    DPS_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+void CudaBackend::crossEntropyForward(
+    Lane lane, const void* logits, std::size_t rows, std::size_t vocab, const int* targetsHost, double* lossesHost)
+{
+    m_impl->requireFp32("crossEntropyForward");
+    if (rows == 0)
+        return;
+    const std::size_t targetsBytes = aligned(rows * sizeof(int));
+    char* scratch = static_cast<char*>(m_impl->scratch(lane, targetsBytes + rows * sizeof(double)));
+    auto* losses = reinterpret_cast<double*>(scratch + targetsBytes);
+    cudaStream_t s = m_impl->issue(lane);
+    DPS_CUDA_CHECK(cudaMemcpyAsync(scratch, targetsHost, rows * sizeof(int), cudaMemcpyHostToDevice, s));
+    layerkernels::crossEntropyForward(s, fp(logits), rows, vocab, reinterpret_cast<const int*>(scratch), losses);
+    DPS_CUDA_CHECK(cudaGetLastError());
+    DPS_CUDA_CHECK(cudaMemcpyAsync(lossesHost, losses, rows * sizeof(double), cudaMemcpyDeviceToHost, s));
+    DPS_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+void CudaBackend::crossEntropyBackward(
+    Lane lane, void* logits, std::size_t rows, std::size_t vocab, const int* targetsHost, double scale)
+{
+    m_impl->requireFp32("crossEntropyBackward");
+    if (rows == 0)
+        return;
+    char* scratch = static_cast<char*>(m_impl->scratch(lane, rows * sizeof(int)));
+    cudaStream_t s = m_impl->issue(lane);
+    DPS_CUDA_CHECK(cudaMemcpyAsync(scratch, targetsHost, rows * sizeof(int), cudaMemcpyHostToDevice, s));
+    layerkernels::crossEntropyBackward(s, fp(logits), rows, vocab, reinterpret_cast<const int*>(scratch), scale);
+    DPS_CUDA_CHECK(cudaGetLastError());
+}
+
 void CudaBackend::runConcurrently(const std::function<void(Lane)>& first, const std::function<void(Lane)>& second)
 {
     std::exception_ptr error;
@@ -508,7 +741,7 @@ CudaMemoryInfo CudaBackend::deviceMemory() const
     info.cachedBytes = d.allocator->cachedBytes();
     info.rawAllocations = d.allocator->rawAllocations();
     info.fixedBytes = 2 * (d.options.cublasWorkspaceBytes + kernels::kReductionBlocks * sizeof(double))
-        + kLossSlots * sizeof(double);
+        + kLossSlots * sizeof(double) + d.layerScratchBytes[0] + d.layerScratchBytes[1];
     std::tie(info.deviceFreeBytes, info.deviceTotalBytes) = d.device->deviceMemoryInfo();
     return info;
 }

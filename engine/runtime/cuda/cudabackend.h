@@ -6,7 +6,9 @@
 //   accumulation (CUBLAS_COMPUTE_32F), as the project's model dtype says. One cuBLAS handle per lane with a
 //   fixed workspace (cublasSetWorkspace), so repeated runs give bit-identical results.
 // - Kernels (kernels.cu): exact GELU forward/backward, MSE loss (deterministic double reduction) and its
-//   gradient, y += αx, fp32↔bf16 conversion.
+//   gradient, y += αx, fp32↔bf16 conversion; the transformer layers' kernels (layerkernels.cu, fp32 only: a
+//   bf16 backend refuses them with RuntimeError), whose host index lists and gates are copied in lane order
+//   into a per-lane scratch buffer (grown on demand, fixed overhead outside the count like the loss scratch).
 // - Lanes: two non-blocking streams; runConcurrently issues the halves of an overlapped slot on lane 0 and
 //   lane 1 so they run concurrently on the device.
 // - Memory: a caching allocator (devicememory.h) that counts live bytes exactly in memory(); cuBLAS
@@ -37,7 +39,7 @@ struct CudaMemoryInfo {
     std::size_t liveBytes = 0; ///< live in our allocator (= memory().total())
     std::size_t reservedBytes = 0; ///< held by our allocator: live + cached, rounded
     std::size_t cachedBytes = 0;
-    std::size_t fixedBytes = 0; ///< cuBLAS workspaces and scratch, outside the count
+    std::size_t fixedBytes = 0; ///< cuBLAS workspaces and scratch (the layers' too, as grown), outside the count
     std::size_t deviceFreeBytes = 0; ///< cudaMemGetInfo
     std::size_t deviceTotalBytes = 0;
     std::size_t rawAllocations = 0; ///< cudaMalloc calls so far
@@ -75,6 +77,34 @@ public:
     void copyDeviceToDevice(Lane lane, void* dst, const void* src, std::size_t bytes) override;
     void uploadFloats(Lane lane, void* dst, const float* src, std::size_t n) override;
     void downloadFloats(Lane lane, float* dst, const void* src, std::size_t n) override;
+
+    // The transformer layers' kernels (backend.h), fp32 only (RuntimeError on a bf16 backend). The ops that
+    // return host values (rowDots, crossEntropyForward) wait for their lane.
+    void rmsNormForward(Lane lane, const void* x, std::size_t xStride, const void* g, void* y, std::size_t yStride,
+        std::size_t rows, std::size_t n, float eps) override;
+    void rmsNormBackward(Lane lane, const void* x, std::size_t xStride, const void* g, const void* dy,
+        std::size_t dyStride, void* dx, std::size_t dxStride, void* dg, std::size_t rows, std::size_t n,
+        float eps) override;
+    void ropeApply(Lane lane, void* x, std::size_t rows, std::size_t rowStride, int heads, std::size_t headStride,
+        std::size_t colOffset, int ropeDim, int seqLen, double base, bool inverse) override;
+    void causalSoftmaxForward(Lane lane, void* scores, std::size_t seqLen, std::size_t count) override;
+    void causalSoftmaxBackward(Lane lane, const void* probs, void* grad, std::size_t seqLen) override;
+    void swigluForward(Lane lane, const void* gate, const void* up, void* out, std::size_t n) override;
+    void swigluBackward(Lane lane, void* gate, void* up, const void* da, std::size_t n) override;
+    void gatherHeads(Lane lane, const void* src, const HeadLayout& layout, int batch, int seqLen, int heads, int width,
+        void* dst, int dstWidth, int dstOffset) override;
+    void scatterHeads(Lane lane, const void* src, int batch, int seqLen, int heads, int width, int srcWidth,
+        int srcOffset, void* dst, const HeadLayout& layout, bool accumulate) override;
+    void gatherRows(Lane lane, const void* src, std::size_t cols, const int* rowsHost, const float* scalesHost,
+        std::size_t n, void* dst) override;
+    void scatterAddRows(Lane lane, const void* src, std::size_t cols, const int* rowsHost, const float* scalesHost,
+        std::size_t n, void* dst) override;
+    void rowDots(Lane lane, const void* a, const int* aRowsHost, const void* b, std::size_t n, std::size_t cols,
+        double* dotsHost) override;
+    void crossEntropyForward(Lane lane, const void* logits, std::size_t rows, std::size_t vocab, const int* targetsHost,
+        double* lossesHost) override;
+    void crossEntropyBackward(
+        Lane lane, void* logits, std::size_t rows, std::size_t vocab, const int* targetsHost, double scale) override;
 
     /// Issues first(0) then second(1) from this thread (both asynchronous, on two streams, so the device
     /// runs them concurrently), records the open action's end events (ActionClock::recordEnds), then waits

@@ -1,9 +1,7 @@
 #include "runtime/layers/attention.h"
 
 #include "runtime/layers/rmsnorm.h"
-#include "runtime/layers/rope.h"
 
-#include <algorithm>
 #include <cmath>
 
 namespace dps::runtime::layers {
@@ -24,10 +22,10 @@ void requirePositive(int value, const std::string& what)
         throw RuntimeError(what + " must be at least 1, got " + std::to_string(value));
 }
 
-void zero(Backend& backend, Tensor& t)
+void zero(Backend& backend, Lane lane, Tensor& t)
 {
     if (!t.empty())
-        backend.setZero(0, t.data(), t.bytes());
+        backend.setZero(lane, t.data(), t.bytes());
 }
 
 // GQA slots: kept from F until I (or B) ...
@@ -35,11 +33,11 @@ enum GqaSlot : std::size_t { gX, gXn, gQh, gKh, gVh, gP, gCtx, gDq, gDk, gDv, gD
 // ... and MLA's.
 enum MlaSlot : std::size_t { mX, mXn, mCq, mCqn, mCkv, mCkvn, mQh, mKh, mVh, mP, mCtx, mDcq, mDkva, mDq, mDkv, mDy };
 
-// The checks GQA and MLA share, naming `what` ("gqa attention"): a host fp32 backend, at least 1 for hidden,
-// heads, batch and sequence length. Throws RuntimeError.
+// The checks GQA and MLA share, naming `what` ("gqa attention"): an fp32 backend, at least 1 for hidden and
+// heads. Throws RuntimeError.
 void requireCommon(const Backend& backend, const AttentionConfig& c, const std::string& what)
 {
-    requireHostFp32(backend, what);
+    requireFp32(backend, what);
     requirePositive(c.hidden, what + ": hidden");
     requirePositive(c.heads, what + ": heads");
 }
@@ -57,10 +55,10 @@ Tensor coreAndOutputForward(Backend& b, Lane lane, const CoreShape& core, const 
     Tensor ctxh(b, headRows, z(core.dv), kWork);
     attentionCoreForward(b, lane, core, qh.data(), kh.data(), vh.data(), probs.data(), ctxh.data());
     ctx = Tensor(b, t, ctxDim, kAct);
-    scatterHeads(floats(ctxh), core.batch, core.seqLen, core.heads, core.dv, core.dv, 0, floats(ctx),
+    b.scatterHeads(lane, ctxh.data(), core.batch, core.seqLen, core.heads, core.dv, core.dv, 0, ctx.data(),
         { ctxDim, 0, z(core.dv) }, false);
     ctxh.reset();
-    Tensor y = copyOf(b, x, kWork);
+    Tensor y = copyOf(b, lane, x, kWork);
     linearForward(b, lane, ctx.data(), o, y.data(), t, 1.0f);
     return y;
 }
@@ -88,8 +86,8 @@ HeadGrads outputAndCoreBackward(Backend& b, Lane lane, const CoreShape& core, co
         ctx.reset();
     }
     Tensor dctxh(b, headRows, z(core.dv), kWork);
-    gatherHeads(floats(dctx), { ctxDim, 0, z(core.dv) }, core.batch, core.seqLen, core.heads, core.dv, floats(dctxh),
-        core.dv, 0);
+    b.gatherHeads(lane, dctx.data(), { ctxDim, 0, z(core.dv) }, core.batch, core.seqLen, core.heads, core.dv,
+        dctxh.data(), core.dv, 0);
     dctx.reset();
 
     HeadGrads g { Tensor(b, headRows, z(core.dk), kWork), Tensor(b, kvRows, z(core.dk), kWork),
@@ -164,21 +162,21 @@ Tensor GqaAttention::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) 
     Backend& b = m_backend;
     x.recategorize(kAct);
     Tensor xn(b, t, h, kAct);
-    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
+    rmsNormForward(b, lane, x.data(), h, p[0], xn.data(), h, t, h);
     Tensor q(b, t, qd, kWork);
     Tensor k(b, t, kvd, kWork);
     Tensor v(b, t, kvd, kWork);
     linearForward(b, lane, xn.data(), p[1], q.data(), t);
     linearForward(b, lane, xn.data(), p[2], k.data(), t);
     linearForward(b, lane, xn.data(), p[3], v.data(), t);
-    ropeApply(floats(q), t, qd, m_c.heads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, false);
-    ropeApply(floats(k), t, kvd, m_c.kvHeads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, false);
+    b.ropeApply(lane, q.data(), t, qd, m_c.heads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, false);
+    b.ropeApply(lane, k.data(), t, kvd, m_c.kvHeads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, false);
     Tensor qh(b, z(m_c.batch * m_c.heads * m_c.seqLen), z(d), kAct);
     Tensor kh(b, z(m_c.batch * m_c.kvHeads * m_c.seqLen), z(d), kAct);
     Tensor vh(b, z(m_c.batch * m_c.kvHeads * m_c.seqLen), z(d), kAct);
-    gatherHeads(floats(q), { qd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.heads, d, floats(qh), d, 0);
-    gatherHeads(floats(k), { kvd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.kvHeads, d, floats(kh), d, 0);
-    gatherHeads(floats(v), { kvd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.kvHeads, d, floats(vh), d, 0);
+    b.gatherHeads(lane, q.data(), { qd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.heads, d, qh.data(), d, 0);
+    b.gatherHeads(lane, k.data(), { kvd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.kvHeads, d, kh.data(), d, 0);
+    b.gatherHeads(lane, v.data(), { kvd, 0, z(d) }, m_c.batch, m_c.seqLen, m_c.kvHeads, d, vh.data(), d, 0);
     q.reset();
     k.reset();
     v.reset();
@@ -217,14 +215,14 @@ Tensor GqaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
     Tensor dq(b, t, qd, keep);
     Tensor dk(b, t, kvd, keep);
     Tensor dv(b, t, kvd, keep);
-    scatterHeads(floats(dqh), m_c.batch, m_c.seqLen, m_c.heads, d, d, 0, floats(dq), { qd, 0, z(d) }, false);
-    scatterHeads(floats(dkh), m_c.batch, m_c.seqLen, m_c.kvHeads, d, d, 0, floats(dk), { kvd, 0, z(d) }, false);
-    scatterHeads(floats(dvh), m_c.batch, m_c.seqLen, m_c.kvHeads, d, d, 0, floats(dv), { kvd, 0, z(d) }, false);
+    b.scatterHeads(lane, dqh.data(), m_c.batch, m_c.seqLen, m_c.heads, d, d, 0, dq.data(), { qd, 0, z(d) }, false);
+    b.scatterHeads(lane, dkh.data(), m_c.batch, m_c.seqLen, m_c.kvHeads, d, d, 0, dk.data(), { kvd, 0, z(d) }, false);
+    b.scatterHeads(lane, dvh.data(), m_c.batch, m_c.seqLen, m_c.kvHeads, d, d, 0, dv.data(), { kvd, 0, z(d) }, false);
     dqh.reset();
     dkh.reset();
     dvh.reset();
-    ropeApply(floats(dq), t, qd, m_c.heads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, true);
-    ropeApply(floats(dk), t, kvd, m_c.kvHeads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, true);
+    b.ropeApply(lane, dq.data(), t, qd, m_c.heads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, true);
+    b.ropeApply(lane, dk.data(), t, kvd, m_c.kvHeads, z(d), 0, d, m_c.seqLen, m_c.ropeBase, true);
 
     // Projections: dxn = dq·W_Q + dk·W_K + dv·W_V.
     Tensor dxn(b, t, h, kWork);
@@ -242,7 +240,7 @@ Tensor GqaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
     }
 
     // The norm and the residual: dx = dy + RMSNorm'(x)ᵀ dxn (its weights' gradient here, in I).
-    Tensor dx = preNormResidualBackward(b, p[0], sv[gX], dxn, dy, t, h);
+    Tensor dx = preNormResidualBackward(b, lane, p[0], sv[gX], dxn, dy, t, h);
     if (fused) {
         dy.reset();
         sv.clear();
@@ -346,7 +344,7 @@ Tensor MlaAttention::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) 
     Backend& b = m_backend;
     x.recategorize(kAct);
     Tensor xn(b, t, h, kAct);
-    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
+    rmsNormForward(b, lane, x.data(), h, p[0], xn.data(), h, t, h);
 
     // Query: q = RMSNorm(xn·W^DQᵀ)·W^UQᵀ (DeepSeek-V2 eq. 12-13), or xn·W^Qᵀ.
     Tensor cq;
@@ -356,7 +354,7 @@ Tensor MlaAttention::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) 
         cq = Tensor(b, t, ql, kAct);
         cqn = Tensor(b, t, ql, kAct);
         linearForward(b, lane, xn.data(), p[m_qa], cq.data(), t);
-        rmsNormForward(floats(cq), ql, floats(p[m_qaNorm].weight), floats(cqn), ql, t, ql);
+        rmsNormForward(b, lane, cq.data(), ql, p[m_qaNorm], cqn.data(), ql, t, ql);
         linearForward(b, lane, cqn.data(), p[m_q], q.data(), t);
     } else {
         linearForward(b, lane, xn.data(), p[m_q], q.data(), t);
@@ -365,24 +363,25 @@ Tensor MlaAttention::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) 
     Tensor kva(b, t, kvaDim, kWork);
     linearForward(b, lane, xn.data(), p[m_kva], kva.data(), t);
     Tensor ckv(b, t, kvl, kAct);
-    for (std::size_t r = 0; r < t; ++r)
-        std::copy_n(floats(kva) + r * kvaDim, kvl, floats(ckv) + r * kvl);
+    // c_kv, the first kv_l columns of each row: a gather of one "head" per row.
+    b.gatherHeads(lane, kva.data(), { kvaDim, 0, 0 }, 1, static_cast<int>(t), 1, static_cast<int>(kvl), ckv.data(),
+        static_cast<int>(kvl), 0);
     Tensor ckvn(b, t, kvl, kAct);
-    rmsNormForward(floats(ckv), kvl, floats(p[m_kvaNorm].weight), floats(ckvn), kvl, t, kvl);
+    rmsNormForward(b, lane, ckv.data(), kvl, p[m_kvaNorm], ckvn.data(), kvl, t, kvl);
     Tensor kv(b, t, kvDim, kWork);
     linearForward(b, lane, ckvn.data(), p[m_kvb], kv.data(), t);
     // Rotary on the decoupled dimensions only (eq. 14-15): each head's last d_r query columns, the shared key.
-    ropeApply(floats(q), t, qDim, nh, z(dk), z(dn), dr, m_c.seqLen, m_c.ropeBase, false);
-    ropeApply(floats(kva), t, kvaDim, 1, 0, kvl, dr, m_c.seqLen, m_c.ropeBase, false);
+    b.ropeApply(lane, q.data(), t, qDim, nh, z(dk), z(dn), dr, m_c.seqLen, m_c.ropeBase, false);
+    b.ropeApply(lane, kva.data(), t, kvaDim, 1, 0, kvl, dr, m_c.seqLen, m_c.ropeBase, false);
 
     // Per head: Q = [q_nope, q_rope], K = [k_nope, k_R shared], V (eq. 16-18).
     Tensor qh(b, headRows, z(dk), kAct);
     Tensor kh(b, headRows, z(dk), kAct);
     Tensor vh(b, headRows, z(dv), kAct);
-    gatherHeads(floats(q), { qDim, 0, z(dk) }, m_c.batch, m_c.seqLen, nh, dk, floats(qh), dk, 0);
-    gatherHeads(floats(kv), { kvDim, 0, z(dn + dv) }, m_c.batch, m_c.seqLen, nh, dn, floats(kh), dk, 0);
-    gatherHeads(floats(kva), { kvaDim, kvl, 0 }, m_c.batch, m_c.seqLen, nh, dr, floats(kh), dk, dn);
-    gatherHeads(floats(kv), { kvDim, z(dn), z(dn + dv) }, m_c.batch, m_c.seqLen, nh, dv, floats(vh), dv, 0);
+    b.gatherHeads(lane, q.data(), { qDim, 0, z(dk) }, m_c.batch, m_c.seqLen, nh, dk, qh.data(), dk, 0);
+    b.gatherHeads(lane, kv.data(), { kvDim, 0, z(dn + dv) }, m_c.batch, m_c.seqLen, nh, dn, kh.data(), dk, 0);
+    b.gatherHeads(lane, kva.data(), { kvaDim, kvl, 0 }, m_c.batch, m_c.seqLen, nh, dr, kh.data(), dk, dn);
+    b.gatherHeads(lane, kv.data(), { kvDim, z(dn), z(dn + dv) }, m_c.batch, m_c.seqLen, nh, dv, vh.data(), dv, 0);
     q.reset();
     kva.reset();
     kv.reset();
@@ -431,15 +430,16 @@ Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
 
     // The gradients of q (q_b_proj's or q_proj's output), of kv (kv_b_proj's) and of [c_kv, k_R] (kv_a's).
     Tensor dq(b, t, qDim, keep);
-    scatterHeads(floats(dqh), m_c.batch, m_c.seqLen, nh, dk, dk, 0, floats(dq), { qDim, 0, z(dk) }, false);
-    ropeApply(floats(dq), t, qDim, nh, z(dk), z(dn), dr, m_c.seqLen, m_c.ropeBase, true);
+    b.scatterHeads(lane, dqh.data(), m_c.batch, m_c.seqLen, nh, dk, dk, 0, dq.data(), { qDim, 0, z(dk) }, false);
+    b.ropeApply(lane, dq.data(), t, qDim, nh, z(dk), z(dn), dr, m_c.seqLen, m_c.ropeBase, true);
     Tensor dkv(b, t, kvDim, keep);
-    scatterHeads(floats(dkh), m_c.batch, m_c.seqLen, nh, dn, dk, 0, floats(dkv), { kvDim, 0, z(dn + dv) }, false);
-    scatterHeads(floats(dvh), m_c.batch, m_c.seqLen, nh, dv, dv, 0, floats(dkv), { kvDim, z(dn), z(dn + dv) }, false);
+    b.scatterHeads(lane, dkh.data(), m_c.batch, m_c.seqLen, nh, dn, dk, 0, dkv.data(), { kvDim, 0, z(dn + dv) }, false);
+    b.scatterHeads(
+        lane, dvh.data(), m_c.batch, m_c.seqLen, nh, dv, dv, 0, dkv.data(), { kvDim, z(dn), z(dn + dv) }, false);
     Tensor dkva(b, t, kvaDim, keep);
-    zero(b, dkva);
-    scatterHeads(floats(dkh), m_c.batch, m_c.seqLen, nh, dr, dk, dn, floats(dkva), { kvaDim, kvl, 0 }, true);
-    ropeApply(floats(dkva), t, kvaDim, 1, 0, kvl, dr, m_c.seqLen, m_c.ropeBase, true);
+    zero(b, lane, dkva);
+    b.scatterHeads(lane, dkh.data(), m_c.batch, m_c.seqLen, nh, dr, dk, dn, dkva.data(), { kvaDim, kvl, 0 }, true);
+    b.ropeApply(lane, dkva.data(), t, kvaDim, 1, 0, kvl, dr, m_c.seqLen, m_c.ropeBase, true);
     dqh.reset();
     dkh.reset();
     dvh.reset();
@@ -453,8 +453,7 @@ Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
             dkv.reset();
             sv[mCkvn].reset();
         }
-        rmsNormBackward(floats(sv[mCkv]), kvl, floats(p[m_kvaNorm].weight), floats(dckvn), kvl, floats(dkva), kvaDim,
-            floats(p[m_kvaNorm].grad), t, kvl);
+        rmsNormBackward(b, lane, sv[mCkv].data(), kvl, p[m_kvaNorm], dckvn.data(), kvl, dkva.data(), kvaDim, t, kvl);
         sv[mCkv].reset();
     }
     Tensor dxn(b, t, h, kWork);
@@ -475,9 +474,8 @@ Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
             sv[mCqn].reset();
         }
         dcq = Tensor(b, t, ql, keep);
-        zero(b, dcq);
-        rmsNormBackward(floats(sv[mCq]), ql, floats(p[m_qaNorm].weight), floats(dcqn), ql, floats(dcq), ql,
-            floats(p[m_qaNorm].grad), t, ql);
+        zero(b, lane, dcq);
+        rmsNormBackward(b, lane, sv[mCq].data(), ql, p[m_qaNorm], dcqn.data(), ql, dcq.data(), ql, t, ql);
         dcqn.reset();
         sv[mCq].reset();
         linearInputGrad(b, lane, dcq.data(), p[m_qa], dxn.data(), t, 1.0f);
@@ -495,7 +493,7 @@ Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
     if (fused)
         sv[mXn].reset();
 
-    Tensor dx = preNormResidualBackward(b, p[0], sv[mX], dxn, dy, t, h);
+    Tensor dx = preNormResidualBackward(b, lane, p[0], sv[mX], dxn, dy, t, h);
     if (fused) {
         dy.reset();
         sv.clear();

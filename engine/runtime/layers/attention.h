@@ -37,7 +37,7 @@ struct AttentionConfig {
 class GqaAttention final : public FusableLayer {
 public:
     /// Throws RuntimeError for sizes below 1, kvHeads not dividing heads, an odd head size (rotary pairs) or a
-    /// backend without host-accessible fp32 memory.
+    /// backend that does not compute in fp32.
     GqaAttention(Backend& backend, const AttentionConfig& config);
 
     std::string kind() const override { return "gqa"; }
@@ -58,8 +58,8 @@ private:
 /// ((kv_l + d_r) × h), kv_a_layernorm (1 × kv_l), kv_b_proj (n_h·(d_n + d_v) × kv_l), o_proj (h × n_h·d_v).
 class MlaAttention final : public FusableLayer {
 public:
-    /// Throws RuntimeError for sizes below 1 (q_l may be 0), an odd rotary size or a backend without
-    /// host-accessible fp32 memory.
+    /// Throws RuntimeError for sizes below 1 (q_l may be 0), an odd rotary size or a backend that does not
+    /// compute in fp32.
     MlaAttention(Backend& backend, const AttentionConfig& config);
 
     std::string kind() const override { return "mla"; }

@@ -1,8 +1,6 @@
 #include "runtime/layers/attentioncore.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
+#include <cstddef>
 
 namespace dps::runtime::layers {
 
@@ -21,31 +19,21 @@ void attentionCoreForward(
 {
     const auto s = static_cast<std::size_t>(c.seqLen);
     const int group = c.heads / c.kvHeads;
+    // S = scale · Q_i K_gᵀ for every head, the causal softmax of all of them at once, then O_i = P V_g.
     for (int b = 0; b < c.batch; ++b)
         for (int i = 0; i < c.heads; ++i) {
             const auto qi = static_cast<std::size_t>(b * c.heads + i);
             const auto kg = static_cast<std::size_t>(b * c.kvHeads + i / group);
-            float* pi = at(p, qi * s * s);
             backend.gemm(lane, kNo, kYes, c.seqLen, c.seqLen, c.dk, c.scale,
                 at(q, qi * s * static_cast<std::size_t>(c.dk)), at(k, kg * s * static_cast<std::size_t>(c.dk)), 0.0f,
-                pi);
-            for (std::size_t r = 0; r < s; ++r) {
-                float* row = pi + r * s;
-                float top = row[0];
-                for (std::size_t j = 1; j <= r; ++j)
-                    top = std::max(top, row[j]);
-                double sum = 0.0;
-                for (std::size_t j = 0; j <= r; ++j) {
-                    row[j] = std::exp(row[j] - top);
-                    sum += row[j];
-                }
-                const auto inv = static_cast<float>(1.0 / sum);
-                for (std::size_t j = 0; j <= r; ++j)
-                    row[j] *= inv;
-                for (std::size_t j = r + 1; j < s; ++j)
-                    row[j] = 0.0f;
-            }
-            backend.gemm(lane, kNo, kNo, c.seqLen, c.dv, c.seqLen, 1.0f, pi,
+                at(p, qi * s * s));
+        }
+    backend.causalSoftmaxForward(lane, p, s, static_cast<std::size_t>(c.batch * c.heads));
+    for (int b = 0; b < c.batch; ++b)
+        for (int i = 0; i < c.heads; ++i) {
+            const auto qi = static_cast<std::size_t>(b * c.heads + i);
+            const auto kg = static_cast<std::size_t>(b * c.kvHeads + i / group);
+            backend.gemm(lane, kNo, kNo, c.seqLen, c.dv, c.seqLen, 1.0f, at(p, qi * s * s),
                 at(v, kg * s * static_cast<std::size_t>(c.dv)), 0.0f, at(o, qi * s * static_cast<std::size_t>(c.dv)));
         }
 }
@@ -57,30 +45,20 @@ void attentionCoreBackward(Backend& backend, Lane lane, const CoreShape& c, cons
     const auto dkw = static_cast<std::size_t>(c.dk);
     const auto dvw = static_cast<std::size_t>(c.dv);
     const int group = c.heads / c.kvHeads;
-    float* ds = static_cast<float*>(scratch);
+    void* ds = scratch;
     for (int b = 0; b < c.batch; ++b)
         for (int i = 0; i < c.heads; ++i) {
             const auto qi = static_cast<std::size_t>(b * c.heads + i);
             const auto kg = static_cast<std::size_t>(b * c.kvHeads + i / group);
             const float beta = i % group == 0 ? 0.0f : 1.0f; // the group's first query head starts dK, dV
-            const float* pi = at(p, qi * s * s);
-            const float* doi = at(dO, qi * s * dvw);
+            const void* pi = at(p, qi * s * s);
+            const void* doi = at(dO, qi * s * dvw);
             // dV_g (+)= Pᵀ dO
             backend.gemm(lane, kYes, kNo, c.seqLen, c.dv, c.seqLen, 1.0f, pi, doi, beta, at(dv, kg * s * dvw));
             // dP = dO Vᵀ
             backend.gemm(lane, kNo, kYes, c.seqLen, c.seqLen, c.dv, 1.0f, doi, at(v, kg * s * dvw), 0.0f, ds);
             // dS = P ⊙ (dP − rowsum(dP ⊙ P)); zero above the diagonal since P is
-            for (std::size_t r = 0; r < s; ++r) {
-                const float* pr = pi + r * s;
-                float* dr = ds + r * s;
-                double dot = 0.0;
-                for (std::size_t j = 0; j <= r; ++j)
-                    dot += static_cast<double>(pr[j]) * static_cast<double>(dr[j]);
-                for (std::size_t j = 0; j <= r; ++j)
-                    dr[j] = static_cast<float>(static_cast<double>(pr[j]) * (static_cast<double>(dr[j]) - dot));
-                for (std::size_t j = r + 1; j < s; ++j)
-                    dr[j] = 0.0f;
-            }
+            backend.causalSoftmaxBackward(lane, pi, ds, s);
             // dQ = scale · dS K;  dK_g (+)= scale · dSᵀ Q
             backend.gemm(
                 lane, kNo, kNo, c.seqLen, c.dk, c.seqLen, c.scale, ds, at(k, kg * s * dkw), 0.0f, at(dq, qi * s * dkw));

@@ -2,8 +2,6 @@
 
 #include "runtime/layers/rmsnorm.h"
 
-#include <cstring>
-
 namespace dps::runtime::layers {
 
 std::size_t parameterElements(const std::vector<ParamShape>& shapes)
@@ -112,11 +110,12 @@ void Saved::clear()
     phase = Phase::Empty;
 }
 
-void requireHostFp32(const Backend& backend, const std::string& what)
+void requireFp32(const Backend& backend, const std::string& what)
 {
-    if (!backend.hostAccessible() || backend.elementBytes() != 4)
-        throw RuntimeError(what + ": the " + backend.name()
-            + " backend has no kernels for this layer yet (it needs host-accessible fp32 memory)");
+    if (backend.elementBytes() != 4)
+        throw RuntimeError(what + ": the " + backend.name() + " backend computes in "
+            + (backend.elementBytes() == 2 ? std::string("bf16") : std::to_string(backend.elementBytes()) + "-byte")
+            + " elements; the transformer layers run in fp32 only");
 }
 
 void requirePhase(const Saved& saved, Phase phase, const std::string& what)
@@ -161,67 +160,66 @@ void linearWeightGrad(Backend& backend, Lane lane, const void* dy, const void* x
         static_cast<int>(rows), 1.0f, dy, x, 1.0f, w.grad);
 }
 
-Tensor copyOf(Backend& backend, const Tensor& t, MemoryCategory category)
+Tensor copyOf(Backend& backend, Lane lane, const Tensor& t, MemoryCategory category)
 {
     Tensor out(backend, t.rows(), t.cols(), category);
     if (!out.empty())
-        std::memcpy(out.data(), t.data(), t.bytes());
+        backend.copyDeviceToDevice(lane, out.data(), t.data(), t.bytes());
     return out;
 }
 
-Tensor preNormResidualBackward(
-    Backend& backend, const ParamView& norm, Tensor& x, Tensor& dxn, const Tensor& dy, std::size_t t, std::size_t h)
+std::vector<float> download(Backend& backend, Lane lane, const void* src, std::size_t n)
 {
-    Tensor dx = copyOf(backend, dy, MemoryCategory::Workspace);
-    rmsNormBackward(floats(x), h, floats(norm.weight), floats(dxn), h, floats(dx), h, floats(norm.grad), t, h);
+    std::vector<float> out(n);
+    if (n > 0)
+        backend.downloadFloats(lane, out.data(), src, n);
+    return out;
+}
+
+HostMirror::HostMirror(Backend& backend, Lane lane, void* device, std::size_t n, bool read)
+    : m_backend(backend)
+    , m_lane(lane)
+    , m_device(device)
+    , m_n(n)
+    , m_data(static_cast<float*>(device))
+{
+    if (backend.hostAccessible())
+        return;
+    m_copy.assign(n, 0.0f);
+    if (read && n > 0)
+        backend.downloadFloats(lane, m_copy.data(), device, n);
+    m_data = m_copy.data();
+}
+
+void HostMirror::commit()
+{
+    if (!m_backend.hostAccessible() && m_n > 0)
+        m_backend.uploadFloats(m_lane, m_device, m_copy.data(), m_n);
+}
+
+void rmsNormForward(Backend& backend, Lane lane, const void* x, std::size_t xStride, const ParamView& norm, void* y,
+    std::size_t yStride, std::size_t rows, std::size_t n)
+{
+    if (rows > 0)
+        backend.rmsNormForward(lane, x, xStride, norm.weight, y, yStride, rows, n, kRmsNormEps);
+}
+
+void rmsNormBackward(Backend& backend, Lane lane, const void* x, std::size_t xStride, const ParamView& norm,
+    const void* dy, std::size_t dyStride, void* dx, std::size_t dxStride, std::size_t rows, std::size_t n)
+{
+    if (rows > 0)
+        backend.rmsNormBackward(
+            lane, x, xStride, norm.weight, dy, dyStride, dx, dxStride, norm.grad, rows, n, kRmsNormEps);
+}
+
+Tensor preNormResidualBackward(Backend& backend, Lane lane, const ParamView& norm, Tensor& x, Tensor& dxn,
+    const Tensor& dy, std::size_t t, std::size_t h)
+{
+    Tensor dx = copyOf(backend, lane, dy, MemoryCategory::Workspace);
+    rmsNormBackward(backend, lane, x.data(), h, norm, dxn.data(), h, dx.data(), h, t, h);
     dxn.reset();
     x.reset();
     return dx;
-}
-
-void gatherHeads(const float* src, const HeadLayout& layout, int batch, int seqLen, int heads, int width, float* dst,
-    int dstWidth, int dstOffset)
-{
-    const auto w = static_cast<std::size_t>(width);
-    for (int b = 0; b < batch; ++b)
-        for (int j = 0; j < heads; ++j)
-            for (int s = 0; s < seqLen; ++s) {
-                const auto t
-                    = static_cast<std::size_t>(b) * static_cast<std::size_t>(seqLen) + static_cast<std::size_t>(s);
-                const float* from
-                    = src + t * layout.rowStride + layout.colOffset + static_cast<std::size_t>(j) * layout.headStride;
-                float* to = dst
-                    + ((static_cast<std::size_t>(b) * static_cast<std::size_t>(heads) + static_cast<std::size_t>(j))
-                              * static_cast<std::size_t>(seqLen)
-                          + static_cast<std::size_t>(s))
-                        * static_cast<std::size_t>(dstWidth)
-                    + static_cast<std::size_t>(dstOffset);
-                std::memcpy(to, from, w * sizeof(float));
-            }
-}
-
-void scatterHeads(const float* src, int batch, int seqLen, int heads, int width, int srcWidth, int srcOffset,
-    float* dst, const HeadLayout& layout, bool accumulate)
-{
-    for (int b = 0; b < batch; ++b)
-        for (int j = 0; j < heads; ++j)
-            for (int s = 0; s < seqLen; ++s) {
-                const auto t
-                    = static_cast<std::size_t>(b) * static_cast<std::size_t>(seqLen) + static_cast<std::size_t>(s);
-                const float* from = src
-                    + ((static_cast<std::size_t>(b) * static_cast<std::size_t>(heads) + static_cast<std::size_t>(j))
-                              * static_cast<std::size_t>(seqLen)
-                          + static_cast<std::size_t>(s))
-                        * static_cast<std::size_t>(srcWidth)
-                    + static_cast<std::size_t>(srcOffset);
-                float* to
-                    = dst + t * layout.rowStride + layout.colOffset + static_cast<std::size_t>(j) * layout.headStride;
-                if (accumulate)
-                    for (int c = 0; c < width; ++c)
-                        to[c] += from[c];
-                else
-                    std::memcpy(to, from, static_cast<std::size_t>(width) * sizeof(float));
-            }
 }
 
 } // namespace dps::runtime::layers

@@ -5,8 +5,11 @@
 //
 // Conventions: fp32, row-major; activations are T × width with T = batch × seqLen tokens, token t at position
 // t mod seqLen of its sequence. Weights are stored as PyTorch stores a Linear(in → out): out × in, so a linear
-// layer is y = x·Wᵀ. The GEMMs go through Backend::gemm; the elementwise kernels (norms, rotary, softmax, SiLU,
-// routing) are host loops, so the layers need a host-accessible fp32 backend (the CPU backend) for now.
+// layer is y = x·Wᵀ. The GEMMs go through Backend::gemm, the elementwise kernels (norms, rotary, softmax, SiLU,
+// gathers, the routing's dispatch and combine) through the backend's kernels of the transformer layers
+// (backend.h; docs/layers.md, "Backends"), so the layers run on any fp32 backend that has them (cpu, cuda). The
+// MoE routing itself (top-k, gates) is host bookkeeping: the router's logits are downloaded, routed and the
+// affinities uploaded, the same code on every backend.
 #include "runtime/backend.h"
 
 #include <cstddef>
@@ -147,23 +150,13 @@ protected:
     virtual Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const = 0;
 };
 
-/// Throws RuntimeError unless `backend` is host-accessible fp32 (what the layers' host kernels need),
-/// naming `what`.
-void requireHostFp32(const Backend& backend, const std::string& what);
+/// Throws RuntimeError naming `what` and the backend's element size unless `backend` computes in fp32 (4-byte
+/// elements): the layers' kernels and their host routing are fp32 only (a bf16 cuda backend is refused).
+void requireFp32(const Backend& backend, const std::string& what);
 /// Throws RuntimeError naming `what` unless `saved` is in `phase`.
 void requirePhase(const Saved& saved, Phase phase, const std::string& what);
 /// Throws RuntimeError naming `what` unless `t` is rows × cols.
 void requireShape(const Tensor& t, std::size_t rows, std::size_t cols, const std::string& what);
-
-/// The float array of a tensor of a host-accessible backend.
-inline float* floats(const Tensor& t)
-{
-    return static_cast<float*>(t.data());
-}
-inline float* floats(void* p)
-{
-    return static_cast<float*>(p);
-}
 
 /// y (rows × out) = x (rows × in) · Wᵀ + beta · y: the forward of a linear layer with W out × in.
 void linearForward(
@@ -174,32 +167,51 @@ void linearInputGrad(
 /// dW += dyᵀ · x: the linear layer's W (accumulates into w.grad).
 void linearWeightGrad(Backend& backend, Lane lane, const void* dy, const void* x, const ParamView& w, std::size_t rows);
 
-/// A host copy of a tensor's content into a new tensor of the same shape in `category`.
-Tensor copyOf(Backend& backend, const Tensor& t, MemoryCategory category);
+/// A copy of a tensor's content (on `lane`) into a new tensor of the same shape in `category`. Throws
+/// RuntimeError when it cannot be allocated.
+Tensor copyOf(Backend& backend, Lane lane, const Tensor& t, MemoryCategory category);
+
+/// The n floats at device pointer `src`, downloaded on `lane` (synchronous). Throws RuntimeError as the
+/// backend's download does.
+std::vector<float> download(Backend& backend, Lane lane, const void* src, std::size_t n);
+
+/// A host view of n floats of device memory: the memory itself on a host-accessible backend, else a host copy
+/// (downloaded at construction when `read`; uploaded back by commit()). For the host-side parts of a layer (the
+/// expert all-to-all's packing, through host buffers on a device backend).
+class HostMirror {
+public:
+    /// Throws RuntimeError as the backend's download does.
+    HostMirror(Backend& backend, Lane lane, void* device, std::size_t n, bool read);
+    HostMirror(const HostMirror&) = delete;
+    HostMirror& operator=(const HostMirror&) = delete;
+    /// The n floats, to read and write on the host.
+    float* data() { return m_data; }
+    /// Uploads the host copy back (a no-op on a host-accessible backend).
+    void commit();
+
+private:
+    Backend& m_backend;
+    Lane m_lane;
+    void* m_device;
+    std::size_t m_n;
+    std::vector<float> m_copy;
+    float* m_data;
+};
+
+/// RMSNorm's forward (rmsnorm.h) through the backend's kernel, with the layers' ε; rows of n elements at the
+/// strides given (elements). Throws RuntimeError as the backend's kernel does.
+void rmsNormForward(Backend& backend, Lane lane, const void* x, std::size_t xStride, const ParamView& norm, void* y,
+    std::size_t yStride, std::size_t rows, std::size_t n);
+/// RMSNorm's backward through the backend: dx += the input gradient from dy, norm.grad += the weights'. Throws
+/// RuntimeError as the backend's kernel does.
+void rmsNormBackward(Backend& backend, Lane lane, const void* x, std::size_t xStride, const ParamView& norm,
+    const void* dy, std::size_t dyStride, void* dx, std::size_t dxStride, std::size_t rows, std::size_t n);
 
 /// The end of a pre-norm residual block's I (or B), y = x + f(RMSNorm(x)): returns dx = dy + RMSNorm'(x)ᵀ·dxn
 /// (t × h, Workspace; docs/layers.md, the norm's backward in runtime/layers/rmsnorm.h), accumulates the norm's
 /// weight gradient into norm.grad and frees dxn and the kept input x. Throws RuntimeError when dx cannot be
 /// allocated.
-Tensor preNormResidualBackward(
-    Backend& backend, const ParamView& norm, Tensor& x, Tensor& dxn, const Tensor& dy, std::size_t t, std::size_t h);
-
-/// How a token-major tensor holds heads: element (token t, head j, column c) is at
-/// t·rowStride + colOffset + j·headStride + c. headStride 0 shares one head among all (MLA's rotary key).
-struct HeadLayout {
-    std::size_t rowStride = 0;
-    std::size_t colOffset = 0;
-    std::size_t headStride = 0;
-};
-
-/// Copies `width` columns of each of `heads` heads of token-major `src` into head-major `dst`
-/// (batch × heads × seqLen × dstWidth, at column dstOffset).
-void gatherHeads(const float* src, const HeadLayout& layout, int batch, int seqLen, int heads, int width, float* dst,
-    int dstWidth, int dstOffset);
-/// The reverse of gatherHeads: writes (accumulate false) or adds (true) head-major `src` columns
-/// [srcOffset, srcOffset + width) of rows srcWidth wide into token-major `dst`. With headStride 0 and
-/// accumulate, sums the heads (the gradient of a shared head).
-void scatterHeads(const float* src, int batch, int seqLen, int heads, int width, int srcWidth, int srcOffset,
-    float* dst, const HeadLayout& layout, bool accumulate);
+Tensor preNormResidualBackward(Backend& backend, Lane lane, const ParamView& norm, Tensor& x, Tensor& dxn,
+    const Tensor& dy, std::size_t t, std::size_t h);
 
 } // namespace dps::runtime::layers

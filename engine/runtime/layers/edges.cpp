@@ -2,10 +2,6 @@
 
 #include "runtime/layers/rmsnorm.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-
 namespace dps::runtime::layers {
 
 namespace {
@@ -43,7 +39,7 @@ Embedding::Embedding(Backend& backend, int vocab, int hidden)
     , m_hidden(hidden)
 {
     checkSizes(vocab, hidden, "embedding");
-    requireHostFp32(backend, "the embedding");
+    requireFp32(backend, "the embedding");
 }
 
 std::vector<ParamShape> Embedding::parameterShapes() const
@@ -51,16 +47,14 @@ std::vector<ParamShape> Embedding::parameterShapes() const
     return { { "embed_tokens", static_cast<std::size_t>(m_vocab), static_cast<std::size_t>(m_hidden) } };
 }
 
-Tensor Embedding::forward(Lane, const ParamSet& p, const std::vector<int>& ids, Saved& saved) const
+Tensor Embedding::forward(Lane lane, const ParamSet& p, const std::vector<int>& ids, Saved& saved) const
 {
     requirePhase(saved, Phase::Empty, "embedding F");
     checkIds(ids, m_vocab, "embedding: token");
     const auto h = static_cast<std::size_t>(m_hidden);
     Tensor x(m_backend, ids.size(), h, kWork);
-    const float* e = floats(p[0].weight);
-    float* out = floats(x);
-    for (std::size_t t = 0; t < ids.size(); ++t)
-        std::memcpy(out + t * h, e + static_cast<std::size_t>(ids[t]) * h, h * sizeof(float));
+    if (!ids.empty())
+        m_backend.gatherRows(lane, p[0].weight, h, ids.data(), nullptr, ids.size(), x.data());
     saved.phase = Phase::AfterForward;
     return x;
 }
@@ -74,20 +68,15 @@ void Embedding::inputGrad(Lane, const ParamSet&, Saved& saved, Tensor dy) const
     saved.phase = Phase::AfterInputGrad;
 }
 
-void Embedding::weightGrad(Lane, const ParamSet& p, Saved& saved, const std::vector<int>& ids) const
+void Embedding::weightGrad(Lane lane, const ParamSet& p, Saved& saved, const std::vector<int>& ids) const
 {
     requirePhase(saved, Phase::AfterInputGrad, "embedding W");
     const Tensor& dy = saved.at(eDy);
     requireShape(dy, ids.size(), static_cast<std::size_t>(m_hidden), "embedding W: dy");
     checkIds(ids, m_vocab, "embedding: token");
     const auto h = static_cast<std::size_t>(m_hidden);
-    float* de = floats(p[0].grad);
-    const float* g = floats(dy);
-    for (std::size_t t = 0; t < ids.size(); ++t) {
-        float* row = de + static_cast<std::size_t>(ids[t]) * h;
-        for (std::size_t c = 0; c < h; ++c)
-            row[c] += g[t * h + c];
-    }
+    if (!ids.empty())
+        m_backend.scatterAddRows(lane, dy.data(), h, ids.data(), nullptr, ids.size(), p[0].grad);
     saved.clear();
 }
 
@@ -105,7 +94,7 @@ LmHead::LmHead(Backend& backend, int vocab, int hidden)
     , m_hidden(hidden)
 {
     checkSizes(vocab, hidden, "LM head");
-    requireHostFp32(backend, "the LM head");
+    requireFp32(backend, "the LM head");
 }
 
 std::vector<ParamShape> LmHead::parameterShapes() const
@@ -124,20 +113,17 @@ double LmHead::forward(Lane lane, const ParamSet& p, Tensor x, const std::vector
     checkIds(targets, m_vocab, "LM head: target of token");
     x.recategorize(kAct);
     Tensor xn(m_backend, t, h, kAct);
-    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
-    Tensor logits(m_backend, t, v, kAct); // fp32 whatever the model's dtype (the model library's 4·T·vocab)
+    rmsNormForward(m_backend, lane, x.data(), h, p[0], xn.data(), h, t, h);
+    Tensor logits(m_backend, t, v, kAct); // fp32 (the model library's 4·T·vocab; the layers are fp32 only)
     linearForward(m_backend, lane, xn.data(), p[1], logits.data(), t);
-    // L = (1/T) Σ_t [log Σ_j exp(z_tj − max_t) + max_t − z_t,target] (the log-sum-exp with the row maximum out).
-    const float* z = floats(logits);
+    // L = (1/T) Σ_t [log Σ_j exp(z_tj − max_t) + max_t − z_t,target] (the log-sum-exp with the row maximum out),
+    // the tokens' terms summed on the host in token order.
+    std::vector<double> losses(t, 0.0);
+    if (t > 0)
+        m_backend.crossEntropyForward(lane, logits.data(), t, v, targets.data(), losses.data());
     double sum = 0.0;
-    for (std::size_t row = 0; row < t; ++row) {
-        const float* zr = z + row * v;
-        const float top = *std::max_element(zr, zr + v);
-        double partition = 0.0;
-        for (std::size_t j = 0; j < v; ++j)
-            partition += std::exp(static_cast<double>(zr[j]) - top);
-        sum += std::log(partition) + top - zr[static_cast<std::size_t>(targets[row])];
-    }
+    for (const double loss : losses)
+        sum += loss;
     saved[hX] = std::move(x);
     saved[hXn] = std::move(xn);
     saved[hLogits] = std::move(logits);
@@ -154,23 +140,15 @@ Tensor LmHead::inputGrad(Lane lane, const ParamSet& p, Saved& saved, const std::
     requireShape(saved.at(hLogits), t, v, "LM head I: logits");
     checkIds(targets, m_vocab, "LM head: target of token");
     // dL/dz_tj = (softmax(z_t)_j − [j = target_t]) / T, in place of the logits.
-    float* z = floats(saved[hLogits]);
     const double scale = t == 0 ? 0.0 : 1.0 / static_cast<double>(t);
-    for (std::size_t row = 0; row < t; ++row) {
-        float* zr = z + row * v;
-        const float top = *std::max_element(zr, zr + v);
-        double partition = 0.0;
-        for (std::size_t j = 0; j < v; ++j)
-            partition += std::exp(static_cast<double>(zr[j]) - top);
-        for (std::size_t j = 0; j < v; ++j)
-            zr[j] = static_cast<float>(std::exp(static_cast<double>(zr[j]) - top) / partition * scale);
-        zr[static_cast<std::size_t>(targets[row])] -= static_cast<float>(scale);
-    }
+    if (t > 0)
+        m_backend.crossEntropyBackward(lane, saved[hLogits].data(), t, v, targets.data(), scale);
     Tensor dxn(m_backend, t, h, kWork);
     linearInputGrad(m_backend, lane, saved[hLogits].data(), p[1], dxn.data(), t);
     Tensor dx(m_backend, t, h, kWork);
-    m_backend.setZero(lane, dx.data(), dx.bytes());
-    rmsNormBackward(floats(saved[hX]), h, floats(p[0].weight), floats(dxn), h, floats(dx), h, floats(p[0].grad), t, h);
+    if (!dx.empty())
+        m_backend.setZero(lane, dx.data(), dx.bytes());
+    rmsNormBackward(m_backend, lane, saved[hX].data(), h, p[0], dxn.data(), h, dx.data(), h, t, h);
     saved[hX].reset();
     saved.phase = Phase::AfterInputGrad;
     return dx;

@@ -8,8 +8,9 @@
 // 4-byte elements): the embedding keeps nothing from F to I and the output gradient (T × h) from I to W (the
 // token ids are the microbatch's data, not counted); the head keeps the final norm's input, the head's input
 // (T × h each) and the fp32 logits (T × vocab) from F to I, then the head's input and the logits' gradient
-// (T × vocab, in place of the logits) from I to W. Host kernels (softmax with the row maximum subtracted, sums
-// in double), GEMMs through the backend; fp32, host-accessible backends only (requireHostFp32).
+// (T × vocab, in place of the logits) from I to W. The lookup, its scatter-add and the cross-entropy (softmax with
+// the row maximum subtracted, sums in double) are the backend's kernels, the GEMMs Backend::gemm; fp32 backends
+// only (requireFp32).
 #include "runtime/layers/common.h"
 
 #include <vector>

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 
 namespace dps::runtime::layers {
@@ -25,6 +24,24 @@ std::size_t z(int v)
 enum MoeSlot : std::size_t { eX, eXn, eScores, eDy, eFirstExpertSlot };
 constexpr std::size_t kExpertInput = 3;
 constexpr std::size_t kExpertOutput = 4;
+
+/// The tokens of `pairs` (pair p is token p / k): the rows the dispatch gathers and the combine adds to.
+std::vector<int> tokensOf(const std::vector<int>& pairs, std::size_t k)
+{
+    std::vector<int> tokens(pairs.size());
+    for (std::size_t r = 0; r < pairs.size(); ++r)
+        tokens[r] = static_cast<int>(z(pairs[r]) / k);
+    return tokens;
+}
+
+/// The gates of `pairs` in fp32 (as the combine multiplies by them).
+std::vector<float> gatesOf(const std::vector<int>& pairs, const std::vector<double>& g)
+{
+    std::vector<float> gates(pairs.size());
+    for (std::size_t r = 0; r < pairs.size(); ++r)
+        gates[r] = static_cast<float>(g[z(pairs[r])]);
+    return gates;
+}
 } // namespace
 
 MoeConfig MoeConfig::of(const model::Transformer& m, const MoeGating& gating)
@@ -58,7 +75,7 @@ MoeBlock::MoeBlock(Backend& backend, const MoeConfig& config)
     : m_backend(backend)
     , m_c(config)
 {
-    requireHostFp32(backend, "moe");
+    requireFp32(backend, "moe");
     if (m_c.hidden < 1 || m_c.experts < 1 || m_c.expertFfn < 1 || m_c.tokens < 1)
         throw RuntimeError("moe: hidden " + std::to_string(m_c.hidden) + ", experts " + std::to_string(m_c.experts)
             + ", expert ffn " + std::to_string(m_c.expertFfn) + " and tokens " + std::to_string(m_c.tokens)
@@ -107,8 +124,16 @@ std::vector<ParamShape> MoeBlock::parameterShapes() const
 
 std::vector<double> MoeBlock::gates(const Saved& sv) const
 {
+    m_backend.synchronize(); // the affinities may have been written on either lane
+    return gatesOn(0, sv);
+}
+
+std::vector<double> MoeBlock::gatesOn(Lane lane, const Saved& sv) const
+{
     const std::size_t k = z(m_c.topK);
-    const float* scores = floats(sv.at(eScores));
+    const Tensor& kept = sv.at(eScores);
+    const std::vector<float> hostScores = download(m_backend, lane, kept.data(), kept.elements());
+    const float* scores = hostScores.data();
     std::vector<double> g(sv.routes.size());
     for (std::size_t t = 0; t * k < sv.routes.size(); ++t) {
         double sum = 0.0;
@@ -128,10 +153,12 @@ void MoeBlock::route(Lane lane, const ParamSet& p, const Tensor& xn, Saved& sv) 
     const std::size_t experts = z(m_c.experts);
     const std::size_t k = z(m_c.topK);
     Backend& b = m_backend;
-    // Router: logits = xn·W_rᵀ, then the affinities in place.
+    // Router: logits = xn·W_rᵀ, then the affinities in place, on the host (T × E floats: the same routing on
+    // every backend), uploaded back to be kept.
     Tensor scores(b, t, experts, kAct);
     linearForward(b, lane, xn.data(), p[1], scores.data(), t);
-    float* sp = floats(scores);
+    std::vector<float> hostScores = download(b, lane, scores.data(), t * experts);
+    float* sp = hostScores.data();
     for (std::size_t r = 0; r < t; ++r) {
         float* row = sp + r * experts;
         if (m_c.gating.kind == Gating::Sigmoid) {
@@ -155,6 +182,7 @@ void MoeBlock::route(Lane lane, const ParamSet& p, const Tensor& xn, Saved& sv) 
             sv.expertRows[z(chosen[j])].push_back(static_cast<int>(r * k + j));
         }
     }
+    b.uploadFloats(lane, scores.data(), sp, t * experts);
     sv[eScores] = std::move(scores);
 }
 
@@ -170,12 +198,12 @@ Tensor MoeBlock::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) cons
     Backend& b = m_backend;
     x.recategorize(kAct);
     Tensor xn(b, t, h, kAct);
-    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
+    rmsNormForward(b, lane, x.data(), h, p[0], xn.data(), h, t, h);
 
     route(lane, p, xn, sv);
-    const std::vector<double> g = gates(sv);
+    const std::vector<double> g = gatesOn(lane, sv);
 
-    Tensor y = copyOf(b, x, kWork);
+    Tensor y = copyOf(b, lane, x, kWork);
     for (int s = 0; s < m_c.sharedExperts; ++s) {
         const std::size_t w = sharedParam(s);
         swigluForward(b, lane, p[w], p[w + 1], p[w + 2], xn.data(), t, sv, sharedSlot(s), y.data(), 1.0f);
@@ -184,22 +212,17 @@ Tensor MoeBlock::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) cons
         const std::vector<int>& pairs = sv.expertRows[z(e)];
         const std::size_t n = pairs.size();
         const std::size_t slot = expertSlot(e);
+        const std::vector<int> tokens = tokensOf(pairs, k);
         // Dispatch: the rows of the tokens routed to e, in token order.
         Tensor xe(b, n, h, kAct);
-        for (std::size_t r = 0; r < n; ++r)
-            std::memcpy(floats(xe) + r * h, floats(xn) + z(pairs[r]) / k * h, h * sizeof(float));
+        if (n > 0)
+            b.gatherRows(lane, xn.data(), h, tokens.data(), nullptr, n, xe.data());
         Tensor out(b, n, h, kAct);
         const std::size_t w = expertParam(e);
         swigluForward(b, lane, p[w], p[w + 1], p[w + 2], xe.data(), n, sv, slot, out.data(), 0.0f);
         // Combine: y_t += g · out.
-        for (std::size_t r = 0; r < n; ++r) {
-            const auto pair = z(pairs[r]);
-            const auto gate = static_cast<float>(g[pair]);
-            float* yr = floats(y) + pair / k * h;
-            const float* o = floats(out) + r * h;
-            for (std::size_t c = 0; c < h; ++c)
-                yr[c] += gate * o[c];
-        }
+        if (n > 0)
+            b.scatterAddRows(lane, out.data(), h, tokens.data(), gatesOf(pairs, g).data(), n, y.data());
         sv[slot + kExpertInput] = std::move(xe);
         sv[slot + kExpertOutput] = std::move(out);
     }
@@ -209,30 +232,34 @@ Tensor MoeBlock::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) cons
     return y;
 }
 
-Tensor MoeBlock::logitGradient(const Saved& sv, const Tensor& dy, MemoryCategory category) const
+Tensor MoeBlock::logitGradient(Lane lane, const Saved& sv, const Tensor& dy, MemoryCategory category) const
 {
     const std::size_t t = z(m_c.tokens);
     const std::size_t h = z(m_c.hidden);
     const std::size_t experts = z(m_c.experts);
     const std::size_t k = z(m_c.topK);
-    // The gates' gradients dg = ⟨dy_t, out⟩, then the affinities', then the router logits' (kept for W).
+    // The gates' gradients dg = ⟨dy_t, out⟩ (on the backend), then on the host the affinities', then the router
+    // logits' (uploaded, kept for W).
     std::vector<double> dg(t * k, 0.0);
+    std::vector<double> dots;
     for (int e = 0; e < m_c.experts; ++e) {
         const std::vector<int>& pairs = sv.expertRows[z(e)];
-        const float* out = floats(sv.at(expertSlot(e) + kExpertOutput));
-        for (std::size_t r = 0; r < pairs.size(); ++r) {
-            const auto pair = z(pairs[r]);
-            const float* d = floats(dy) + pair / k * h;
-            double dot = 0.0;
-            for (std::size_t c = 0; c < h; ++c)
-                dot += static_cast<double>(d[c]) * static_cast<double>(out[r * h + c]);
-            dg[pair] = dot;
-        }
+        if (pairs.empty())
+            continue;
+        const std::vector<int> tokens = tokensOf(pairs, k);
+        dots.assign(pairs.size(), 0.0);
+        m_backend.rowDots(
+            lane, dy.data(), tokens.data(), sv.at(expertSlot(e) + kExpertOutput).data(), pairs.size(), h, dots.data());
+        for (std::size_t r = 0; r < pairs.size(); ++r)
+            dg[z(pairs[r])] = dots[r];
     }
     Tensor dlogits(m_backend, t, experts, category);
     {
-        const float* sp = floats(sv.at(eScores));
-        float* dl = floats(dlogits);
+        const Tensor& kept = sv.at(eScores);
+        const std::vector<float> hostScores = download(m_backend, lane, kept.data(), kept.elements());
+        const float* sp = hostScores.data();
+        std::vector<float> hostLogits(t * experts);
+        float* dl = hostLogits.data();
         std::vector<double> ds(experts);
         for (std::size_t r = 0; r < t; ++r) {
             std::fill(ds.begin(), ds.end(), 0.0);
@@ -261,6 +288,8 @@ Tensor MoeBlock::logitGradient(const Saved& sv, const Tensor& dy, MemoryCategory
                     dl[r * experts + e] = static_cast<float>(s[e] * (ds[e] - dot));
             }
         }
+        if (!hostLogits.empty())
+            m_backend.uploadFloats(lane, dlogits.data(), dl, hostLogits.size());
     }
     return dlogits;
 }
@@ -273,7 +302,7 @@ Tensor MoeBlock::beginBackward(Lane lane, const ParamSet& p, Saved& sv, Tensor& 
     requireShape(dy, t, h, "moe backward: output gradient");
     const MemoryCategory keep = fused ? kWork : kAct;
     dy.recategorize(m_c.sharedExperts > 0 ? keep : kWork);
-    Tensor dlogits = logitGradient(sv, dy, keep);
+    Tensor dlogits = logitGradient(lane, sv, dy, keep);
     sv[eScores].reset();
     dxn = Tensor(m_backend, t, h, kWork);
     linearInputGrad(m_backend, lane, dlogits.data(), p[1], dxn.data(), t);
@@ -293,7 +322,7 @@ Tensor MoeBlock::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy
     const std::size_t k = z(m_c.topK);
     Backend& b = m_backend;
     const MemoryCategory keep = fused ? kWork : kAct;
-    const std::vector<double> g = gates(sv);
+    const std::vector<double> g = gatesOn(lane, sv);
     Tensor dxn;
     Tensor dlogits = beginBackward(lane, p, sv, dy, dxn, fused);
 
@@ -308,23 +337,15 @@ Tensor MoeBlock::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy
         const std::size_t n = pairs.size();
         const std::size_t slot = expertSlot(e);
         sv[slot + kExpertOutput].reset();
+        const std::vector<int> tokens = tokensOf(pairs, k);
         Tensor dout(b, n, h, keep);
-        for (std::size_t r = 0; r < n; ++r) {
-            const auto pair = z(pairs[r]);
-            const auto gate = static_cast<float>(g[pair]);
-            const float* d = floats(dy) + pair / k * h;
-            for (std::size_t c = 0; c < h; ++c)
-                floats(dout)[r * h + c] = gate * d[c];
-        }
+        if (n > 0)
+            b.gatherRows(lane, dy.data(), h, tokens.data(), gatesOf(pairs, g).data(), n, dout.data());
         const std::size_t w = expertParam(e);
         swigluInputGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[slot + kExpertInput].data(), dout.data(), n, sv, slot,
             dxeAll.data(), 0.0f, da.data(), fused);
-        for (std::size_t r = 0; r < n; ++r) {
-            float* to = floats(dxn) + z(pairs[r]) / k * h;
-            const float* from = floats(dxeAll) + r * h;
-            for (std::size_t c = 0; c < h; ++c)
-                to[c] += from[c];
-        }
+        if (n > 0)
+            b.scatterAddRows(lane, dxeAll.data(), h, tokens.data(), nullptr, n, dxn.data());
         if (fused)
             sv[slot + kExpertInput].reset();
         else
@@ -346,7 +367,7 @@ Tensor MoeBlock::finishBackward(
     }
     if (fused)
         sv[eXn].reset();
-    Tensor dx = preNormResidualBackward(m_backend, p[0], sv[eX], dxn, dy, t, h);
+    Tensor dx = preNormResidualBackward(m_backend, lane, p[0], sv[eX], dxn, dy, t, h);
     if (fused) {
         dy.reset();
         sv.clear();

@@ -61,7 +61,7 @@ std::vector<int> topK(const float* scores, int n, int k);
 class MoeBlock final : public Layer {
 public:
     /// Throws RuntimeError for sizes below 1 (shared experts may be 0), top_k above the experts, or a backend
-    /// without host-accessible fp32 memory.
+    /// that does not compute in fp32.
     MoeBlock(Backend& backend, const MoeConfig& config);
 
     std::string kind() const override { return "moe"; }
@@ -71,7 +71,8 @@ public:
     void weightGrad(Lane lane, const ParamSet& p, Saved& saved) const override;
     Tensor backward(Lane lane, const ParamSet& p, Saved& saved, Tensor dy) const override;
 
-    /// The gate of token-slot pair t·k + j, from the kept affinities and routes (after F, before I).
+    /// The gate of token-slot pair t·k + j, from the kept affinities and routes (after F, before I). Waits for
+    /// the backend (synchronize) and downloads the affinities.
     std::vector<double> gates(const Saved& saved) const;
 
     /// With ep > 1: the group the routed experts are exchanged in (it must outlive the block's use), and where
@@ -85,8 +86,10 @@ private:
     Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const;
     /// The router: affinities (kept), routes and each expert's pairs.
     void route(Lane lane, const ParamSet& p, const Tensor& xn, Saved& sv) const;
+    /// gates() with the affinities downloaded on `lane` (where they were written).
+    std::vector<double> gatesOn(Lane lane, const Saved& sv) const;
     /// The router logits' gradient from dy and the routed outputs kept at each expert's output slot.
-    Tensor logitGradient(const Saved& sv, const Tensor& dy, MemoryCategory category) const;
+    Tensor logitGradient(Lane lane, const Saved& sv, const Tensor& dy, MemoryCategory category) const;
     /// The start of I/B both paths share: checks, the router logits' gradient (returned; its W done when fused)
     /// and its input gradient into dxn (T × h, made here).
     Tensor beginBackward(Lane lane, const ParamSet& p, Saved& sv, Tensor& dy, Tensor& dxn, bool fused) const;

@@ -4,12 +4,12 @@
 // backward sends the outputs' gradients the same way and the inputs' gradients back; the experts' weight
 // gradients stay with their holder. Each call makes at most 5 exchanges, numbered Saved::tag × 8 + 0…4, the
 // same on every member because every member runs the same schedule. docs/layers.md, "Expert parallelism".
+// The exchanges go through host buffers: on a backend whose memory the host cannot read (cuda), the rows are
+// downloaded before and uploaded after each exchange (HostMirror), as the block model's MPI does on one GPU.
 #include "runtime/layers/moe.h"
 
 #include "runtime/layers/rmsnorm.h"
 #include "runtime/layers/swiglu.h"
-
-#include <cstring>
 
 namespace dps::runtime::layers {
 
@@ -33,6 +33,12 @@ std::size_t z(int v)
 
 /// The exchange numbers of one call.
 enum Exchange : int { xCounts = 0, xRows = 1, xOutputs = 2, xOutputGrads = 3, xInputGrads = 4 };
+
+/// The device address of element `offset` of fp32 tensor `t`.
+void* rowAt(const Tensor& t, std::size_t offset)
+{
+    return static_cast<float*>(t.data()) + offset;
+}
 
 /// The rows of `src` for `pairs` (pair p is token p / k), appended to `out`.
 void appendRows(std::vector<float>& out, const float* src, const std::vector<int>& pairs, std::size_t k, std::size_t h)
@@ -66,11 +72,11 @@ Tensor MoeBlock::forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& sv) co
     requireShape(x, t, h, "moe F: input");
     x.recategorize(kAct);
     Tensor xn(b, t, h, kAct);
-    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
+    rmsNormForward(b, lane, x.data(), h, p[0], xn.data(), h, t, h);
     route(lane, p, xn, sv);
-    const std::vector<double> g = gates(sv);
+    const std::vector<double> g = gatesOn(lane, sv);
 
-    Tensor y = copyOf(b, x, kWork);
+    Tensor y = copyOf(b, lane, x, kWork);
     for (int s = 0; s < m_c.sharedExperts; ++s) {
         const std::size_t w = sharedParam(s);
         swigluForward(b, lane, p[w], p[w + 1], p[w + 2], xn.data(), t, sv, sharedSlot(s), y.data(), 1.0f);
@@ -79,11 +85,14 @@ Tensor MoeBlock::forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& sv) co
     // Dispatch: to member i the rows of its experts' pairs, expert by expert; the counts first.
     std::vector<std::vector<float>> counts(z(ep));
     std::vector<std::vector<float>> rows(z(ep));
-    for (int i = 0; i < ep; ++i)
-        for (int e = i * local; e < (i + 1) * local; ++e) {
-            counts[z(i)].push_back(static_cast<float>(sv.expertRows[z(e)].size())); // exact below 2^24 rows
-            appendRows(rows[z(i)], floats(xn), sv.expertRows[z(e)], k, h);
-        }
+    {
+        HostMirror xnHost(b, lane, xn.data(), t * h, true);
+        for (int i = 0; i < ep; ++i)
+            for (int e = i * local; e < (i + 1) * local; ++e) {
+                counts[z(i)].push_back(static_cast<float>(sv.expertRows[z(e)].size())); // exact below 2^24 rows
+                appendRows(rows[z(i)], xnHost.data(), sv.expertRows[z(e)], k, h);
+            }
+    }
     const int base = sv.tag * 8;
     const auto countsIn = exchangeRows(*m_group, counts, 1, base + xCounts);
     const auto rowsIn = exchangeRows(*m_group, rows, h, base + xRows);
@@ -103,7 +112,7 @@ Tensor MoeBlock::forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& sv) co
         for (int i = 0; i < ep; ++i) {
             const std::size_t c = z(sv.received[z(le)][z(i)]);
             if (c > 0)
-                std::memcpy(floats(xe) + row * h, rowsIn[z(i)].data() + read[z(i)] * h, c * h * sizeof(float));
+                b.uploadFloats(lane, rowAt(xe, row * h), rowsIn[z(i)].data() + read[z(i)] * h, c * h);
             read[z(i)] += c;
             row += c;
         }
@@ -111,10 +120,11 @@ Tensor MoeBlock::forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& sv) co
         const std::size_t w = expertParam(firstLocalExpert() + le);
         const std::size_t slot = ownerSlot(le);
         swigluForward(b, lane, p[w], p[w + 1], p[w + 2], xe.data(), n, sv, slot, out.data(), 0.0f);
+        HostMirror outHost(b, lane, out.data(), n * h, true);
         row = 0;
         for (int i = 0; i < ep; ++i) {
             const std::size_t c = z(sv.received[z(le)][z(i)]);
-            outputs[z(i)].insert(outputs[z(i)].end(), floats(out) + row * h, floats(out) + (row + c) * h);
+            outputs[z(i)].insert(outputs[z(i)].end(), outHost.data() + row * h, outHost.data() + (row + c) * h);
             row += c;
         }
         sv[slot + kExpertInput] = std::move(xe);
@@ -127,17 +137,17 @@ Tensor MoeBlock::forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& sv) co
         for (int e = i * local; e < (i + 1) * local; ++e) {
             const std::vector<int>& pairs = sv.expertRows[z(e)];
             Tensor out(b, pairs.size(), h, kAct);
-            if (!pairs.empty())
-                std::memcpy(floats(out), outputsIn[z(i)].data() + row * h, pairs.size() * h * sizeof(float));
-            row += pairs.size();
-            for (std::size_t r = 0; r < pairs.size(); ++r) {
-                const auto pair = z(pairs[r]);
-                const auto gate = static_cast<float>(g[pair]);
-                float* yr = floats(y) + pair / k * h;
-                const float* o = floats(out) + r * h;
-                for (std::size_t c = 0; c < h; ++c)
-                    yr[c] += gate * o[c];
+            if (!pairs.empty()) {
+                b.uploadFloats(lane, out.data(), outputsIn[z(i)].data() + row * h, pairs.size() * h);
+                std::vector<int> tokens(pairs.size());
+                std::vector<float> gates(pairs.size());
+                for (std::size_t r = 0; r < pairs.size(); ++r) {
+                    tokens[r] = static_cast<int>(z(pairs[r]) / k);
+                    gates[r] = static_cast<float>(g[z(pairs[r])]);
+                }
+                b.scatterAddRows(lane, out.data(), h, tokens.data(), gates.data(), pairs.size(), y.data());
             }
+            row += pairs.size();
             sv[expertSlot(e) + kExpertOutput] = std::move(out);
         }
     }
@@ -158,22 +168,25 @@ Tensor MoeBlock::backwardEp(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, 
     const int local = localExperts();
     Backend& b = m_backend;
     const MemoryCategory keep = fused ? kWork : kAct;
-    const std::vector<double> g = gates(sv);
+    const std::vector<double> g = gatesOn(lane, sv);
     Tensor dxn;
     Tensor dlogits = beginBackward(lane, p, sv, dy, dxn, fused);
 
     // The routed outputs' gradients g · dy_t go to the experts' holders, in the order of the dispatch.
     std::vector<std::vector<float>> grads(z(ep));
-    for (int i = 0; i < ep; ++i)
-        for (int e = i * local; e < (i + 1) * local; ++e) {
-            sv[expertSlot(e) + kExpertOutput].reset();
-            for (int pair : sv.expertRows[z(e)]) {
-                const auto gate = static_cast<float>(g[z(pair)]);
-                const float* d = floats(dy) + z(pair) / k * h;
-                for (std::size_t c = 0; c < h; ++c)
-                    grads[z(i)].push_back(gate * d[c]);
+    {
+        HostMirror dyHost(b, lane, dy.data(), t * h, true);
+        for (int i = 0; i < ep; ++i)
+            for (int e = i * local; e < (i + 1) * local; ++e) {
+                sv[expertSlot(e) + kExpertOutput].reset();
+                for (int pair : sv.expertRows[z(e)]) {
+                    const auto gate = static_cast<float>(g[z(pair)]);
+                    const float* d = dyHost.data() + z(pair) / k * h;
+                    for (std::size_t c = 0; c < h; ++c)
+                        grads[z(i)].push_back(gate * d[c]);
+                }
             }
-        }
+    }
     const int base = sv.tag * 8;
     const auto gradsIn = exchangeRows(*m_group, grads, h, base + xOutputGrads);
 
@@ -190,7 +203,7 @@ Tensor MoeBlock::backwardEp(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, 
         for (int i = 0; i < ep; ++i) {
             const std::size_t c = z(sv.received[z(le)][z(i)]);
             if (c > 0)
-                std::memcpy(floats(dout) + row * h, gradsIn[z(i)].data() + read[z(i)] * h, c * h * sizeof(float));
+                b.uploadFloats(lane, rowAt(dout, row * h), gradsIn[z(i)].data() + read[z(i)] * h, c * h);
             read[z(i)] += c;
             row += c;
         }
@@ -199,10 +212,11 @@ Tensor MoeBlock::backwardEp(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, 
         const std::size_t w = expertParam(firstLocalExpert() + le);
         swigluInputGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[slot + kExpertInput].data(), dout.data(), n, sv, slot,
             dxe.data(), 0.0f, da.data(), fused);
+        HostMirror dxeHost(b, lane, dxe.data(), n * h, true);
         row = 0;
         for (int i = 0; i < ep; ++i) {
             const std::size_t c = z(sv.received[z(le)][z(i)]);
-            inputGrads[z(i)].insert(inputGrads[z(i)].end(), floats(dxe) + row * h, floats(dxe) + (row + c) * h);
+            inputGrads[z(i)].insert(inputGrads[z(i)].end(), dxeHost.data() + row * h, dxeHost.data() + (row + c) * h);
             row += c;
         }
         if (fused)
@@ -211,16 +225,20 @@ Tensor MoeBlock::backwardEp(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, 
             sv[slot + kExpertOutput] = std::move(dout);
     }
     const auto inputGradsIn = exchangeRows(*m_group, inputGrads, h, base + xInputGrads);
-    for (int i = 0; i < ep; ++i) {
-        std::size_t row = 0;
-        for (int e = i * local; e < (i + 1) * local; ++e)
-            for (int pair : sv.expertRows[z(e)]) {
-                float* to = floats(dxn) + z(pair) / k * h;
-                const float* from = inputGradsIn[z(i)].data() + row * h;
-                for (std::size_t c = 0; c < h; ++c)
-                    to[c] += from[c];
-                ++row;
-            }
+    {
+        HostMirror dxnHost(b, lane, dxn.data(), t * h, true);
+        for (int i = 0; i < ep; ++i) {
+            std::size_t row = 0;
+            for (int e = i * local; e < (i + 1) * local; ++e)
+                for (int pair : sv.expertRows[z(e)]) {
+                    float* to = dxnHost.data() + z(pair) / k * h;
+                    const float* from = inputGradsIn[z(i)].data() + row * h;
+                    for (std::size_t c = 0; c < h; ++c)
+                        to[c] += from[c];
+                    ++row;
+                }
+        }
+        dxnHost.commit();
     }
     Tensor da(b, m_c.sharedExperts > 0 ? t : 0, z(m_c.expertFfn), kWork);
     return finishBackward(lane, p, sv, dxn, std::move(dy), std::move(dlogits), da.data(), fused);

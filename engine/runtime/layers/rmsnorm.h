@@ -3,7 +3,8 @@
 //   y = g ⊙ x · r,   r = 1 / √(mean(x²) + ε)
 // and its backward (docs/layers.md):
 //   dx = r · (g ⊙ dy − x · r² · mean(g ⊙ dy ⊙ x)),   dg = Σ_rows dy ⊙ x · r.
-// r is recomputed from x in the backward (one pass over the row), so only x is kept. Host kernels, fp32 with
+// r is recomputed from x in the backward (one pass over the row), so only x is kept. Host kernels (the CPU
+// backend's, cpulayerkernels.cpp; the cuda backend has its own, layerkernels.cu), fp32 with
 // the row sums in double. Rows may be strided (a column block of a wider tensor).
 #include <cstddef>
 

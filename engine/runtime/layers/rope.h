@@ -5,7 +5,7 @@
 // θ_j = base^(−2j/d):
 //   x'_j = x_j cos − x_{j+d/2} sin,   x'_{j+d/2} = x_{j+d/2} cos + x_j sin.
 // The rotation is orthogonal, so its backward is the rotation by −p·θ_j applied to the gradient, and it keeps
-// no tensor. Host kernel, angles in double.
+// no tensor. Host kernel (the CPU backend's, cpulayerkernels.cpp; cuda: layerkernels.cu), angles in double.
 #include <cstddef>
 
 namespace dps::runtime::layers {

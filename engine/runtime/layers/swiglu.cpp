@@ -2,19 +2,11 @@
 
 #include "runtime/layers/rmsnorm.h"
 
-#include <cmath>
-
 namespace dps::runtime::layers {
 
 namespace {
 constexpr auto kAct = MemoryCategory::Activation;
 constexpr auto kWork = MemoryCategory::Workspace;
-
-/// σ(z) in fp32 (std::exp of a float: within an ulp or two; SiLU's relative error stays ~1e-7).
-float sigmoid(float z)
-{
-    return 1.0f / (1.0f + std::exp(-z));
-}
 
 enum DenseSlot : std::size_t { dX, dXn, dFfn, dDy = dFfn + 3 };
 } // namespace
@@ -28,13 +20,8 @@ void swigluForward(Backend& backend, Lane lane, const ParamView& gate, const Par
     Tensor a(backend, rows, f, kAct);
     linearForward(backend, lane, x, gate, g.data(), rows);
     linearForward(backend, lane, x, up, u.data(), rows);
-    const float* gp = floats(g);
-    const float* upp = floats(u);
-    float* ap = floats(a);
-    for (std::size_t i = 0; i < rows * f; ++i) {
-        const float z = gp[i];
-        ap[i] = z * sigmoid(z) * upp[i];
-    }
+    if (rows * f > 0)
+        backend.swigluForward(lane, g.data(), u.data(), a.data(), rows * f); // a = SiLU(gate) ⊙ up
     linearForward(backend, lane, a.data(), down, out, rows, outBeta);
     sv[slot] = std::move(g);
     sv[slot + 1] = std::move(u);
@@ -50,17 +37,9 @@ void swigluInputGrad(Backend& backend, Lane lane, const ParamView& gate, const P
         linearWeightGrad(backend, lane, dout, sv[slot + 2].data(), down, rows);
     {
         linearInputGrad(backend, lane, dout, down, scratch, rows);
-        float* gp = floats(sv[slot]); // gate, becomes dgate
-        float* upp = floats(sv[slot + 1]); // up, becomes dup
-        const float* dap = static_cast<const float*>(scratch);
-        for (std::size_t i = 0; i < rows * f; ++i) {
-            const float z = gp[i];
-            const float s = sigmoid(z);
-            const float u = upp[i];
-            const float d = dap[i];
-            gp[i] = d * u * s * (1.0f + z * (1.0f - s));
-            upp[i] = d * z * s;
-        }
+        // gate becomes dgate, up becomes dup (swiglu.h)
+        if (rows * f > 0)
+            backend.swigluBackward(lane, sv[slot].data(), sv[slot + 1].data(), scratch, rows * f);
     }
     if (rows > 0) {
         linearInputGrad(backend, lane, sv[slot].data(), gate, dx, rows, dxBeta);
@@ -100,7 +79,7 @@ DenseMlp::DenseMlp(Backend& backend, const MlpConfig& config)
     : m_backend(backend)
     , m_c(config)
 {
-    requireHostFp32(backend, "dense mlp");
+    requireFp32(backend, "dense mlp");
     if (m_c.hidden < 1 || m_c.ffn < 1 || m_c.tokens < 1)
         throw RuntimeError("dense mlp: hidden " + std::to_string(m_c.hidden) + ", ffn " + std::to_string(m_c.ffn)
             + " and tokens " + std::to_string(m_c.tokens) + " must be at least 1");
@@ -121,8 +100,8 @@ Tensor DenseMlp::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) cons
     requireShape(x, t, h, "dense mlp F: input");
     x.recategorize(kAct);
     Tensor xn(m_backend, t, h, kAct);
-    rmsNormForward(floats(x), h, floats(p[0].weight), floats(xn), h, t, h);
-    Tensor y = copyOf(m_backend, x, kWork);
+    rmsNormForward(m_backend, lane, x.data(), h, p[0], xn.data(), h, t, h);
+    Tensor y = copyOf(m_backend, lane, x, kWork);
     swigluForward(m_backend, lane, p[1], p[2], p[3], xn.data(), t, sv, dFfn, y.data(), 1.0f);
     sv[dX] = std::move(x);
     sv[dXn] = std::move(xn);
@@ -145,7 +124,7 @@ Tensor DenseMlp::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy
     }
     if (fused)
         sv[dXn].reset();
-    Tensor dx = preNormResidualBackward(m_backend, p[0], sv[dX], dxn, dy, t, h);
+    Tensor dx = preNormResidualBackward(m_backend, lane, p[0], sv[dX], dxn, dy, t, h);
     if (fused) {
         dy.reset();
         sv.clear();

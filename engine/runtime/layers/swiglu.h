@@ -42,7 +42,7 @@ struct MlpConfig {
 /// down_proj (h × f).
 class DenseMlp final : public FusableLayer {
 public:
-    /// Throws RuntimeError for sizes below 1 or a backend without host-accessible fp32 memory.
+    /// Throws RuntimeError for sizes below 1 or a backend that does not compute in fp32.
     DenseMlp(Backend& backend, const MlpConfig& config);
 
     std::string kind() const override { return "swiglu"; }

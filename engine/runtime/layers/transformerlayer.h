@@ -18,7 +18,7 @@ struct TransformerLayer {
 
 /// The blocks of global layer `layer` (0-based) of `m`, an MoE layer's router with `gating` (the model library
 /// does not carry the gating function). Throws FormatError for a model model::check refuses, RuntimeError for
-/// a layer outside [0, m.layers) or a backend the layers cannot run on (requireHostFp32).
+/// a layer outside [0, m.layers) or a backend the layers cannot run on (requireFp32).
 /// `ep`/`member`: an MoE layer's experts split over an expert-parallel group (MoeConfig::ep, member).
 TransformerLayer makeTransformerLayer(Backend& backend, const model::Transformer& m, int layer,
     const MoeGating& gating = MoeGating::deepSeekV3(), int ep = 1, int member = 0);
