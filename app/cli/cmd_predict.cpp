@@ -737,7 +737,8 @@ Project projectFromFlags(const InitArgs& a)
         const Variant v = variantFromFlags(p, a);
         p.variants = { v };
         p.activeVariant = v.name;
-        p.name = std::string(kindDisplayName(v.kind)) + " on " + std::to_string(v.ranks) + " ranks";
+        p.name
+            = std::string(kindDisplayName(v.kind)) + " on " + formatCountOf(static_cast<std::size_t>(v.ranks), "rank");
     }
     finishInitProject(p, "--layers");
     return p;
@@ -815,7 +816,7 @@ Project projectFromPreset(const InitArgs& a)
     p.variants = { v };
     p.activeVariant = v.name;
     p.name = p.model.preset + " on " + device + ": " + std::string(kindDisplayName(v.kind)) + " on "
-        + std::to_string(v.ranks) + " ranks" + (v.dp > 1 ? " × dp " + std::to_string(v.dp) : "");
+        + formatCountOf(static_cast<std::size_t>(v.ranks), "rank") + (v.dp > 1 ? " × dp " + std::to_string(v.dp) : "");
     finishInitProject(p, a.layers ? "--layers" : "--model " + *a.model + " (its model.layers)");
     return p;
 }
@@ -835,8 +836,10 @@ int cmdInit(const InitArgs& args)
     saveProject(project, args.output);
     std::cout << "wrote " << args.output << ":";
     for (const auto& v : project.variants)
-        std::cout << " " << v.name << " (" << v.ranks << " ranks" << (v.dp > 1 ? " × dp " + std::to_string(v.dp) : "")
-                  << ", " << stageCount(v) << " stages, " << v.microbatches << " microbatches)"
+        std::cout << " " << v.name << " (" << formatCountOf(static_cast<std::size_t>(v.ranks), "rank")
+                  << (v.dp > 1 ? " × dp " + std::to_string(v.dp) : "") << ", "
+                  << formatCountOf(static_cast<std::size_t>(stageCount(v)), "stage") << ", "
+                  << formatCountOf(static_cast<std::size_t>(v.microbatches), "microbatch", "microbatches") << ")"
                   << (v.name == project.activeVariant ? " active" : "");
     std::cout << "\n";
     return kExitOk;

@@ -290,43 +290,49 @@ TEST_F(CpuBackendTest, RunConcurrentlyRethrowsEitherHalfsExceptionAndStaysUsable
 
 TEST_F(CpuBackendTest, AlternatingHalvesComputeOneAtATimeAndHandOverWhileCommunicating)
 {
-    // Lane 0 computes, then "communicates" until lane 1 has computed: only possible when communicationStarted
-    // hands the compute turn to lane 1 (otherwise lane 0 waits in vain for 5 s and the test fails). Neither
-    // half ever computes while the other does.
+    // Lane 0 computes, then "communicates" until lane 1 has computed; lane 1 computes. Which half takes the
+    // compute turn first is up to the threads: when lane 1 does, it finishes and lane 0 finds its flag set. When
+    // lane 0 does, lane 1 can compute only if communicationStarted handed the turn over (otherwise lane 0 waits
+    // in vain for 5 s and the test fails). Repeated until lane 0 went first a few times; neither half ever
+    // computes while the other does.
     backend.setLaneMode(LaneMode::Alternating);
-    std::atomic<int> computing { 0 };
-    std::atomic<int> most { 0 };
-    std::atomic<bool> secondComputed { false };
-    std::atomic<bool> handedOver { false };
-    const auto compute = [&] {
-        const int now = ++computing;
-        most = std::max(most.load(), now);
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        --computing;
-    };
-    std::atomic<bool> firstStarted { false };
-    backend.runConcurrently(
-        [&](Lane) {
-            const MemoryCounter::LaneScope lane(0);
-            compute();
-            firstStarted = true;
-            backend.communicationStarted();
-            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-            while (!secondComputed && std::chrono::steady_clock::now() < until)
-                std::this_thread::sleep_for(std::chrono::microseconds(100));
-            handedOver = secondComputed.load();
-            backend.communicationFinished();
-            compute();
-        },
-        [&](Lane) {
-            const MemoryCounter::LaneScope lane(1);
-            while (!firstStarted)
-                std::this_thread::yield(); // lane 0 takes the turn first, whichever thread wakes first
-            compute();
-            secondComputed = true;
-        });
-    EXPECT_TRUE(handedOver);
-    EXPECT_EQ(most.load(), 1);
+    int lane0First = 0;
+    for (int attempt = 0; attempt < 200 && lane0First < 5; ++attempt) {
+        std::atomic<int> computing { 0 };
+        std::atomic<int> most { 0 };
+        std::atomic<int> first { -1 };
+        std::atomic<bool> secondComputed { false };
+        bool handedOver = false;
+        const auto compute = [&](int lane) {
+            int expected = -1;
+            first.compare_exchange_strong(expected, lane);
+            const int now = ++computing;
+            most = std::max(most.load(), now);
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            --computing;
+        };
+        backend.runConcurrently(
+            [&](Lane) {
+                const MemoryCounter::LaneScope lane(0);
+                compute(0);
+                backend.communicationStarted();
+                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                while (!secondComputed && std::chrono::steady_clock::now() < until)
+                    std::this_thread::sleep_for(std::chrono::microseconds(50));
+                handedOver = secondComputed.load();
+                backend.communicationFinished();
+                compute(0);
+            },
+            [&](Lane) {
+                const MemoryCounter::LaneScope lane(1);
+                compute(1);
+                secondComputed = true;
+            });
+        ASSERT_TRUE(handedOver) << "attempt " << attempt << ", lane " << first.load() << " first";
+        EXPECT_EQ(most.load(), 1) << "attempt " << attempt;
+        lane0First += first.load() == 0 ? 1 : 0;
+    }
+    EXPECT_EQ(lane0First, 5);
 }
 
 // LaneActivity's hidden communication, by hand: lane 0 runs [0, 100] and communicates [10, 30] and [50, 60];
