@@ -223,6 +223,7 @@ PredictOptions machinePredictOptions(
 {
     PredictOptions options = timeline ? PredictOptions {} : PredictOptions::peaksOnly();
     options.fp32Tensors = true;
+    options.engineRun = true;
     options.cores = costs.cores;
     options.adjustCosts = [costs, typed, then = std::move(then)](CostModel& model) {
         applyMachineCosts(model, costs, typed);

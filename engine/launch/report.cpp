@@ -146,6 +146,7 @@ Prediction predictRun(const Project& project, const std::string& variantName, co
 {
     PredictOptions options = PredictOptions::peaksOnly(placeOnNodes(project, rankNode));
     options.fp32Tensors = backend == "cpu";
+    options.engineRun = true;
     Prediction prediction = predict(project, variantName, options);
     if (!prediction.valid())
         throw FormatError("variant '" + prediction.variantName + "': " + prediction.error);

@@ -118,6 +118,12 @@ Prediction predict(const Project& project, const Variant& variant, const Predict
     try {
         schedule = buildSchedule(project, variant);
         costs = options.fp32Tensors ? buildCostModel(project, variant, 4) : buildCostModel(project, variant);
+        if (options.engineRun && project.model.kind == ModelKind::Transformer) {
+            costs.gradientReplicas = std::max(1, variant.dp);
+            costs.expertParallel
+                = project.model.transformer.isMoe() ? std::max(1, project.model.transformer.moe.ep) : 1;
+            costs.engineReplicaSum = true;
+        }
     } catch (const Error& e) {
         Prediction failed;
         failed.variantName = variant.name;

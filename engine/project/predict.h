@@ -22,6 +22,10 @@ using CostAdjuster = std::function<void(CostModel&)>;
 struct PredictOptions {
     CostAdjuster adjustCosts; ///< applied to the cost model last; may be empty
     bool fp32Tensors = false; ///< tensors of 4 bytes whatever the model's dtype (what a CPU run moves); predict only
+    /// A run of our engine (`dpstudio run`, Run on This Machine): a transformer's prediction then also counts the
+    /// engine's replica gradient sum at the step's end (CostModel::engineReplicaSum, docs/memory.md); the block
+    /// model's EngineBuffers count it already. predict only.
+    bool engineRun = false;
     bool recordTiming = true; ///< per-slot timing (SimResult::timing) for timelines and traces
     bool recordMemory = true; ///< memory curves (RankResult::memory); the peaks are always computed
     /// Cores every rank of the run shares on one host; 0 (or less) = every rank has a device of its own. When

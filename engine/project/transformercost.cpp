@@ -324,6 +324,7 @@ StageCost transformerStageCost(const Project& project, const Variant& variant, c
     cost.parameterBytes = parameters * e;
     const int gradientBytes = project.training.present ? dtypeBytes(project.training.gradientDtype) : e;
     cost.gradientBytes = parameters * gradientBytes;
+    cost.expertGradientBytes = expertParameters * gradientBytes;
     cost.messageBytes = static_cast<double>(messageBytes);
     checkBytes(cost.activationBytes, "activation bytes kept from F until I", layersField, layers, sizes);
     checkBytes(cost.weightGradKeptBytes, "activation bytes kept from I until W", layersField, layers, sizes);

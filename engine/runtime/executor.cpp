@@ -554,61 +554,95 @@ std::size_t RankExecutor::sumReplicaGradients(std::vector<ActionRecord>* stepRec
     return peak;
 }
 
+std::vector<RankExecutor::GradientRange> RankExecutor::gradientRanges(int stage) const
+{
+    std::vector<GradientRange> ranges;
+    std::size_t packed = 0;
+    for (const StageParameter& p : m_params.at(stage)->parameters(m_spec)) {
+        if (!ranges.empty() && ranges.back().expert == p.expert
+            && ranges.back().offset + ranges.back().elements == p.offset) {
+            ranges.back().elements += p.elements;
+        } else {
+            ranges.push_back({ p.offset, p.elements, p.expert, packed });
+        }
+        if (!p.expert)
+            packed += p.elements;
+    }
+    return ranges;
+}
+
 void RankExecutor::addReplicaGradients()
 {
     const int tagBase = 2 * m_schedule.stages * m_schedule.microbatches;
-    // By stage: every other holder's gradients, by holder (comm rank).
-    std::map<int, std::map<int, Transfer>> received;
+    const auto e = static_cast<std::size_t>(m_backend.elementBytes());
+    // By stage: its gradient ranges, and every other holder's gradients, by holder (comm rank). A holder of other
+    // routed experts (expert parallelism) sums none of ours with its own: it gets, and sends, only the non-expert
+    // ranges, packed one after the other (`packed`: the receive holds those alone).
+    struct Incoming {
+        Transfer transfer;
+        bool packed = false;
+    };
+    std::map<int, std::vector<GradientRange>> rangesOf;
+    std::map<int, std::map<int, Incoming>> received;
+    std::map<int, Tensor> packedSends; // by stage: its non-expert ranges packed, read by the sends to other experts
     for (auto& [stage, params] : m_params) {
         const auto& holders = m_holders[static_cast<std::size_t>(stage)];
-        if (holders.size() < 2 || params->gradients().empty())
+        Tensor& grads = params->gradients();
+        if (holders.size() < 2 || grads.empty())
             continue;
-        for (int peer : holders)
-            if (peer != m_comm.rank())
-                received[stage].emplace(peer, exchangeGradients(params->gradients(), peer, tagBase + stage));
+        const std::vector<GradientRange>& ranges = rangesOf[stage] = gradientRanges(stage);
+        std::size_t denseElements = 0;
+        for (const GradientRange& r : ranges)
+            denseElements += r.expert ? 0 : r.elements;
+        const bool hasExperts = denseElements < grads.elements();
+        for (int peer : holders) {
+            if (peer == m_comm.rank())
+                continue;
+            if (!hasExperts || sameExperts(peer)) {
+                received[stage].emplace(peer, Incoming { exchangeGradients(grads, peer, tagBase + stage), false });
+                continue;
+            }
+            Tensor& packed = packedSends[stage];
+            if (packed.empty() && denseElements > 0) {
+                packed = Tensor(m_backend, denseElements, 1, MemoryCategory::Workspace);
+                for (const GradientRange& r : ranges)
+                    if (!r.expert)
+                        m_backend.copyDeviceToDevice(0, static_cast<char*>(packed.data()) + r.packedOffset * e,
+                            static_cast<const char*>(grads.data()) + r.offset * e, r.elements * e);
+            }
+            if (!packed.empty())
+                received[stage].emplace(peer, Incoming { exchangeGradients(packed, peer, tagBase + stage), true });
+        }
     }
     for (auto& [stage, fromHolders] : received)
-        for (auto& [peer, t] : fromHolders)
-            m_comm.wait(t.request);
+        for (auto& [peer, in] : fromHolders)
+            m_comm.wait(in.transfer.request);
     finishSends(); // our gradients are read by the sends: add only once they are done
+    packedSends.clear();
     // Every holder adds in the same order, ascending holder, so that all end with the same bits (float addition
     // is not associative: with more than two holders, each adding the others to its own would differ).
     for (auto& [stage, fromHolders] : received) {
         Tensor& grads = m_params.at(stage)->gradients();
-        for (auto& [peer, t] : fromHolders)
+        for (auto& [peer, in] : fromHolders)
             if (m_staging)
-                m_backend.copyHostToDevice(0, t.device.data(), t.host.data(), t.host.size());
+                m_backend.copyHostToDevice(0, in.transfer.device.data(), in.transfer.host.data(), in.transfer.host.size());
         const auto& holders = m_holders[static_cast<std::size_t>(stage)];
-        const auto e = static_cast<std::size_t>(m_backend.elementBytes());
-        const auto gradientsOf = [&](int holder, std::size_t offset) -> void* {
-            char* base
-                = static_cast<char*>(holder == m_comm.rank() ? grads.data() : fromHolders.at(holder).device.data());
-            return base + offset * e;
+        const auto gradientsOf = [&](int holder, const GradientRange& range) -> void* {
+            if (holder == m_comm.rank())
+                return static_cast<char*>(grads.data()) + range.offset * e;
+            const Incoming& in = fromHolders.at(holder);
+            return static_cast<char*>(in.transfer.device.data()) + (in.packed ? range.packedOffset : range.offset) * e;
         };
-        // Ranges of the buffer summed over the same holders: a routed expert's parameters only over the holders of
-        // the same experts (expert parallelism), every other parameter over all holders.
-        struct Range {
-            std::size_t offset, elements;
-            bool expert;
-        };
-        std::vector<Range> ranges;
-        for (const StageParameter& p : m_params.at(stage)->parameters(m_spec)) {
-            if (!ranges.empty() && ranges.back().expert == p.expert
-                && ranges.back().offset + ranges.back().elements == p.offset)
-                ranges.back().elements += p.elements;
-            else
-                ranges.push_back({ p.offset, p.elements, p.expert });
-        }
-        for (const Range& range : ranges) {
+        for (const GradientRange& range : rangesOf.at(stage)) {
             std::vector<int> summed;
             for (int holder : holders)
                 if (!range.expert || sameExperts(holder))
                     summed.push_back(holder);
-            void* sum = gradientsOf(summed.front(), range.offset); // the first holder's buffer accumulates
+            void* sum = gradientsOf(summed.front(), range); // the first holder's buffer accumulates
             for (std::size_t i = 1; i < summed.size(); ++i)
-                m_backend.axpy(0, range.elements, 1.0f, gradientsOf(summed[i], range.offset), sum);
+                m_backend.axpy(0, range.elements, 1.0f, gradientsOf(summed[i], range), sum);
             if (summed.front() != m_comm.rank())
-                m_backend.copyDeviceToDevice(0, gradientsOf(m_comm.rank(), range.offset), sum, range.elements * e);
+                m_backend.copyDeviceToDevice(0, gradientsOf(m_comm.rank(), range), sum, range.elements * e);
         }
     }
     m_backend.synchronize();

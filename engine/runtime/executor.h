@@ -150,8 +150,18 @@ private:
     void checkStepEnd() const;
     /// The replica sum itself (sumReplicaGradients counts its memory).
     void addReplicaGradients();
-    /// Posts the exchange of a stage's gradients with another holder; returns the incoming transfer.
+    /// Posts the exchange of a stage's gradients (or of `grads`, a packed part of them) with another holder;
+    /// returns the incoming transfer, shaped like `grads`.
     Transfer exchangeGradients(const Tensor& grads, int peer, int tag);
+    /// A stretch of a stage's gradient buffer summed over the same holders (elements).
+    struct GradientRange {
+        std::size_t offset = 0;
+        std::size_t elements = 0;
+        bool expert = false; ///< a routed expert's: summed only over the holders of the same experts
+        std::size_t packedOffset = 0; ///< not expert: where it lies among the stage's non-expert ranges packed
+    };
+    /// The stage's gradient buffer as ranges of its parameters, consecutive parameters of the same kind merged.
+    std::vector<GradientRange> gradientRanges(int stage) const;
     std::string where(const Action& action) const;
     /// The comm rank of pipeline rank `rank` in this replica.
     int commRank(int rank) const { return rank * m_replicas + m_replica; }

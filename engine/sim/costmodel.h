@@ -86,6 +86,9 @@ struct StageCost {
     double parameterCount = 0.0; ///< parameters of the stage (elements)
     double parameterBytes = 0.0; ///< bytes of those parameters
     double gradientBytes = 0.0; ///< bytes of their gradients
+    /// Of gradientBytes, the routed experts' a device holds (expert parallelism: our engine's replica gradient sum
+    /// adds them only over the holders of the same experts, docs/memory.md).
+    double expertGradientBytes = 0.0;
     double messageBytes = 0.0; ///< activation sent to stage s+1 (and gradient sent back), bytes
     std::optional<double> optimizerBytes; ///< optimizer state of the stage on one device (bytes); unset =
                                           ///< parameterCount × CostModel::optimizerBytesPerParameter
@@ -127,6 +130,14 @@ struct CostModel {
     /// k ranks of the schedule has k × gradientReplicas holders, and each receives every other holder's
     /// gradients at once (docs/memory.md); counted only when every stage has EngineBuffers.
     int gradientReplicas = 1;
+    /// The expert-parallel group size across those replicas (≥ 1, dividing gradientReplicas): replica d holds
+    /// member d mod expertParallel's routed experts, and a holder of other experts gets only the non-expert part
+    /// of a stage's gradients (packed), the holders of the same experts all of it.
+    int expertParallel = 1;
+    /// Counts the replica gradient sum at each rank's last slot also where the stages have no EngineBuffers (a
+    /// transformer run of our engine, PredictOptions::engineRun): the peak is then at least static + the ledger
+    /// then + what the sum receives.
+    bool engineReplicaSum = false;
     /// Receives the engine posts ahead of need (≥ 1); counted only when every stage has EngineBuffers.
     int receiveWindow = kDefaultReceiveWindow;
 

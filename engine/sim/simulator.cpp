@@ -57,6 +57,7 @@ struct StageTable {
     double staticBytes = 0.0; ///< parameters + gradients + optimizer state
     double parameterBytes = 0.0;
     double gradientBytes = 0.0; ///< what the replica gradient sum receives per other holder (engine buffers)
+    double expertGradientBytes = 0.0; ///< of it, the routed experts' (CostModel::expertParallel)
     const EngineBuffers* engine = nullptr; ///< the runtime's buffers, when the cost model has them
 };
 
@@ -193,6 +194,7 @@ private:
                 t.interNodeTransferUs = m_costs.transferTime(c.messageBytes, 0, m_otherNodeRank);
             t.parameterBytes = c.parameterBytes;
             t.gradientBytes = c.gradientBytes;
+            t.expertGradientBytes = c.expertGradientBytes;
             t.engine = s < m_costs.stages.size() && c.engine ? &*c.engine : nullptr;
             t.staticBytes = c.parameterBytes + c.gradientBytes
                 + c.optimizerBytes.value_or(c.parameterCount * m_costs.optimizerBytesPerParameter);
@@ -254,6 +256,8 @@ private:
             ops[r] = scanRow(static_cast<int>(r), heldBy);
         if (m_engine)
             prepareEngine();
+        else if (m_costs.engineReplicaSum)
+            m_replicaSum = replicaSumBytes();
         for (std::size_t r = 0; r < ranks; ++r) {
             RankResult& rr = m_result.ranks[r];
             if (m_options.recordTiming)
@@ -276,21 +280,15 @@ private:
         m_receives.assign(ranks, {});
         m_endReleaseBytes.assign(ranks, 0.0);
         const MessagePlanner planner(m_schedule);
-        std::vector<int> holders(m_table.size(), 0);
-        std::vector<std::vector<int>> held(ranks);
-        std::vector<int> seen(m_table.size(), -1);
         const int last = m_stages - 1;
+        const std::vector<double> replicaSum = replicaSumBytes();
         for (std::size_t r = 0; r < ranks; ++r) {
             EngineRank& e = m_engineRank[r];
+            e.replicaBytes = replicaSum[r];
             for (std::size_t p = 0; p < m_state[r].limit; ++p) {
                 const Action& a = m_schedule.order[r][p];
                 for (int h = 0; h < a.size(); ++h) {
                     const Op& op = a.at(h);
-                    if (seen[static_cast<std::size_t>(op.stage)] != static_cast<int>(r)) {
-                        seen[static_cast<std::size_t>(op.stage)] = static_cast<int>(r);
-                        held[r].push_back(op.stage);
-                        ++holders[static_cast<std::size_t>(op.stage)];
-                    }
                     if (op.kind != OpKind::F)
                         continue;
                     const EngineBuffers& b = *m_table[static_cast<std::size_t>(op.stage)].engine;
@@ -314,14 +312,49 @@ private:
                 e.buffers += receives[i].bytes;
             e.peak = startBytes(static_cast<int>(r));
         }
+    }
+
+    /// Per rank, what our engine's replica gradient sum receives at the step's end (docs/memory.md): for each
+    /// stage it holds, every other holder's gradients (a stage held by k ranks of the schedule has k × replicas
+    /// holders), of which a holder of other routed experts (CostModel::expertParallel) sends only the
+    /// non-expert part, packed, as the rank sends its own (one packed buffer a stage).
+    std::vector<double> replicaSumBytes() const
+    {
+        const std::size_t ranks = m_schedule.order.size();
+        std::vector<int> holders(m_table.size(), 0);
+        std::vector<std::vector<int>> held(ranks);
+        std::vector<int> seen(m_table.size(), -1);
+        for (std::size_t r = 0; r < ranks; ++r)
+            for (std::size_t p = 0; p < m_state[r].limit; ++p) {
+                const Action& a = m_schedule.order[r][p];
+                for (int h = 0; h < a.size(); ++h) {
+                    const auto stage = static_cast<std::size_t>(a.at(h).stage);
+                    if (seen[stage] == static_cast<int>(r))
+                        continue;
+                    seen[stage] = static_cast<int>(r);
+                    held[r].push_back(a.at(h).stage);
+                    ++holders[stage];
+                }
+            }
         const int replicas = std::max(1, m_costs.gradientReplicas);
+        const int ep = std::clamp(m_costs.expertParallel, 1, replicas);
+        std::vector<double> bytes(ranks, 0.0);
         for (std::size_t r = 0; r < ranks; ++r)
             for (int stage : held[r]) {
+                const StageTable& t = m_table[static_cast<std::size_t>(stage)];
                 const int all = holders[static_cast<std::size_t>(stage)] * replicas; // every replica's holders
-                if (all > 1)
-                    m_engineRank[r].replicaBytes
-                        += (all - 1) * m_table[static_cast<std::size_t>(stage)].gradientBytes;
+                if (all < 2)
+                    continue;
+                if (t.expertGradientBytes <= 0.0 || ep == 1) {
+                    bytes[r] += (all - 1) * t.gradientBytes;
+                    continue;
+                }
+                const int same = all / ep; // holders of this rank's experts, itself included
+                const int other = all - same;
+                const double dense = t.gradientBytes - t.expertGradientBytes;
+                bytes[r] += (same - 1) * t.gradientBytes + other * dense + (other > 0 ? dense : 0.0);
             }
+        return bytes;
     }
 
     std::size_t receiveWindow() const { return static_cast<std::size_t>(std::max(1, m_costs.receiveWindow)); }
@@ -675,6 +708,14 @@ private:
             rr.peakMemoryBytes = m_engine ? m_engineRank[r].peak : rr.staticBytes + rr.peakActivationBytes;
             if (m_engine)
                 rr.dataBytes = m_engineRank[r].dataBytes;
+            if (!m_replicaSum.empty() && m_replicaSum[r] > 0.0) {
+                // The step's end: what is still live, and every other holder's gradients at once.
+                const double end = rr.staticBytes + m_state[r].activationBytes + m_replicaSum[r];
+                rr.peakMemoryBytes = std::max(rr.peakMemoryBytes, end);
+                if (m_options.recordMemory)
+                    rr.memory.push_back(
+                        MemoryPoint { m_state[r].freeUs, end, m_state[r].activationBytes, m_state[r].inflight });
+            }
             idle += rr.idleUs;
             m_result.totalP2pBytes += rr.p2pBytesSent;
         }
@@ -761,6 +802,8 @@ private:
     std::vector<EngineRank> m_engineRank;
     std::vector<std::vector<EngineReceive>> m_receives; ///< per rank: its receives (MessagePlanner), in order
     std::vector<double> m_endReleaseBytes; ///< per rank: send bytes freed at the step's end
+    /// Per rank: the replica gradient sum's receives without EngineBuffers (CostModel::engineReplicaSum)
+    std::vector<double> m_replicaSum;
 };
 
 } // namespace

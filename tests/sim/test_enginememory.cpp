@@ -152,3 +152,37 @@ TEST(EngineMemory, WithoutBuffersOnEveryStageTheLedgerAloneCounts)
     EXPECT_DOUBLE_EQ(r.ranks[0].peakMemoryBytes, 200);
     EXPECT_DOUBLE_EQ(r.ranks[0].dataBytes, 0);
 }
+
+// A transformer run of our engine (no EngineBuffers, CostModel::engineReplicaSum): the replica gradient sum at
+// each rank's last slot, with expert parallelism. DualPipe on 2 ranks: both ranks hold both stages, and with dp 2
+// and ep 2 each stage has 2 × 2 = 4 holders, of which this process and one other hold the same experts. A stage
+// of gradientBytes 100 with 80 of routed experts (dense 20) receives the whole 100 from the same-experts holder
+// and the dense 20 from each of the other 2, and packs its own dense 20 for them: 100 + 40 + 20 = 160 a stage,
+// 320 a rank. Static 2 × 100 (gradients only), the ledger empty at the end: peak 200 + 320 = 520, above static +
+// the activations (1 byte a microbatch and stage). Without experts the sum receives 3 × 100 a stage: 200 + 600 =
+// 800. Without engineReplicaSum the ledger alone counts.
+TEST(EngineMemory, ATransformerRunCountsTheReplicaSumOfItsExpertParallelGroups)
+{
+    const Schedule s = gen(ScheduleKind::DualPipe, 2, 4);
+    ASSERT_EQ(s.stages, 2);
+    CostModel c = unitCosts(s);
+    for (StageCost& stage : c.stages) {
+        stage.activationBytes = 1.0;
+        stage.gradientBytes = 100.0;
+        stage.expertGradientBytes = 80.0;
+    }
+    c.gradientReplicas = 2;
+    c.expertParallel = 2;
+    c.engineReplicaSum = true;
+    const SimResult r = simulate(s, c);
+    ASSERT_FALSE(r.deadlocked) << r.deadlockMessage;
+    EXPECT_DOUBLE_EQ(r.ranks[0].peakMemoryBytes, 520.0);
+    EXPECT_DOUBLE_EQ(r.ranks[1].peakMemoryBytes, 520.0);
+    EXPECT_DOUBLE_EQ(r.ranks[0].memory.back().totalBytes, 520.0);
+    c.expertParallel = 1;
+    EXPECT_DOUBLE_EQ(simulate(s, c).ranks[0].peakMemoryBytes, 800.0);
+    c.engineReplicaSum = false;
+    const SimResult ledger = simulate(s, c);
+    EXPECT_DOUBLE_EQ(ledger.ranks[0].peakMemoryBytes, 200.0 + ledger.ranks[0].peakActivationBytes);
+    EXPECT_LT(ledger.ranks[0].peakMemoryBytes, 220.0);
+}
