@@ -239,13 +239,8 @@ Prediction predictRunAs(const Project& project, const std::string& variantName, 
 std::string formatAllToAll(const Prediction& predicted, const MeasuredTrace& measured)
 {
     const std::vector<RankAllToAll> measuredRanks = measuredAllToAll(measured, measured.medianStep);
-    std::vector<RankAllToAll> predictedRanks;
-    if (predicted.schedule)
-        try {
-            predictedRanks = allToAllPerRank(*predicted.schedule, predicted.costs);
-        } catch (const std::out_of_range&) {
-            predictedRanks.clear();
-        }
+    const std::vector<RankAllToAll> predictedRanks
+        = predicted.schedule ? allToAllPerRank(*predicted.schedule, predicted.costs) : std::vector<RankAllToAll> {};
     bool any = false;
     for (const RankAllToAll& m : measuredRanks)
         any = any || m.commUs > 0.0;

@@ -153,15 +153,6 @@ struct LayerFigures {
     std::string error; ///< why the model cannot be costed at these sizes ("" = fine)
 };
 
-double chainCompute(const std::vector<Chunk>& chain)
-{
-    double us = 0.0;
-    for (const Chunk& c : chain)
-        if (c.lane == Chunk::Compute)
-            us += c.us;
-    return us;
-}
-
 LayerFigures layerFigures(const Project& project, int dp, int microbatchSize, std::optional<model::Recompute> recompute)
 {
     LayerFigures f;
@@ -186,7 +177,8 @@ LayerFigures layerFigures(const Project& project, int dp, int microbatchSize, st
             // (their communication may hide behind the other half's compute; compute is never faster alone).
             double overlapped = std::min(full, costs.overlapFactor * full);
             if (!c.forwardChain.empty() || !c.backwardChain.empty())
-                overlapped = std::min(overlapped, chainCompute(c.forwardChain) + chainCompute(c.backwardChain));
+                overlapped = std::min(
+                    overlapped, laneUs(c.forwardChain, Chunk::Compute) + laneUs(c.backwardChain, Chunk::Compute));
             if (c.overlapUs)
                 overlapped = 0.0; // a typed slot time: no bound
             f.workOverlapped.push_back(std::max(0.0, overlapped));

@@ -2,40 +2,32 @@
 
 namespace dps {
 
-namespace {
-
-/// The communication chunks of `chain` together, µs.
-double communicationUs(const std::vector<Chunk>& chain)
-{
-    double us = 0.0;
-    for (const Chunk& c : chain)
-        if (c.lane == Chunk::Comm)
-            us += c.us;
-    return us;
-}
-
-} // namespace
-
 std::vector<RankAllToAll> allToAllPerRank(const Schedule& schedule, const CostModel& costs)
 {
+    // A stage the cost model does not list has no chains (StageCost's defaults), as in the simulator.
+    const StageCost unlisted {};
+    const auto stageOf = [&](int s) -> const StageCost& {
+        return s >= 0 && static_cast<std::size_t>(s) < costs.stages.size() ? costs.stages[static_cast<std::size_t>(s)]
+                                                                           : unlisted;
+    };
     std::vector<RankAllToAll> result(schedule.order.size());
     for (std::size_t r = 0; r < schedule.order.size(); ++r) {
         RankAllToAll& rank = result[r];
         for (const Action& a : schedule.order[r]) {
             if (a.overlapped) {
-                const OverlapLayout layout = costs.overlapLayout(a.op.stage, a.backward.stage);
+                const OverlapLayout layout = costs.overlapLayout(stageOf(a.op.stage), stageOf(a.backward.stage));
                 rank.commUs += layout.commUs;
                 rank.hiddenUs += layout.hiddenCommUs;
                 continue;
             }
-            const StageCost& stage = costs.stages.at(static_cast<std::size_t>(a.op.stage));
+            const StageCost& stage = stageOf(a.op.stage);
             switch (a.op.kind) {
             case OpKind::F:
-                rank.commUs += communicationUs(stage.forwardChain);
+                rank.commUs += laneUs(stage.forwardChain, Chunk::Comm);
                 break;
             case OpKind::I:
             case OpKind::B:
-                rank.commUs += communicationUs(stage.backwardChain);
+                rank.commUs += laneUs(stage.backwardChain, Chunk::Comm);
                 break;
             case OpKind::W:
                 break;

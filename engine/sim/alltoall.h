@@ -21,7 +21,7 @@ struct RankAllToAll {
 /// Per rank of `schedule`: a plain slot's all-to-all is its stage chain's communication, waited for (F: the
 /// forward chain's, I and B: the backward chain's, where our engine's MoE backward exchanges; W: none); an
 /// overlapped slot's is OverlapLayout::commUs, of which hiddenCommUs is hidden. Stages without chains have
-/// none. Throws std::out_of_range for a stage the cost model does not list.
+/// none, as has a stage the cost model does not list. Never throws.
 std::vector<RankAllToAll> allToAllPerRank(const Schedule& schedule, const CostModel& costs);
 
 } // namespace dps

@@ -131,6 +131,15 @@ bool hasCommunication(const std::vector<Chunk>& chain)
     return std::any_of(chain.begin(), chain.end(), [](const Chunk& c) { return c.lane == Chunk::Comm; });
 }
 
+double laneUs(const std::vector<Chunk>& chain, Chunk::Lane lane)
+{
+    double us = 0.0;
+    for (const Chunk& c : chain)
+        if (c.lane == lane)
+            us += c.us;
+    return us;
+}
+
 double CostModel::overlapTime(int fStage, int bStage) const
 {
     return overlapTime(stages.at(static_cast<std::size_t>(fStage)), stages.at(static_cast<std::size_t>(bStage)));

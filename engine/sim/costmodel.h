@@ -37,6 +37,8 @@ struct OverlapLayout {
 
 /// Whether `chain` holds a communication chunk (then an overlapped slot is laid out on two lanes).
 bool hasCommunication(const std::vector<Chunk>& chain);
+/// The chunks of `chain` on `lane` together, each at its time alone (µs).
+double laneUs(const std::vector<Chunk>& chain, Chunk::Lane lane);
 
 /// Receives our engine's executor posts ahead of need (ExecutorOptions::receiveWindow, the worker's
 /// --recv-window): each holds a message buffer from its post until the op that consumes it (docs/memory.md).

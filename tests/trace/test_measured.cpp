@@ -38,6 +38,17 @@ std::string replaced(std::string text, const std::string& from, const std::strin
     return text;
 }
 
+/// The FormatError parseMeasured throws for `text` (read as m.json), or "(accepted)".
+std::string messageOf(const std::string& text)
+{
+    try {
+        parseMeasured(text, "m.json");
+    } catch (const FormatError& e) {
+        return std::string(e.what());
+    }
+    return std::string("(accepted)");
+}
+
 } // namespace
 
 TEST(Measured, ReadsEveryDocumentedField)
@@ -110,14 +121,6 @@ TEST(Measured, RefusesANewerFormatNamingBothVersions)
 
 TEST(Measured, NamesTheFieldAtFault)
 {
-    auto messageOf = [](const std::string& text) {
-        try {
-            parseMeasured(text, "m.json");
-        } catch (const FormatError& e) {
-            return std::string(e.what());
-        }
-        return std::string("(accepted)");
-    };
     EXPECT_EQ(messageOf(replaced(kSmall, "\"end_us\": 10,", "")), "m.json: ranks[0].actions[0].end_us: missing");
     EXPECT_EQ(messageOf(replaced(kSmall, "\"step\": 0, \"start_us\": 1.5", "\"step\": \"x\", \"start_us\": 1.5")),
         "m.json: ranks[0].actions[0].step: must be an integer");
@@ -141,14 +144,6 @@ TEST(Measured, AllToAllTimesAreOptionalAndChecked)
     EXPECT_DOUBLE_EQ(t.ranks[0].actions[1].a2aHiddenUs, 2.25);
     const MeasuredTrace back = parseMeasured(serializeMeasured(t));
     EXPECT_DOUBLE_EQ(back.ranks[0].actions[1].a2aHiddenUs, 2.25);
-    auto messageOf = [](const std::string& text) {
-        try {
-            parseMeasured(text, "m.json");
-        } catch (const FormatError& e) {
-            return std::string(e.what());
-        }
-        return std::string("(accepted)");
-    };
     EXPECT_EQ(messageOf(replaced(withA2a, "2.25", "7")),
         "m.json: ranks[0].actions[1].a2a_hidden_us: must be between 0 and a2a_us (6.5)");
     EXPECT_EQ(messageOf(replaced(withA2a, "6.5", "-1")), "m.json: ranks[0].actions[1].a2a_us: must not be negative");
@@ -221,14 +216,6 @@ TEST(Measured, LeavesOutAnEmptyBackendChoice)
 
 TEST(Measured, NamesTheExtraFieldAtFault)
 {
-    auto messageOf = [](const std::string& text) {
-        try {
-            parseMeasured(text, "m.json");
-        } catch (const FormatError& e) {
-            return std::string(e.what());
-        }
-        return std::string("(accepted)");
-    };
     EXPECT_EQ(messageOf(replaced(kSmall, "\"median_step\": 1,", "\"median_step\": 1, \"warnings\": [3],")),
         "m.json: warnings[0]: must be a string");
     EXPECT_EQ(messageOf(replaced(kSmall, "\"grad\": 1e-10}}", "\"grad\": 1e-10}, \"losses\": [{\"microbatch\": 0}]}")),

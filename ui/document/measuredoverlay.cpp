@@ -83,13 +83,8 @@ void addRows(MeasuredOverlay& o, const SimulationSnapshot& predicted)
     }
     // Expert parallelism: the share of each rank's all-to-all hidden behind the other half of an F&B slot.
     const std::vector<RankAllToAll> measured = measuredAllToAll(*o.trace, o.step);
-    std::vector<RankAllToAll> expected;
-    if (predicted.schedule)
-        try {
-            expected = allToAllPerRank(*predicted.schedule, predicted.costs);
-        } catch (const std::out_of_range&) {
-            expected.clear();
-        }
+    const std::vector<RankAllToAll> expected
+        = predicted.schedule ? allToAllPerRank(*predicted.schedule, predicted.costs) : std::vector<RankAllToAll> {};
     for (int r = 0; r < ranks && r < static_cast<int>(measured.size()); ++r) {
         if (measured[static_cast<std::size_t>(r)].commUs <= 0.0)
             continue;

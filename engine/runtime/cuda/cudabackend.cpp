@@ -273,6 +273,35 @@ struct CudaBackend::Impl {
         return layerScratch[l];
     }
 
+    /// Issues on the lane's stream the copy of an op's host index list (n ints) into the lane's scratch, which
+    /// is followed (16-byte aligned) by `roomBytes` for the op's own use; returns the stream, the device indices
+    /// and the room.
+    struct Staged {
+        cudaStream_t stream;
+        const int* indices;
+        char* room;
+    };
+    Staged stageIndices(Lane lane, const int* indicesHost, std::size_t n, std::size_t roomBytes)
+    {
+        const std::size_t indexBytes = (n * sizeof(int) + 15) / 16 * 16;
+        char* base = static_cast<char*>(scratch(lane, indexBytes + roomBytes));
+        cudaStream_t s = issue(lane);
+        DPS_CUDA_CHECK(cudaMemcpyAsync(base, indicesHost, n * sizeof(int), cudaMemcpyHostToDevice, s));
+        return { s, reinterpret_cast<const int*>(base), base + indexBytes };
+    }
+
+    /// stageIndices for a row kernel's rows and, when scalesHost is set, its n scales after them (in the room).
+    Staged stageRows(Lane lane, const int* rowsHost, const float* scalesHost, std::size_t n)
+    {
+        Staged staged = stageIndices(lane, rowsHost, n, scalesHost ? n * sizeof(float) : 0);
+        if (scalesHost)
+            DPS_CUDA_CHECK(
+                cudaMemcpyAsync(staged.room, scalesHost, n * sizeof(float), cudaMemcpyHostToDevice, staged.stream));
+        else
+            staged.room = nullptr;
+        return staged;
+    }
+
     /// Throws RuntimeError for a layer kernel on a bf16 backend.
     void requireFp32(const char* op) const
     {
@@ -486,12 +515,6 @@ const float* fp(const void* p)
     return static_cast<const float*>(p);
 }
 
-/// Byte offsets of the arrays an op copies into its lane's scratch, each 16-byte aligned.
-std::size_t aligned(std::size_t bytes)
-{
-    return (bytes + 15) / 16 * 16;
-}
-
 } // namespace
 
 void CudaBackend::rmsNormForward(Lane lane, const void* x, std::size_t xStride, const void* g, void* y,
@@ -595,16 +618,9 @@ void CudaBackend::gatherRows(Lane lane, const void* src, std::size_t cols, const
     m_impl->requireFp32("gatherRows");
     if (n == 0 || cols == 0)
         return;
-    const std::size_t rowsBytes = aligned(n * sizeof(int));
-    char* scratch = static_cast<char*>(m_impl->scratch(lane, rowsBytes + n * sizeof(float)));
-    cudaStream_t s = m_impl->issue(lane);
-    DPS_CUDA_CHECK(cudaMemcpyAsync(scratch, rowsHost, n * sizeof(int), cudaMemcpyHostToDevice, s));
-    float* scales = nullptr;
-    if (scalesHost) {
-        scales = reinterpret_cast<float*>(scratch + rowsBytes);
-        DPS_CUDA_CHECK(cudaMemcpyAsync(scales, scalesHost, n * sizeof(float), cudaMemcpyHostToDevice, s));
-    }
-    layerkernels::gatherRows(s, fp(src), cols, reinterpret_cast<const int*>(scratch), scales, n, fp(dst));
+    const auto staged = m_impl->stageRows(lane, rowsHost, scalesHost, n);
+    layerkernels::gatherRows(
+        staged.stream, fp(src), cols, staged.indices, reinterpret_cast<const float*>(staged.room), n, fp(dst));
     DPS_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -614,16 +630,9 @@ void CudaBackend::scatterAddRows(Lane lane, const void* src, std::size_t cols, c
     m_impl->requireFp32("scatterAddRows");
     if (n == 0 || cols == 0)
         return;
-    const std::size_t rowsBytes = aligned(n * sizeof(int));
-    char* scratch = static_cast<char*>(m_impl->scratch(lane, rowsBytes + n * sizeof(float)));
-    cudaStream_t s = m_impl->issue(lane);
-    DPS_CUDA_CHECK(cudaMemcpyAsync(scratch, rowsHost, n * sizeof(int), cudaMemcpyHostToDevice, s));
-    float* scales = nullptr;
-    if (scalesHost) {
-        scales = reinterpret_cast<float*>(scratch + rowsBytes);
-        DPS_CUDA_CHECK(cudaMemcpyAsync(scales, scalesHost, n * sizeof(float), cudaMemcpyHostToDevice, s));
-    }
-    layerkernels::scatterAddRows(s, fp(src), cols, reinterpret_cast<const int*>(scratch), scales, n, fp(dst));
+    const auto staged = m_impl->stageRows(lane, rowsHost, scalesHost, n);
+    layerkernels::scatterAddRows(
+        staged.stream, fp(src), cols, staged.indices, reinterpret_cast<const float*>(staged.room), n, fp(dst));
     DPS_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -633,12 +642,10 @@ void CudaBackend::rowDots(
     m_impl->requireFp32("rowDots");
     if (n == 0)
         return;
-    const std::size_t rowsBytes = aligned(n * sizeof(int));
-    char* scratch = static_cast<char*>(m_impl->scratch(lane, rowsBytes + n * sizeof(double)));
-    auto* dots = reinterpret_cast<double*>(scratch + rowsBytes);
-    cudaStream_t s = m_impl->issue(lane);
-    DPS_CUDA_CHECK(cudaMemcpyAsync(scratch, aRowsHost, n * sizeof(int), cudaMemcpyHostToDevice, s));
-    layerkernels::rowDots(s, fp(a), reinterpret_cast<const int*>(scratch), fp(b), n, cols, dots);
+    const auto staged = m_impl->stageIndices(lane, aRowsHost, n, n * sizeof(double));
+    cudaStream_t s = staged.stream;
+    auto* dots = reinterpret_cast<double*>(staged.room);
+    layerkernels::rowDots(s, fp(a), staged.indices, fp(b), n, cols, dots);
     DPS_CUDA_CHECK(cudaGetLastError());
     DPS_CUDA_CHECK(cudaMemcpyAsync(dotsHost, dots, n * sizeof(double), cudaMemcpyDeviceToHost, s));
     DPS_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -650,12 +657,10 @@ void CudaBackend::crossEntropyForward(
     m_impl->requireFp32("crossEntropyForward");
     if (rows == 0)
         return;
-    const std::size_t targetsBytes = aligned(rows * sizeof(int));
-    char* scratch = static_cast<char*>(m_impl->scratch(lane, targetsBytes + rows * sizeof(double)));
-    auto* losses = reinterpret_cast<double*>(scratch + targetsBytes);
-    cudaStream_t s = m_impl->issue(lane);
-    DPS_CUDA_CHECK(cudaMemcpyAsync(scratch, targetsHost, rows * sizeof(int), cudaMemcpyHostToDevice, s));
-    layerkernels::crossEntropyForward(s, fp(logits), rows, vocab, reinterpret_cast<const int*>(scratch), losses);
+    const auto staged = m_impl->stageIndices(lane, targetsHost, rows, rows * sizeof(double));
+    cudaStream_t s = staged.stream;
+    auto* losses = reinterpret_cast<double*>(staged.room);
+    layerkernels::crossEntropyForward(s, fp(logits), rows, vocab, staged.indices, losses);
     DPS_CUDA_CHECK(cudaGetLastError());
     DPS_CUDA_CHECK(cudaMemcpyAsync(lossesHost, losses, rows * sizeof(double), cudaMemcpyDeviceToHost, s));
     DPS_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -667,10 +672,8 @@ void CudaBackend::crossEntropyBackward(
     m_impl->requireFp32("crossEntropyBackward");
     if (rows == 0)
         return;
-    char* scratch = static_cast<char*>(m_impl->scratch(lane, rows * sizeof(int)));
-    cudaStream_t s = m_impl->issue(lane);
-    DPS_CUDA_CHECK(cudaMemcpyAsync(scratch, targetsHost, rows * sizeof(int), cudaMemcpyHostToDevice, s));
-    layerkernels::crossEntropyBackward(s, fp(logits), rows, vocab, reinterpret_cast<const int*>(scratch), scale);
+    const auto staged = m_impl->stageIndices(lane, targetsHost, rows, 0);
+    layerkernels::crossEntropyBackward(staged.stream, fp(logits), rows, vocab, staged.indices, scale);
     DPS_CUDA_CHECK(cudaGetLastError());
 }
 

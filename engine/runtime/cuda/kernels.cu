@@ -1,5 +1,6 @@
 // Our kernels; see kernels.h. Grid-stride loops with a fixed grid so results do not depend on timing.
 #include "kernels.h"
+#include "launchgrid.cuh"
 
 #include <cuda_bf16.h>
 
@@ -7,14 +8,8 @@ namespace dps::runtime::kernels {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kMaxBlocks = 4096;
-
-int blocksFor(std::size_t n)
-{
-    const std::size_t blocks = (n + kThreads - 1) / kThreads;
-    return blocks == 0 ? 1 : static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
+using launchgrid::blocksFor;
+using launchgrid::kThreads;
 
 template <typename T> __device__ float load(const T* p, std::size_t i);
 template <> __device__ float load<float>(const float* p, std::size_t i)

@@ -2,6 +2,7 @@
 // (cpulayerkernels.cpp, layers/rmsnorm.h, rope.h, attentioncore.h, swiglu.h, moe.h, edges.h). Row kernels run
 // one block of kThreads threads per row and reduce in shared memory in a fixed tree order; elementwise kernels
 // are grid-stride loops over a fixed grid.
+#include "launchgrid.cuh"
 #include "layerkernels.h"
 
 #include <cfloat>
@@ -10,14 +11,8 @@ namespace dps::runtime::layerkernels {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kMaxBlocks = 4096;
-
-int blocksFor(std::size_t n)
-{
-    const std::size_t blocks = (n + kThreads - 1) / kThreads;
-    return blocks == 0 ? 1 : static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
+using launchgrid::blocksFor;
+using launchgrid::kThreads;
 
 int rowBlocks(std::size_t rows)
 {
