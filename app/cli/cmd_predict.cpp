@@ -116,7 +116,7 @@ std::string costsNote(const std::string& base, const CostFlags& flags)
 /// cached when the cache lacks them (progress on stderr). Throws as launch::machineProfile.
 launch::MachineProfile machineProfileFor(const Project& project, const CostFlags& flags)
 {
-    return launch::machineProfile(launch::projectShapes(project), 1, flags.profile, 10.0, std::cerr);
+    return launch::machineProfile(launch::projectShapes(project), 1, flags.profile, 10.0, std::cerr, &project);
 }
 
 /// The options of a CPU run of `variant` on the profile's machine, the --cost flags last. Throws FormatError

@@ -24,7 +24,10 @@ int cmdDevices(const DevicesArgs& args)
 {
     if (args.probe) {
         launch::CpuProbeOptions options;
-        options.shapes = launch::projectShapes(args.project.empty() ? defaultProject() : loadProject(args.project));
+        const Project project = args.project.empty() ? defaultProject() : loadProject(args.project);
+        options.shapes = launch::projectShapes(project);
+        if (project.model.kind == ModelKind::Transformer)
+            options.project = project; // its stages too (docs/cpu-profile.md)
         options.threads = args.threads;
         options.budgetS = args.budget;
         options.reprobe = args.reprobe;

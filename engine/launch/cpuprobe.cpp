@@ -6,6 +6,7 @@
 #include "base/errors.h"
 #include "base/fileio.h"
 #include "base/format.h"
+#include "project/transformercost.h"
 
 #include <algorithm>
 #include <cctype>
@@ -130,6 +131,110 @@ std::string secondsText(double s)
     return formatNumber(s, 3);
 }
 
+/// A transformer stage to time: its key and where the project has it (variant index, stage).
+struct StageToTime {
+    TransformerStageKey key;
+    int variant = 0;
+    int stage = 0;
+};
+
+/// The most weights and gradients (fp32 bytes) of one stage the transformer probe builds: a tiny or small model's
+/// stages are megabytes; a full-size preset's (DeepSeek-V3: tens of GB a stage) are not timed on a CPU.
+constexpr double kMaxProbedStageBytes = 2.0 * 1024 * 1024 * 1024;
+
+/// The distinct stages of the probe's transformer project (of its chosen variants), in variant and stage order.
+/// A stage larger than kMaxProbedStageBytes is left out with a note.
+std::vector<StageToTime> transformerStagesOf(const CpuProbeOptions& options, std::vector<std::string>& notes)
+{
+    std::vector<StageToTime> out;
+    if (!options.project || options.project->model.kind != ModelKind::Transformer)
+        return out;
+    const Project& project = *options.project;
+    for (std::size_t v = 0; v < project.variants.size(); ++v) {
+        const Variant& variant = project.variants[v];
+        if (!options.variants.empty()
+            && std::find(options.variants.begin(), options.variants.end(), variant.name) == options.variants.end())
+            continue;
+        const std::vector<TransformerStageKey> keys = transformerStageKeys(project, variant);
+        const std::vector<int> partition = effectivePartition(project, variant);
+        const DevicePlacement placement = placementOf(project, variant);
+        int firstLayer = 0;
+        for (std::size_t s = 0; s < keys.size(); firstLayer += partition[s], ++s) {
+            if (std::any_of(out.begin(), out.end(), [&](const StageToTime& t) { return t.key == keys[s]; }))
+                continue;
+            // Weights and gradients in fp32, as the CPU backend holds them (the model library's count).
+            const double bytes = 2.0 * 4.0
+                * transformerStageCost(
+                    project, variant, placement, firstLayer, partition[s], s == 0, s + 1 == keys.size(), "layers")
+                      .parameterCount;
+            if (bytes > kMaxProbedStageBytes) {
+                notes.push_back("transformer stage " + std::to_string(s) + " of variant " + variant.name + " ("
+                    + keys[s].layers + ") not timed: its weights and gradients take " + formatBytes(bytes)
+                    + " in fp32, more than the probe builds (" + formatBytes(kMaxProbedStageBytes) + ")");
+                continue;
+            }
+            out.push_back({ keys[s], static_cast<int>(v), static_cast<int>(s) });
+        }
+    }
+    return out;
+}
+
+/// Times the transformer stages of the probe's project that `profile` lacks (every one with `reprobe`) with
+/// `dpstudio-worker --probe-transformer`, under the kernel the profile's figures are for, and adds them to the
+/// profile (the new ones first, at most kMaxCachedTransformerStages); a stage too large to build is a note.
+/// Returns whether it measured any. Throws IoError when the worker fails.
+bool addTransformerStages(CpuProfile& profile, const CpuProbeOptions& options, const std::string& workerPath,
+    const std::string& threadText, const fs::path& scratch, double budget, std::ostream& log,
+    std::vector<std::string>& notes)
+{
+    std::vector<StageToTime> missing;
+    for (const StageToTime& t : transformerStagesOf(options, notes))
+        if (options.reprobe || !profile.transformerStage(t.key))
+            missing.push_back(t);
+    if (missing.empty())
+        return false;
+    const fs::path projectFile = scratch / "transformer-project.json";
+    writeFileAtomic(projectFile, serializeProject(*options.project));
+    std::string stages;
+    for (const StageToTime& t : missing)
+        stages += (stages.empty() ? "" : ",") + std::to_string(t.variant) + ":" + std::to_string(t.stage);
+    // 70 % of the budget as the kernels get, at most 1 s a stage: a stage's medians settle within a few hundred
+    // repetitions of a tiny model, and a large one is timed once or a few times whatever the budget.
+    const double seconds = std::min(budget * 0.7, 1.0 * static_cast<double>(missing.size()));
+    const char* userCore = std::getenv("OPENBLAS_CORETYPE");
+    const bool setCore = !(userCore && *userCore) && !profile.kernel.empty();
+    log << "dpstudio: timing " << missing.size() << " transformer stage" << (missing.size() == 1 ? "" : "s") << " ("
+        << (profile.kernel.empty() ? std::string("OpenBLAS's own") : profile.kernel) << " kernels, "
+        << secondsText(seconds) << " s)\n"
+        << std::flush;
+    const fs::path file = scratch / "transformer.json";
+    std::string why;
+    const std::optional<CpuProfile> p = runProbeMode(
+        { workerPath, "--probe-transformer", "--project", projectFile.string(), "--stages", stages, "--threads",
+            threadText, "--seconds", secondsText(seconds), "-o", file.string() },
+        setCore ? environmentWith({ "OPENBLAS_CORETYPE=" + profile.kernel }) : environmentWith({}), file, seconds, why);
+    if (!p)
+        throw IoError(workerPath + " --probe-transformer failed: " + why);
+    std::vector<TransformerStageMeasure> kept = p->transformerStages;
+    for (TransformerStageMeasure& t : profile.transformerStages)
+        if (kept.size() < kMaxCachedTransformerStages
+            && std::none_of(kept.begin(), kept.end(), [&](const TransformerStageMeasure& k) { return k.key == t.key; }))
+            kept.push_back(std::move(t));
+    profile.transformerStages = std::move(kept);
+    return true;
+}
+
+/// Writes the profile to the machine's cache (a failure is a note and clears the path).
+void saveToCache(CpuProbeResult& result)
+{
+    try {
+        result.cachePath = saveCpuProfileToCache(result.profile);
+    } catch (const IoError& e) {
+        result.notes.push_back(std::string("not cached: ") + e.what());
+        result.cachePath.clear();
+    }
+}
+
 } // namespace
 
 std::string utcTimestamp()
@@ -175,6 +280,12 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
         && (options.extendCache ? profileCoversShapes(*cached, shapes) : profileHasShapes(*cached, shapes))) {
         result.profile = std::move(*cached);
         result.fromCache = true;
+        if (addTransformerStages(
+                result.profile, options, workerPath, threadText, scratch.path(), budget, log, result.notes)) {
+            result.fromCache = false;
+            result.profile.probeSeconds = std::chrono::duration<double>(Clock::now() - started).count();
+            saveToCache(result);
+        }
         return result;
     }
     if (options.extendCache && cached)
@@ -208,15 +319,11 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
                 if (kept.size() < kMaxCachedShapes)
                     kept.push_back(std::move(s));
             extended.shapes = std::move(kept);
+            addTransformerStages(extended, options, workerPath, threadText, scratch.path(), budget, log, result.notes);
             extended.probedAt = utcTimestamp();
             extended.probeSeconds = std::chrono::duration<double>(Clock::now() - started).count();
             result.profile = std::move(extended);
-            try {
-                result.cachePath = saveCpuProfileToCache(result.profile);
-            } catch (const IoError& e) {
-                result.notes.push_back(std::string("not cached: ") + e.what());
-                result.cachePath.clear();
-            }
+            saveToCache(result);
             return result;
         }
         result.notes.push_back("the cached profile could not be extended ("
@@ -322,15 +429,15 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
         }
     }
 
+    // 4. Transformer stages: the machine's, kept from the cache whatever shapes it held; the project's missing
+    // ones (every one of them with --reprobe) timed under the kernel just chosen.
+    if (cached)
+        profile.transformerStages = cached->transformerStages;
+    addTransformerStages(profile, options, workerPath, threadText, scratch.path(), budget, log, result.notes);
     profile.probedAt = utcTimestamp();
     profile.probeSeconds = std::chrono::duration<double>(Clock::now() - started).count();
     result.profile = std::move(profile);
-    try {
-        result.cachePath = saveCpuProfileToCache(result.profile);
-    } catch (const IoError& e) {
-        result.notes.push_back(std::string("not cached: ") + e.what());
-        result.cachePath.clear();
-    }
+    saveToCache(result);
     return result;
 }
 

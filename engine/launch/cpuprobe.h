@@ -16,6 +16,7 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,12 @@ struct CpuProbeOptions {
     /// probe in full at `shapes` and the ones the cache held. What `dpstudio run` and --this-machine ask for.
     bool extendCache = false;
     std::filesystem::path worker; ///< dpstudio-worker; empty = findWorker()
+    /// A transformer project: its stages (of `variants`, empty = every variant) are timed too (dpstudio-worker
+    /// --probe-transformer, budgetS × 0.7 seconds over the stages, at most 1 s a stage), those the profile (cached or
+    /// just measured) lacks, unless `reprobe`, and kept in the profile's transformer_stages (at most
+    /// kMaxCachedTransformerStages, the newest first). Unset, or a block model: none.
+    std::optional<Project> project;
+    std::vector<std::string> variants;
 };
 
 struct CpuProbeResult {
@@ -45,9 +52,11 @@ struct CpuProbeResult {
 };
 
 /// Runs the probe (steps above), writing one progress line per step to `log` ("dpstudio: …"). Throws
-/// IoError when dpstudio-worker is not found, its info mode fails, or the compute probe fails for every
-/// core (naming the worker's message; a core that fails alone is a note); FormatError when the shapes are
-/// empty or a worker's output cannot be read. A p2p part that cannot run is a note.
+/// IoError when dpstudio-worker is not found, its info mode fails, the compute probe fails for every
+/// core (naming the worker's message; a core that fails alone is a note) or the transformer stages cannot be
+/// timed; FormatError when the shapes are empty or a worker's output cannot be read, and as
+/// transformerStageKeys. A p2p part that cannot run is a note. A profile read from the cache keeps the
+/// transformer stages it holds (a full probe, at other shapes, keeps them too: they are the machine's).
 CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log);
 
 /// The current time in UTC, ISO 8601 to the second ("2025-01-31T12:00:00Z").

@@ -5,6 +5,7 @@
 #include "base/format.h"
 #include "base/hostinfo.h"
 #include "project/jsonreader.h"
+#include "project/transformercost.h"
 
 #include <algorithm>
 #include <cctype>
@@ -100,6 +101,23 @@ ordered p2pJson(const P2pProfile& p)
         samples.push_back(ordered { { "bytes", s.bytes }, { "time_us", s.timeUs } });
     return ordered { { "ranks", p.ranks }, { "mpirun_options", p.mpirunOptions }, { "samples", samples },
         { "latency_us", p.latencyUs }, { "bandwidth_bytes_per_us", p.bandwidthBytesPerUs } };
+}
+
+ordered numberList(const std::vector<double>& values)
+{
+    ordered list = ordered::array();
+    for (const double v : values)
+        list.push_back(v);
+    return list;
+}
+
+ordered transformerStageJson(const TransformerStageMeasure& t)
+{
+    return ordered { { "model", t.key.model }, { "layers", t.key.layers }, { "tokens", t.key.tokens },
+        { "ep", t.key.ep }, { "repetitions", t.repetitions }, { "forward_chunks_us", numberList(t.forwardChunksUs) },
+        { "input_grad_us", t.inputGradUs }, { "weight_grad_us", t.weightGradUs },
+        { "backward_chunks_us", numberList(t.backwardChunksUs) }, { "forward_us", t.forwardUs() },
+        { "backward_us", t.backwardUs() } };
 }
 
 // ---------------------------------------------------------------------------------- JSON reading
@@ -247,6 +265,45 @@ P2pProfile readP2p(const JsonReader& r)
     return p;
 }
 
+/// A non-empty list of positive µs.
+std::vector<double> chunkList(const JsonReader& r, const char* key)
+{
+    std::vector<double> out;
+    const nlohmann::json& list = r.array(key);
+    if (list.empty())
+        r.fail(key, "must hold at least one time (µs)");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].is_number() || !(list[i].get<double>() > 0.0) || !std::isfinite(list[i].get<double>()))
+            r.element(list, i, key).failHere("must be a positive number of µs, got " + JsonReader::shown(list[i]));
+        out.push_back(list[i].get<double>());
+    }
+    return out;
+}
+
+TransformerStageMeasure readTransformerStage(const JsonReader& r)
+{
+    r.allowOnly({ "model", "layers", "tokens", "ep", "repetitions", "forward_chunks_us", "input_grad_us",
+        "weight_grad_us", "backward_chunks_us", "forward_us", "backward_us" });
+    TransformerStageMeasure t;
+    t.key.model = r.string("model");
+    if (t.key.model.empty())
+        r.fail("model", "must not be empty");
+    t.key.layers = r.string("layers");
+    if (t.key.layers.empty() || t.key.layers.find_first_not_of("EDMH") != std::string::npos)
+        r.fail(
+            "layers", "must be letters E, D, M, H (embedding, dense, MoE layer, head), got \"" + t.key.layers + "\"");
+    t.key.tokens = shapeSize(r, "tokens");
+    t.key.ep = r.integer("ep", 1);
+    t.repetitions = r.integer("repetitions", 1);
+    t.forwardChunksUs = chunkList(r, "forward_chunks_us");
+    t.inputGradUs = number(r, "input_grad_us", JsonReader::kPositive);
+    t.weightGradUs = number(r, "weight_grad_us", JsonReader::kPositive);
+    t.backwardChunksUs = chunkList(r, "backward_chunks_us");
+    r.optionalNumber("forward_us", JsonReader::kNonNegative); // derived; checked, not kept
+    r.optionalNumber("backward_us", JsonReader::kNonNegative);
+    return t;
+}
+
 std::string flopsText(double flopsPerSecond)
 {
     return formatCount(flopsPerSecond) + "FLOP/s";
@@ -311,6 +368,88 @@ std::vector<ProbeShape> projectShapes(const Project& project)
     return { shapes.begin(), shapes.end() };
 }
 
+// ------------------------------------------------------------------------------------- transformer stages
+
+std::string TransformerStageKey::text() const
+{
+    return layers + ", T=" + std::to_string(tokens) + ", ep " + std::to_string(ep) + " of " + model;
+}
+
+double TransformerStageMeasure::forwardUs() const
+{
+    double sum = 0.0;
+    for (const double us : forwardChunksUs)
+        sum += us;
+    return sum;
+}
+
+double TransformerStageMeasure::backwardUs() const
+{
+    double sum = 0.0;
+    for (const double us : backwardChunksUs)
+        sum += us;
+    return sum;
+}
+
+const TransformerStageMeasure* CpuProfile::transformerStage(const TransformerStageKey& key) const
+{
+    for (const TransformerStageMeasure& t : transformerStages)
+        if (t.key == key)
+            return &t;
+    return nullptr;
+}
+
+std::string transformerModelSignature(const model::Transformer& m, const std::string& gating)
+{
+    std::string text = std::string(model::attentionName(m.attention)) + " h" + std::to_string(m.hidden) + " heads"
+        + std::to_string(m.heads) + " kv" + std::to_string(m.kvHeads) + " hd" + std::to_string(m.headDim);
+    if (m.attention == model::Attention::MLA)
+        text += " mla(q" + std::to_string(m.mla.qLoraRank) + " kv" + std::to_string(m.mla.kvLoraRank) + " nope"
+            + std::to_string(m.mla.qkNopeHeadDim) + " rope" + std::to_string(m.mla.qkRopeHeadDim) + " v"
+            + std::to_string(m.mla.vHeadDim) + ")";
+    text += " ffn" + std::to_string(m.ffn) + " vocab" + std::to_string(m.vocab) + (m.tiedEmbeddings ? " tied" : "")
+        + " seq" + std::to_string(m.seqLen);
+    if (m.isMoe())
+        text += " moe(e" + std::to_string(m.moe.experts) + " k" + std::to_string(m.moe.topK) + " f"
+            + std::to_string(m.moe.expertFfn) + " shared" + std::to_string(m.moe.sharedExperts) + " dense_ffn"
+            + std::to_string(m.moe.denseFfn) + " " + gating + ")";
+    return text;
+}
+
+std::string transformerGatingOf(const ModelDesc& model)
+{
+    return model.preset.rfind("deepseek", 0) == 0 ? "deepseek-v3" : "mixtral";
+}
+
+std::vector<TransformerStageKey> transformerStageKeys(const Project& project, const Variant& variant)
+{
+    if (project.model.kind != ModelKind::Transformer)
+        throw FormatError("model.kind: transformer stages need a transformer model");
+    const model::Transformer m = transformerOf(project.model, microbatchSizeOf(project, variant));
+    const std::string signature = transformerModelSignature(m, transformerGatingOf(project.model));
+    const int ep = m.isMoe() ? std::max(1, m.moe.ep) : 1;
+    const std::vector<int> partition = effectivePartition(project, variant);
+    std::vector<TransformerStageKey> keys;
+    int layer = 0;
+    for (std::size_t s = 0; s < partition.size(); ++s) {
+        TransformerStageKey key;
+        key.model = signature;
+        key.tokens = static_cast<int>(m.tokens());
+        if (s == 0)
+            key.layers += "E";
+        bool moe = false;
+        for (int k = 0; k < partition[s]; ++k, ++layer) {
+            moe = moe || m.isMoeLayer(layer);
+            key.layers += m.isMoeLayer(layer) ? "M" : "D";
+        }
+        if (s + 1 == partition.size())
+            key.layers += "H";
+        key.ep = moe ? ep : 1; // a stage without MoE layers exchanges nothing
+        keys.push_back(std::move(key));
+    }
+    return keys;
+}
+
 // ------------------------------------------------------------------------------------- key
 
 std::string MachineKey::id() const
@@ -366,7 +505,8 @@ double ShapeMeasure::gemmFlopsPerSecond() const
 std::string serializeCpuProfile(const CpuProfile& p)
 {
     ordered j;
-    j["format_version"] = p.formatVersion;
+    // Without transformer stages the file is format 1's, which older builds read.
+    j["format_version"] = p.transformerStages.empty() ? 1 : 2;
     j["kind"] = "dpstudio-cpu-profile";
     j["machine"] = machineJson(p.machine);
     j["kernel"] = p.kernel;
@@ -377,6 +517,11 @@ std::string serializeCpuProfile(const CpuProfile& p)
     for (const ShapeMeasure& s : p.shapes)
         j["shapes"].push_back(shapeJson(s));
     j["p2p"] = p.p2p ? p2pJson(*p.p2p) : ordered();
+    if (!p.transformerStages.empty()) {
+        j["transformer_stages"] = ordered::array();
+        for (const TransformerStageMeasure& t : p.transformerStages)
+            j["transformer_stages"].push_back(transformerStageJson(t));
+    }
     return j.dump(2) + "\n";
 }
 
@@ -387,7 +532,7 @@ CpuProfile parseCpuProfile(const std::string& text, const std::string& source)
     p.formatVersion = JsonReader::checkVersion(root, source, kCpuProfileFormatVersion);
     const JsonReader r(root, "", source);
     r.allowOnly({ "format_version", "kind", "machine", "kernel", "probed_at", "probe_seconds", "blas_kernel", "shapes",
-        "p2p" });
+        "p2p", "transformer_stages" });
     if (r.string("kind") != "dpstudio-cpu-profile")
         r.fail("kind", "must be \"dpstudio-cpu-profile\", got \"" + r.string("kind") + "\"");
     p.machine = readMachine(r.object("machine"));
@@ -401,6 +546,13 @@ CpuProfile parseCpuProfile(const std::string& text, const std::string& source)
         p.shapes.push_back(readShape(r.element(shapes, i, "shapes").asObject()));
     if (!r.get("p2p").is_null())
         p.p2p = readP2p(r.object("p2p"));
+    if (r.has("transformer_stages")) {
+        if (p.formatVersion < 2)
+            r.fail("transformer_stages", "needs format_version 2, the file has " + std::to_string(p.formatVersion));
+        const nlohmann::json& stages = r.array("transformer_stages");
+        for (std::size_t i = 0; i < stages.size(); ++i)
+            p.transformerStages.push_back(readTransformerStage(r.element(stages, i, "transformer_stages").asObject()));
+    }
     return p;
 }
 
@@ -658,6 +810,19 @@ std::string formatCpuProfile(const CpuProfile& p)
             + "\n";
     } else {
         text += "\np2p: not measured (mpirun could not run two ranks)\n";
+    }
+    if (!p.transformerStages.empty()) {
+        text += "\ntransformer stages (compute per microbatch, the expert all-to-all taken out; parts: E embedding, D "
+                "dense layer, M MoE layer, H head and loss):\n";
+        std::vector<std::vector<std::string>> rows { { "parts", "T", "ep", "F", "I", "W", "B", "chunks F/B",
+            "model" } };
+        for (const TransformerStageMeasure& t : p.transformerStages)
+            rows.push_back(
+                { t.key.layers, std::to_string(t.key.tokens), std::to_string(t.key.ep), formatTime(t.forwardUs()),
+                    formatTime(t.inputGradUs), formatTime(t.weightGradUs), formatTime(t.backwardUs()),
+                    std::to_string(t.forwardChunksUs.size()) + "/" + std::to_string(t.backwardChunksUs.size()),
+                    t.key.model });
+        text += formatTable(rows, 3);
     }
     return text;
 }

@@ -7,6 +7,7 @@
 // the machine key and the per-machine cache, the kernel rule by CPU features, the latency/bandwidth fit,
 // the file format and the table. The measuring is in engine/runtime/probe.h (in dpstudio-worker), the
 // orchestration in cpuprobe.h.
+#include "model/transformer.h"
 #include "project/project.h"
 
 #include <cstdint>
@@ -17,8 +18,9 @@
 
 namespace dps::launch {
 
-/// The profile file's format_version (docs/cpu-profile.md); newer files are refused.
-inline constexpr int kCpuProfileFormatVersion = 1;
+/// The profile file's format_version (docs/cpu-profile.md); newer files are refused. Version 2 adds the
+/// `transformer_stages` section; a profile without it is written as version 1, which older builds still read.
+inline constexpr int kCpuProfileFormatVersion = 2;
 
 /// One GEMM shape set of the block model: T tokens (rows of every activation), hidden h, FFN f.
 struct ProbeShape {
@@ -128,6 +130,51 @@ struct P2pProfile {
     double bandwidthBytesPerUs = 0; ///< fitted; bytes/µs (1 bytes/µs = 1 MB/s)
 };
 
+/// What the times of one pipeline stage of a model-library transformer depend on (a run builds it as
+/// engine/runtime/transformerstage.h does): the model's dimensions, the kinds of the stage's layers, the
+/// tokens per microbatch and the expert-parallel group size. The BLAS threads are the machine key's.
+struct TransformerStageKey {
+    /// The model's dimensions as text (transformerModelSignature): attention kind and sizes, SwiGLU and MoE
+    /// sizes, vocabulary, sequence length, the router's gating.
+    std::string model;
+    /// One letter a part, in order: "E" the embedding (first stage), "D" a dense layer, "M" an MoE layer, "H" the
+    /// final norm, LM head and loss (last stage); e.g. "EDM", "MMH".
+    std::string layers;
+    int tokens = 0; ///< T = microbatch size × sequence length
+    int ep = 1; ///< expert-parallel group size the stage's MoE layers run with (1 = every expert here)
+    auto operator<=>(const TransformerStageKey&) const = default;
+    /// "EDM, T=64, ep 2 of <model>" for messages.
+    std::string text() const;
+};
+
+/// One transformer stage timed on the CPU backend with the calls a run makes (engine/runtime/probe.h): the
+/// compute of F, I, W and B for one microbatch, µs, medians; the expert all-to-all exchanges are taken out (with
+/// ep > 1 each exchange splits F's and B's compute into chunks, the chains of sim/costmodel.h).
+struct TransformerStageMeasure {
+    TransformerStageKey key;
+    int repetitions = 0; ///< how many times each action was timed
+    /// F's compute between its exchanges (ep > 1 with MoE layers: 2 exchanges a layer, dispatch and combine,
+    /// so exchanges + 1 chunks); one chunk without exchanges. µs each.
+    std::vector<double> forwardChunksUs;
+    double inputGradUs = 0; ///< I's compute, µs (its exchanges taken out)
+    double weightGradUs = 0; ///< W, µs (no exchanges)
+    std::vector<double> backwardChunksUs; ///< B's (I and W at once) compute between its exchanges, µs each
+    double forwardUs() const; ///< Σ forwardChunksUs
+    double backwardUs() const; ///< Σ backwardChunksUs
+};
+
+/// The model signature of TransformerStageKey::model for a model-library transformer and the gating name its
+/// router runs with ("deepseek-v3", "mixtral"): every field of `m` the layers' work depends on. Never throws.
+std::string transformerModelSignature(const model::Transformer& m, const std::string& gating);
+
+/// The gating a run's MoE router uses for `model` (engine/runtime/worker.cpp modelSpec): "deepseek-v3" for a
+/// DeepSeek preset, else "mixtral". Never throws.
+std::string transformerGatingOf(const ModelDesc& model);
+
+/// The key of each stage of `variant` (a transformer project), in stage order (equal stages have equal keys).
+/// Throws FormatError when the model is not a transformer, and as effectivePartition / placementOf.
+std::vector<TransformerStageKey> transformerStageKeys(const Project& project, const Variant& variant);
+
 /// A whole profile file.
 struct CpuProfile {
     int formatVersion = kCpuProfileFormatVersion;
@@ -138,7 +185,15 @@ struct CpuProfile {
     std::vector<ShapeMeasure> shapes;
     std::optional<KernelChoice> kernelChoice; ///< absent in a worker's partial output
     std::optional<P2pProfile> p2p; ///< absent when mpirun could not run two ranks
+    /// Transformer stages timed for this machine (`dpstudio devices --probe --project P` of a transformer
+    /// project, or a run's prediction), the newest first; format 2.
+    std::vector<TransformerStageMeasure> transformerStages;
+    /// The measurement of `key`, or null.
+    const TransformerStageMeasure* transformerStage(const TransformerStageKey& key) const;
 };
+
+/// The most transformer stages the machine's cache file keeps (the newest first).
+inline constexpr std::size_t kMaxCachedTransformerStages = 32;
 
 /// The profile as JSON (docs/cpu-profile.md; stable key order, 2-space indent, final newline).
 std::string serializeCpuProfile(const CpuProfile& profile);

@@ -3,6 +3,7 @@
 #include "base/errors.h"
 #include "base/format.h"
 #include "base/hostinfo.h"
+#include "project/transformercost.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <tuple>
 
 namespace dps::launch {
 
@@ -105,6 +107,70 @@ bool positive(double v)
     return v > 0.0;
 }
 
+/// One exchange of `bytes` leaving a device over the p2p link: latency + bytes ÷ bandwidth (0 = unlimited), µs.
+double exchangeUs(double bytes, double latencyUs, double bandwidthBytesPerUs)
+{
+    return latencyUs + (bandwidthBytesPerUs > 0.0 ? bytes / bandwidthBytesPerUs : 0.0);
+}
+
+/// A transformer stage's costs from its measurement: the compute as measured, and with exchanges the chains
+/// F = c0, x, c1, x, … and B = c0, x, c1, … (the MoE layers in order for F, in reverse for B). Per MoE layer the
+/// measured chunks say how many exchanges the runtime makes (engine/runtime/layers/moe_ep.cpp: F sends the row
+/// counts, then the rows (dispatch), then the experts' outputs back (combine); B the outputs' gradients, then
+/// the rows' gradients): the last two of F are the dispatch and the combine volume, those of B the combine's
+/// and the dispatch's, any before them (the counts) latency only. `exchanges`: per MoE layer of the stage in
+/// order, (layer, dispatch µs, combine µs); empty without exchanges. `latencyUs`: of one exchange.
+MachineStageCost transformerStage(const TransformerStageMeasure& t, int stage, int layers,
+    const std::vector<std::tuple<int, double, double>>& exchanges, double latencyUs, const std::string& source)
+{
+    const std::size_t moeLayers = exchanges.size();
+    const auto perLayer = [&](std::size_t chunks) -> std::size_t {
+        if (moeLayers == 0)
+            return chunks == 1 ? 0 : std::size_t(-1);
+        return (chunks - 1) % moeLayers == 0 && (chunks - 1) / moeLayers >= 2 ? (chunks - 1) / moeLayers
+                                                                              : std::size_t(-1);
+    };
+    const std::size_t forwardPerLayer = perLayer(t.forwardChunksUs.size());
+    const std::size_t backwardPerLayer = perLayer(t.backwardChunksUs.size());
+    if (forwardPerLayer == std::size_t(-1) || backwardPerLayer == std::size_t(-1))
+        throw FormatError(source + ": transformer stage " + t.key.text() + " holds "
+            + std::to_string(t.forwardChunksUs.size()) + " F and " + std::to_string(t.backwardChunksUs.size())
+            + " B compute chunks, which do not fit its " + std::to_string(moeLayers)
+            + " MoE layers exchanging (at least twice each): probe again (dpstudio devices --probe --reprobe "
+              "--project P)");
+    MachineStageCost m;
+    m.stage = stage;
+    m.layers = layers;
+    m.stageComputeForwardUs = t.forwardUs();
+    m.stageComputeInputUs = t.inputGradUs;
+    m.stageComputeWeightUs = t.weightGradUs;
+    m.stageComputeBackwardUs = t.backwardUs();
+    if (exchanges.empty())
+        return m;
+    // One half's chain: its compute chunks with, after chunk i, exchange i of its layer (the layers in `order`).
+    const auto chain = [&](const std::vector<double>& chunks, std::size_t per, bool forward, double& a2a) {
+        std::vector<Chunk> out;
+        std::size_t c = 0;
+        for (std::size_t k = 0; k < moeLayers; ++k) {
+            const auto& [layer, dispatchUs, combineUs] = exchanges[forward ? k : moeLayers - 1 - k];
+            for (std::size_t x = 0; x < per; ++x) {
+                const std::size_t fromEnd = per - x; // 2: the first volume, 1: the second, more: the counts
+                const double us = fromEnd > 2 ? latencyUs
+                    : forward                 ? (fromEnd == 2 ? dispatchUs : combineUs)
+                                              : (fromEnd == 2 ? combineUs : dispatchUs);
+                out.push_back({ Chunk::Compute, chunks[c++], layer });
+                out.push_back({ Chunk::Comm, us, layer });
+                a2a += us;
+            }
+        }
+        out.push_back({ Chunk::Compute, chunks[c], std::get<0>(forward ? exchanges.back() : exchanges.front()) });
+        return out;
+    };
+    m.forwardChain = chain(t.forwardChunksUs, forwardPerLayer, true, m.a2aForwardUs);
+    m.backwardChain = chain(t.backwardChunksUs, backwardPerLayer, false, m.a2aBackwardUs);
+    return m;
+}
+
 } // namespace
 
 bool ranksBoundToCores(int ranks, int cores, int threads)
@@ -135,21 +201,49 @@ ProbeShape variantShape(const Project& project, const Variant& variant)
 MachineCosts machineCosts(
     const CpuProfile& profile, const Project& project, const Variant& variant, const std::string& source)
 {
-    if (project.model.kind != ModelKind::Block)
-        throw FormatError("the CPU profile predicts the block model only (this project's model is a "
-            + std::string(modelKindName(project.model.kind)) + ", which runs on GPUs)");
     MachineCosts costs;
     costs.source = source;
     costs.shape = variantShape(project, variant);
     costs.cores = profile.machine.cores;
     costs.threads = profile.machine.blasThreads;
-    const ShapeMeasure& measured = shapeOf(profile, costs.shape, source);
-    const LayerCalls calls = layerCalls(measured, source);
-
+    costs.transformer = project.model.kind == ModelKind::Transformer;
     const std::vector<int> partition = effectivePartition(project, variant);
     const int stages = static_cast<int>(partition.size());
-    for (int s = 0; s < stages; ++s)
-        costs.stages.push_back(stageCost(calls, s, partition[static_cast<std::size_t>(s)], s == 0, s == stages - 1));
+    if (costs.transformer) {
+        // Each stage as measured whole (probe.h), plus its exchanges over the p2p link (the project's without one).
+        const std::vector<TransformerStageKey> keys = transformerStageKeys(project, variant);
+        const DevicePlacement placement = placementOf(project, variant);
+        const model::Transformer m = transformerOf(project.model, microbatchSizeOf(project, variant));
+        const double latency = profile.p2p ? profile.p2p->latencyUs : project.cluster.latencyUs;
+        const double bandwidth = profile.p2p ? profile.p2p->bandwidthBytesPerUs : project.cluster.bandwidthBytesPerUs;
+        // The model library sizes an exchange at the project's dispatch and combine dtypes; a CPU run sends fp32.
+        constexpr double kCpuElementBytes = 4.0;
+        int layer = 0;
+        for (int s = 0; s < stages; ++s) {
+            const TransformerStageKey& key = keys[static_cast<std::size_t>(s)];
+            const TransformerStageMeasure* measured = profile.transformerStage(key);
+            if (!measured)
+                throw FormatError(source + " has no transformer stage " + key.text()
+                    + ": probe it (dpstudio devices --probe --project P)");
+            std::vector<std::tuple<int, double, double>> exchanges;
+            const int layers = partition[static_cast<std::size_t>(s)];
+            for (int k = 0; k < layers; ++k, ++layer)
+                if (key.ep > 1 && m.isMoeLayer(layer)) {
+                    const model::LayerCost lc = model::layerCost(m, layer, model::Recompute::None, placement.ep);
+                    const double dispatch = lc.dispatchBytes / m.moe.dispatchBytes * kCpuElementBytes;
+                    const double combine = lc.combineBytes / m.moe.combineBytes * kCpuElementBytes;
+                    exchanges.emplace_back(
+                        layer, exchangeUs(dispatch, latency, bandwidth), exchangeUs(combine, latency, bandwidth));
+                }
+            costs.stages.push_back(transformerStage(*measured, s, layers, exchanges, latency, source));
+        }
+    } else {
+        const ShapeMeasure& measured = shapeOf(profile, costs.shape, source);
+        const LayerCalls calls = layerCalls(measured, source);
+        for (int s = 0; s < stages; ++s)
+            costs.stages.push_back(
+                stageCost(calls, s, partition[static_cast<std::size_t>(s)], s == 0, s == stages - 1));
+    }
 
     // The overlapped slots: for each forward stage, the mean over its pairs of max(F, B of the paired stage) when
     // the halves run on two threads, else of F + B (one after the other).
@@ -166,6 +260,7 @@ MachineCosts machineCosts(
     }
     const Schedule schedule = buildSchedule(project, variant);
     std::map<int, std::pair<double, int>> pairs; // forward stage → (Σ max(F, B), count)
+    std::set<int> chained; // forward stages with a pair that has exchanges: laid on two lanes by the cost model
     for (const auto& order : schedule.order)
         for (const Action& a : order) {
             if (!a.overlapped || a.op.stage < 0 || a.op.stage >= stages || a.backward.stage < 0
@@ -173,13 +268,16 @@ MachineCosts machineCosts(
                 continue;
             const MachineStageCost& f = costs.stages[static_cast<std::size_t>(a.op.stage)];
             const MachineStageCost& b = costs.stages[static_cast<std::size_t>(a.backward.stage)];
+            if (!f.forwardChain.empty() || !b.backwardChain.empty())
+                chained.insert(a.op.stage);
             auto& [sum, count] = pairs[a.op.stage];
             sum += costs.halvesConcurrent ? std::max(f.forwardUs(), b.backwardUs()) : f.forwardUs() + b.backwardUs();
             ++count;
         }
     costs.overlapUs.assign(static_cast<std::size_t>(stages), std::nullopt);
     for (const auto& [stage, total] : pairs)
-        costs.overlapUs[static_cast<std::size_t>(stage)] = total.first / total.second;
+        if (!chained.count(stage))
+            costs.overlapUs[static_cast<std::size_t>(stage)] = total.first / total.second;
 
     if (profile.p2p) {
         costs.latencyUs = profile.p2p->latencyUs;
@@ -198,8 +296,8 @@ void applyMachineCosts(CostModel& model, const MachineCosts& costs, const CostSe
         const MachineStageCost& m = costs.stages[s];
         const StageCostOverride none;
         const StageCostOverride& t = s < typed.stages.size() ? typed.stages[s] : none;
-        stage.forwardChain.clear();
-        stage.backwardChain.clear();
+        stage.forwardChain = t.forwardUs ? std::vector<Chunk>() : m.forwardChain;
+        stage.backwardChain = t.inputGradUs || t.weightGradUs || t.backwardUs ? std::vector<Chunk>() : m.backwardChain;
         if (!t.forwardUs)
             stage.forwardUs = m.forwardUs();
         if (!t.inputGradUs)
@@ -244,15 +342,25 @@ std::string MachineProfile::description() const
 }
 
 MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads, const std::string& profileFile,
-    double budgetS, std::ostream& log)
+    double budgetS, std::ostream& log, const Project* project, const std::vector<std::string>& variants)
 {
     MachineProfile result;
+    const bool transformer = project && project->model.kind == ModelKind::Transformer;
     if (!profileFile.empty()) {
         result.profile = loadCpuProfile(profileFile);
         result.file = profileFile;
         if (result.profile.machine.blasThreads != threads)
             throw FormatError(profileFile + ": measured with " + std::to_string(result.profile.machine.blasThreads)
                 + " BLAS threads, the run uses " + std::to_string(threads));
+        if (transformer) {
+            for (const Variant& v : project->variants)
+                if (variants.empty() || std::find(variants.begin(), variants.end(), v.name) != variants.end())
+                    for (const TransformerStageKey& key : transformerStageKeys(*project, v))
+                        if (!result.profile.transformerStage(key))
+                            throw FormatError(profileFile + " has no transformer stage " + key.text()
+                                + ": probe it (dpstudio devices --probe --project P)");
+            return result;
+        }
         for (const ProbeShape& shape : shapes)
             (void)shapeOf(result.profile, shape, profileFile); // throws naming the shapes it holds
         return result;
@@ -262,6 +370,10 @@ MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads
     options.threads = threads;
     options.budgetS = budgetS;
     options.extendCache = true;
+    if (transformer) {
+        options.project = *project;
+        options.variants = variants;
+    }
     CpuProbeResult probe = probeCpu(options, log);
     result.profile = std::move(probe.profile);
     result.file = probe.cachePath.string();
@@ -308,20 +420,41 @@ std::optional<MachineProfile> cachedMachineProfile(int threads)
 
 std::string formatMachineCosts(const MachineCosts& costs)
 {
-    std::vector<std::vector<std::string>> rows { { "stage", "layers", "F", "I", "W", "B", "F&B slot",
-        "F: GEMMs + GELU + loss", "I: GEMMs + GELU' + GELU" } };
-    for (std::size_t s = 0; s < costs.stages.size(); ++s) {
-        const MachineStageCost& m = costs.stages[s];
-        const bool hasSlot = s < costs.overlapUs.size() && costs.overlapUs[s].has_value();
-        rows.push_back({ std::to_string(m.stage), std::to_string(m.layers), formatTime(m.forwardUs()),
-            formatTime(m.inputGradUs()), formatTime(m.weightGradUs()), formatTime(m.backwardUs()),
-            hasSlot ? formatTime(costs.overlapUs[s].value_or(0.0)) : std::string("-"),
-            formatTime(m.forwardGemmUs) + " + " + formatTime(m.geluForwardUs) + " + " + formatTime(m.lossUs),
-            formatTime(m.inputGemmUs) + " + " + formatTime(m.geluBackwardUs) + " + " + formatTime(m.geluRecomputeUs) });
+    std::vector<std::vector<std::string>> rows;
+    std::string measuredAs;
+    if (costs.transformer) {
+        measuredAs = "transformer stages timed whole";
+        rows.push_back(
+            { "stage", "layers", "F", "I", "W", "B", "F&B slot", "F: compute + a2a", "B: compute + a2a", "chunks" });
+        for (std::size_t s = 0; s < costs.stages.size(); ++s) {
+            const MachineStageCost& m = costs.stages[s];
+            const bool hasSlot = s < costs.overlapUs.size() && costs.overlapUs[s].has_value();
+            rows.push_back({ std::to_string(m.stage), std::to_string(m.layers), formatTime(m.forwardUs()),
+                formatTime(m.inputGradUs()), formatTime(m.weightGradUs()), formatTime(m.backwardUs()),
+                hasSlot ? formatTime(costs.overlapUs[s].value_or(0.0))
+                        : (m.forwardChain.empty() ? std::string("-") : std::string("two lanes")),
+                formatTime(m.stageComputeForwardUs) + " + " + formatTime(m.a2aForwardUs),
+                formatTime(m.stageComputeBackwardUs.value_or(0.0)) + " + " + formatTime(m.a2aBackwardUs),
+                m.forwardChain.empty() ? std::string("-") : std::to_string(m.forwardChain.size()) });
+        }
+    } else {
+        measuredAs = "T×h×f = " + shapeText(costs.shape);
+        rows.push_back(
+            { "stage", "layers", "F", "I", "W", "B", "F&B slot", "F: GEMMs + GELU + loss", "I: GEMMs + GELU' + GELU" });
+        for (std::size_t s = 0; s < costs.stages.size(); ++s) {
+            const MachineStageCost& m = costs.stages[s];
+            const bool hasSlot = s < costs.overlapUs.size() && costs.overlapUs[s].has_value();
+            rows.push_back({ std::to_string(m.stage), std::to_string(m.layers), formatTime(m.forwardUs()),
+                formatTime(m.inputGradUs()), formatTime(m.weightGradUs()), formatTime(m.backwardUs()),
+                hasSlot ? formatTime(costs.overlapUs[s].value_or(0.0)) : std::string("-"),
+                formatTime(m.forwardGemmUs) + " + " + formatTime(m.geluForwardUs) + " + " + formatTime(m.lossUs),
+                formatTime(m.inputGemmUs) + " + " + formatTime(m.geluBackwardUs) + " + "
+                    + formatTime(m.geluRecomputeUs) });
+        }
     }
-    std::string text = "costs for this machine (" + costs.source + ", T×h×f = " + shapeText(costs.shape) + ", "
-        + std::to_string(costs.cores) + (costs.cores == 1 ? " core" : " cores") + ", " + std::to_string(costs.threads)
-        + (costs.threads == 1 ? " BLAS thread" : " BLAS threads") + " per rank"
+    std::string text = "costs for this machine (" + costs.source + ", " + measuredAs + ", "
+        + formatCountOf(static_cast<std::size_t>(costs.cores), "core") + ", "
+        + formatCountOf(static_cast<std::size_t>(costs.threads), "BLAS thread") + " per rank"
         + (costs.boundToCores ? ", each rank bound to a core" : "")
         + (costs.halvesConcurrent ? ", F&B halves on two threads" : ", F&B halves in turn") + ")\n" + formatTable(rows);
     if (costs.latencyUs)

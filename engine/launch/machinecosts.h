@@ -44,14 +44,35 @@ struct MachineStageCost {
     double geluRecomputeUs = 0; ///< I: layers × gelu_forward(T·f) (A is recomputed from H for W)
     double weightGemmUs = 0; ///< W: layers × (dW2 and dW1 GEMMs)
 
-    double forwardUs() const { return forwardGemmUs + geluForwardUs + lossUs; }
-    double inputGradUs() const { return inputGemmUs + geluBackwardUs + geluRecomputeUs; }
-    double weightGradUs() const { return weightGemmUs; }
-    double backwardUs() const { return inputGradUs() + weightGradUs(); }
+    // A transformer stage (the profile's transformer_stages; the block terms above stay 0): its measured
+    // compute and, with expert parallelism, its all-to-all exchanges over the probed p2p link.
+    double stageComputeForwardUs = 0; ///< F: the measured compute of the stage
+    double a2aForwardUs = 0; ///< F: its exchanges (dispatch and combine of each MoE layer)
+    double stageComputeInputUs = 0; ///< I: the measured compute
+    double a2aBackwardUs = 0; ///< I and B: their exchanges (the gradients of combine and dispatch)
+    double stageComputeWeightUs = 0; ///< W: the measured compute
+    std::optional<double> stageComputeBackwardUs; ///< B: the measured compute (I and W at once); unset: block model
+    /// With exchanges (ep > 1 and MoE layers): F and B as chains of the measured compute chunks and the exchanges
+    /// (sim/costmodel.h), whose sums are forwardUs() and backwardUs(); empty otherwise.
+    std::vector<Chunk> forwardChain;
+    std::vector<Chunk> backwardChain;
+
+    double forwardUs() const { return forwardGemmUs + geluForwardUs + lossUs + stageComputeForwardUs + a2aForwardUs; }
+    double inputGradUs() const
+    {
+        return inputGemmUs + geluBackwardUs + geluRecomputeUs + stageComputeInputUs + a2aBackwardUs;
+    }
+    double weightGradUs() const { return weightGemmUs + stageComputeWeightUs; }
+    /// I + W (block model); a transformer stage's measured B plus its exchanges.
+    double backwardUs() const
+    {
+        return stageComputeBackwardUs ? *stageComputeBackwardUs + a2aBackwardUs : inputGradUs() + weightGradUs();
+    }
 };
 
 /// The costs of a CPU run of one variant on the machine of a profile.
 struct MachineCosts {
+    bool transformer = false; ///< the stages are a transformer's, timed whole (profile.transformerStages)
     std::string source; ///< what the figures come from, e.g. "probed CPU profile, ~/.cache/dpstudio/cpu-….json"
     ProbeShape shape; ///< T×h×f of the variant
     int cores = 0; ///< the machine's cores (the profile's machine.cores): PredictOptions::cores
@@ -83,11 +104,19 @@ bool ranksBoundToCores(int ranks, int cores, int threads);
 bool halvesRunConcurrently(int ranks, int cores, int threads);
 
 /// The costs of `variant` of `project` run on the CPU backend of the profile's machine (the formulas above).
-/// `source` names the profile in MachineCosts::source. Throws FormatError when the model is not the block
-/// model ("the CPU profile predicts the block model only"), when a size is not positive, when the profile
-/// was not measured at the variant's shape ("<source> holds 256x512x2048, not the variant's 32x1024x4096:
-/// probe again (dpstudio devices --probe --project P)"), or lacks one of the calls, and as buildSchedule /
-/// effectivePartition for a variant that cannot be built.
+/// A transformer project's stages are the profile's transformer_stages of their keys (transformerStageKeys):
+/// F, I, W and B the measured compute; with expert parallelism (a stage with MoE layers, ep > 1) each of the
+/// stage's exchanges adds latency + bytes ÷ bandwidth of the p2p fit (the project's link without one), its
+/// bytes the model library's dispatch and combine volumes (model::layerCost) at 4 bytes an element (the CPU
+/// computes in fp32): per MoE layer F exchanges the row counts (latency only), the dispatch and the combine, I
+/// and B the combine's and the dispatch's volume back (as many exchanges as the measured chunks say), and F and B
+/// become chains (an overlapped slot is then laid on two lanes).
+/// `source` names the profile in MachineCosts::source. Throws FormatError when a size is not positive, when
+/// the profile was not measured at the variant's shape ("<source> holds 256x512x2048, not the variant's
+/// 32x1024x4096: probe again (dpstudio devices --probe --project P)"), or lacks one of the calls, when it lacks a
+/// transformer stage of the variant ("<source> has no transformer stage EDM, T=64, ep 1 of …: probe it …") or
+/// holds it with another number of chunks than the stage has exchanges, and as buildSchedule /
+/// effectivePartition / placementOf for a variant that cannot be built.
 MachineCosts machineCosts(
     const CpuProfile& profile, const Project& project, const Variant& variant, const std::string& source);
 
@@ -95,7 +124,8 @@ MachineCosts machineCosts(
 /// the project does not type (costs.stages[s].f_us … ; a calibration's costs are typed) becomes the machine's
 /// F, I, W, B; the F&B slot takes the machine's overlapUs unless the stage types fb_us or the project's
 /// overlap_factor differs from 1 (a typed or calibrated factor is kept); latency and bandwidth take the p2p
-/// fit unless the project types them. Chains are cleared (a CPU run has no communication lane). Never throws.
+/// fit unless the project types them. Chains are the machine's (a transformer stage with exchanges), else
+/// cleared; a typed F or B clears the chain it replaces. Never throws.
 void applyMachineCosts(CostModel& model, const MachineCosts& costs, const CostSettings& typed);
 
 /// The options that predict a CPU run of the variant on this machine: fp32 tensors, applyMachineCosts as the
@@ -122,11 +152,14 @@ struct MachineProfile {
 /// The CPU profile to predict `shapes` (at least one) with on this machine, `threads` BLAS threads per rank:
 /// `profileFile` when given (read as it is); else the machine's cached profile when it holds every shape;
 /// else a probe (probeCpu, `budgetS` seconds of measuring; its progress lines to `log`) at these shapes and
-/// the ones the cache held (at most 8, these first), which replaces the cache file. Throws IoError (a file
-/// that cannot be read, no worker), FormatError (a bad file, a profile of other shapes or another BLAS thread
-/// count than `threads`: "<file>: measured with 2 BLAS threads, the run uses 1").
+/// the ones the cache held (at most 8, these first), which replaces the cache file. With a transformer
+/// `project` (not null), the profile must also hold the transformer stages of `variants` of it (empty: every
+/// variant): the cached profile gets the missing ones measured and added (CpuProbeOptions::project), a named
+/// file must hold them. Throws IoError (a file that cannot be read, no worker), FormatError (a bad file, a
+/// profile of other shapes, stages or another BLAS thread count than `threads`: "<file>: measured with 2 BLAS
+/// threads, the run uses 1").
 MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads, const std::string& profileFile,
-    double budgetS, std::ostream& log);
+    double budgetS, std::ostream& log, const Project* project = nullptr, const std::vector<std::string>& variants = {});
 
 /// This machine's newest cached profile (by probed_at) for `threads` BLAS threads: of the cache folder's
 /// cpu-*.json files, those whose machine has this host's CPU model, online cores and /proc/cpuinfo flags

@@ -193,9 +193,6 @@ RunPrediction chooseRunPrediction(const Project& project, const std::string& var
         return chosen;
     if (hostfile)
         return keepNominal("a run over a hostfile spans other machines than the one probed");
-    if (project.model.kind != ModelKind::Block)
-        return keepNominal("the CPU profile times the block model's GEMMs only, not a transformer's layers (run "
-                           "`dpstudio calibrate` on this run to fit the project's stage costs to it)");
     if (backend == "auto" && profileFile.empty()) {
         std::string why;
         if (!listGpus(&why).empty())
@@ -204,7 +201,9 @@ RunPrediction chooseRunPrediction(const Project& project, const std::string& var
     const Variant& variant = findVariant(project, variantName);
     const std::vector<ProbeShape> shapes { variantShape(project, variant) };
     try {
-        const MachineProfile profile = machineProfile(shapes, threads, profileFile, 10.0, log);
+        // A transformer's stages are timed whole (probe.h): the profile must hold the variant's, probed if missing.
+        const MachineProfile profile
+            = machineProfile(shapes, threads, profileFile, 10.0, log, &project, { variant.name });
         chosen.machine = machineCosts(profile.profile, project, variant, profile.description());
         chosen.label = "for this machine (" + profile.description() + ")";
         for (const std::string& note : chosen.machine->notes)

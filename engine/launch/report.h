@@ -69,11 +69,11 @@ struct RunPrediction {
 std::string nominalLabel(const Project& project);
 
 /// Decides what a run of `variant` is predicted with, before it starts: for this machine when the run is
-/// a CPU run here (backend "cpu", or "auto" where no GPU is visible; no hostfile; not `nominal`; the block
-/// model), from `profileFile` or this machine's cached profile, probing (its progress to `log`) when the
-/// cache lacks the variant's shape. A profile that cannot be had (no worker, a failed probe, a file of other
-/// shapes) gives the project's devices and a note saying why — except a `profileFile` the user named, whose
-/// error is thrown (IoError, FormatError as machineProfile).
+/// a CPU run here (backend "cpu", or "auto" where no GPU is visible; no hostfile; not `nominal`), from
+/// `profileFile` or this machine's cached profile, probing (its progress to `log`) when the cache lacks the
+/// variant's shape or, for a transformer, its stages (machineProfile). A profile that cannot be had (no worker, a
+/// failed probe, a file of other shapes) gives the project's devices and a note saying why — except a `profileFile` the
+/// user named, whose error is thrown (IoError, FormatError as machineProfile).
 RunPrediction chooseRunPrediction(const Project& project, const std::string& variant, const std::string& backend,
     bool hostfile, bool nominal, const std::string& profileFile, int threads, std::ostream& log);
 

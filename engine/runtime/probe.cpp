@@ -1,9 +1,14 @@
 #include "probe.h"
 
 #include "cpubackend.h"
+#include "layers/expertcomm.h"
 #include "mpicomm.h"
 #include "stagemath.h"
+#include "threadcomm.h"
+#include "transformerstage.h"
 #include "worker.h"
+
+#include "project/modelcost.h"
 
 #include "base/errors.h"
 #include "base/fileio.h"
@@ -17,7 +22,11 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <numeric>
 #include <ostream>
+#include <set>
+#include <thread>
+#include <tuple>
 
 namespace dps::runtime {
 
@@ -298,6 +307,254 @@ launch::ShapeMeasure measureShape(CpuBackend& cpu, const launch::ProbeShape& sha
     return out;
 }
 
+// ------------------------------------------------------------------ transformer stages
+
+/// The clock of the transformer probe: the calling thread's CPU time with one BLAS thread (the work of a call
+/// runs on the calling thread), else wall time; µs.
+double probeClock(bool cpuTime)
+{
+    return cpuTime ? threadCpuMicroseconds() : wallMicroseconds();
+}
+
+/// The expert group's communication hooks (Backend::communicationStarted/Finished, non-virtual, call the
+/// protected yieldCompute/resumeCompute): a Backend that computes nothing and records, on the clock of the
+/// member's thread, when each exchange starts and ends. The stage computes on its CpuBackend; only the expert
+/// group points here (layers::ExpertGroup::backend), so every exchange is framed and nothing else changes.
+class ExchangeMarks final : public Backend {
+public:
+    explicit ExchangeMarks(bool cpuTime)
+        : m_cpuTime(cpuTime)
+    {
+    }
+    /// Forgets the marks.
+    void clear() { m_marks.clear(); }
+    /// (start, end) of each exchange since clear(), µs on the probe's clock.
+    const std::vector<std::pair<double, double>>& marks() const { return m_marks; }
+
+    std::string name() const override { return "exchange marks"; }
+    std::string deviceDescription() const override { return name(); }
+    int elementBytes() const override { return 4; }
+    bool hostAccessible() const override { return true; }
+    void* allocate(std::size_t, MemoryCategory) override { unused("allocate"); }
+    void deallocate(void*, std::size_t, MemoryCategory) override { unused("deallocate"); }
+    void gemm(Lane, Transpose, Transpose, int, int, int, float, const void*, const void*, float, void*) override
+    {
+        unused("gemm");
+    }
+    void geluForward(Lane, const void*, void*, std::size_t) override { unused("geluForward"); }
+    void geluBackward(Lane, const void*, const void*, void*, std::size_t) override { unused("geluBackward"); }
+    void mseLoss(Lane, const void*, const void*, std::size_t, void*, double*) override { unused("mseLoss"); }
+    void axpy(Lane, std::size_t, float, const void*, void*) override { unused("axpy"); }
+    void setZero(Lane, void*, std::size_t) override { unused("setZero"); }
+    void copyHostToDevice(Lane, void*, const void*, std::size_t) override { unused("copyHostToDevice"); }
+    void copyDeviceToHost(Lane, void*, const void*, std::size_t) override { unused("copyDeviceToHost"); }
+    void copyDeviceToDevice(Lane, void*, const void*, std::size_t) override { unused("copyDeviceToDevice"); }
+    void uploadFloats(Lane, void*, const float*, std::size_t) override { unused("uploadFloats"); }
+    void downloadFloats(Lane, float*, const void*, std::size_t) override { unused("downloadFloats"); }
+    void runConcurrently(const std::function<void(Lane)>&, const std::function<void(Lane)>&) override
+    {
+        unused("runConcurrently");
+    }
+    void synchronize() override { }
+
+protected:
+    void yieldCompute() override { m_marks.push_back({ probeClock(m_cpuTime), 0.0 }); }
+    void resumeCompute() override
+    {
+        if (!m_marks.empty())
+            m_marks.back().second = probeClock(m_cpuTime);
+    }
+
+private:
+    [[noreturn]] void unused(const char* op) const
+    {
+        throw RuntimeError(std::string("the transformer probe's exchange marks do not compute (") + op + ")");
+    }
+    bool m_cpuTime = false;
+    std::vector<std::pair<double, double>> m_marks;
+};
+
+/// One timed action of one member: the compute between its exchanges, µs (exchanges + 1 chunks).
+std::vector<double> computeChunks(double start, double end, const std::vector<std::pair<double, double>>& marks)
+{
+    std::vector<double> chunks;
+    double from = start;
+    for (const auto& [commStart, commEnd] : marks) {
+        chunks.push_back(std::max(0.0, commStart - from));
+        from = commEnd;
+    }
+    chunks.push_back(std::max(0.0, end - from));
+    return chunks;
+}
+
+/// The per-chunk medians of repetitions (all of one length); throws RuntimeError when they differ.
+std::vector<double> chunkMedians(const std::vector<std::vector<double>>& samples, const char* action)
+{
+    std::vector<double> out;
+    if (samples.empty())
+        return out;
+    for (const std::vector<double>& s : samples)
+        if (s.size() != samples.front().size())
+            throw RuntimeError(std::string("transformer probe: ") + action
+                + " exchanged a different number of times in two repetitions");
+    for (std::size_t c = 0; c < samples.front().size(); ++c) {
+        std::vector<double> values;
+        for (const std::vector<double>& s : samples)
+            values.push_back(s[c]);
+        out.push_back(std::max(median(values), 1e-3));
+    }
+    return out;
+}
+
+/// What one expert-parallel member of a probed stage measured.
+struct MemberTimes {
+    std::vector<std::vector<double>> forward, backward; ///< per repetition, compute chunks
+    std::vector<std::vector<double>> input; ///< per repetition, compute chunks of I (summed)
+    std::vector<double> weight;
+    double warmupWallUs = 0;
+};
+
+launch::TransformerStageMeasure measureTransformerStage(const Project& project, const Variant& variant, int stage,
+    const launch::TransformerStageKey& key, int threads, double seconds)
+{
+    const ModelSpec base = modelSpec(project, variant);
+    const int ep = key.ep;
+    const bool cpuTime = threads == 1;
+    const auto t = static_cast<std::size_t>(base.tokens);
+    const auto h = static_cast<std::size_t>(base.hidden);
+    const bool first = stage == 0;
+    const bool last = stage == base.stages() - 1;
+
+    // One member per expert-parallel process of a run: its own backend, stage (E/ep experts) and microbatch.
+    struct Member {
+        std::unique_ptr<CpuBackend> backend;
+        ModelSpec spec;
+        std::unique_ptr<StageParams> params;
+        std::unique_ptr<ExchangeMarks> marks;
+        layers::ExpertGroup group;
+        MicrobatchTokens tokens;
+        std::vector<float> input, gradOutput;
+        MemberTimes times;
+    };
+    ThreadWorld world(ep);
+    std::vector<Member> members(static_cast<std::size_t>(ep));
+    for (int m = 0; m < ep; ++m) {
+        Member& member = members[static_cast<std::size_t>(m)];
+        member.backend = std::make_unique<CpuBackend>(threads);
+        member.spec = base;
+        if (ep > 1) {
+            member.spec.ep = ep;
+            member.spec.epMember = m;
+        }
+        member.params = std::make_unique<StageParams>(*member.backend, member.spec, stage);
+        member.marks = std::make_unique<ExchangeMarks>(cpuTime);
+        member.group.comm = &world.comm(m);
+        for (int r = 0; r < ep; ++r)
+            member.group.members.push_back(r);
+        member.group.me = m;
+        member.group.backend = member.marks.get();
+        if (ep > 1)
+            member.params->transformer()->setExpertGroup(&member.group);
+        // Replica m's microbatch 0, as a run's replicas compute different data; numbered 0 on every member.
+        member.tokens = microbatchTokens(*base.transformer, base.seed, m);
+        member.tokens.microbatch = 0;
+        member.input = seededUniform(base.seed, 7, static_cast<std::uint64_t>(2 * m), t * h, 1.0);
+        member.gradOutput = seededUniform(base.seed, 7, static_cast<std::uint64_t>(2 * m + 1), t * h, 1e-3);
+    }
+
+    const auto repetition = [&](Member& member, bool record) {
+        Backend& b = *member.backend;
+        TransformerStage& st = *member.params->transformer();
+        void* w = member.params->weights().data();
+        void* g = member.params->gradients().data();
+        const auto tensorOf = [&](const std::vector<float>& host, bool wanted) {
+            if (!wanted)
+                return Tensor();
+            Tensor x(b, t, h, MemoryCategory::Communication);
+            b.uploadFloats(0, x.data(), host.data(), host.size());
+            return x;
+        };
+        const auto timed = [&](const std::function<void()>& body) {
+            member.marks->clear();
+            const double start = probeClock(cpuTime);
+            body();
+            return computeChunks(start, probeClock(cpuTime), member.marks->marks());
+        };
+        double loss = 0;
+        // F, I, W (a zero-bubble schedule's three actions), then F and B (DualPipe's).
+        for (int pass = 0; pass < 2; ++pass) {
+            SavedActivations saved;
+            Tensor in = tensorOf(member.input, !first);
+            const std::vector<double> f
+                = timed([&] { st.forward(0, w, g, std::move(in), member.tokens, saved, &loss); });
+            if (record)
+                member.times.forward.push_back(f);
+            Tensor dy = tensorOf(member.gradOutput, !last);
+            if (pass == 0) {
+                const std::vector<double> i
+                    = timed([&] { st.inputGrad(0, w, g, saved, std::move(dy), member.tokens); });
+                const std::vector<double> wt = timed([&] { st.weightGrad(0, w, g, saved, member.tokens); });
+                if (record) {
+                    member.times.input.push_back(i);
+                    member.times.weight.push_back(std::accumulate(wt.begin(), wt.end(), 0.0));
+                }
+            } else {
+                const std::vector<double> bw
+                    = timed([&] { st.backward(0, w, g, saved, std::move(dy), member.tokens); });
+                if (record)
+                    member.times.backward.push_back(bw);
+            }
+        }
+    };
+
+    // Warm-up (first touches, OpenBLAS's buffers), then as many repetitions as fit, the same on every member.
+    world.run([&](Comm& comm) {
+        Member& member = members[static_cast<std::size_t>(comm.rank())];
+        const auto start = Clock::now();
+        repetition(member, false);
+        member.times.warmupWallUs = microsecondsSince(start);
+    });
+    double warmup = 0;
+    for (const Member& m : members)
+        warmup = std::max(warmup, m.times.warmupWallUs);
+    const int repetitions = warmup >= seconds * 1e6
+        ? 1
+        : static_cast<int>(std::clamp(seconds * 1e6 / std::max(warmup, 1.0), 3.0, 1000.0));
+    world.run([&](Comm& comm) {
+        Member& member = members[static_cast<std::size_t>(comm.rank())];
+        for (int r = 0; r < repetitions; ++r) {
+            repetition(member, true);
+            if ((r + 1) % 16 == 0) // keep the accumulated gradients small
+                member.params->zeroGradients(*member.backend);
+        }
+    });
+
+    launch::TransformerStageMeasure out;
+    out.key = key;
+    out.repetitions = repetitions;
+    double weight = 0;
+    for (const Member& m : members) {
+        const std::vector<double> f = chunkMedians(m.times.forward, "F");
+        const std::vector<double> b = chunkMedians(m.times.backward, "B");
+        const std::vector<double> i = chunkMedians(m.times.input, "I");
+        if (out.forwardChunksUs.empty()) {
+            out.forwardChunksUs = f;
+            out.backwardChunksUs = b;
+        } else if (f.size() != out.forwardChunksUs.size() || b.size() != out.backwardChunksUs.size()) {
+            throw RuntimeError("transformer probe: the expert-parallel members exchanged different numbers of times");
+        }
+        // An exchange ends when the slowest member reaches it: each chunk is the largest over the members.
+        for (std::size_t c = 0; c < f.size(); ++c)
+            out.forwardChunksUs[c] = std::max(out.forwardChunksUs[c], f[c]);
+        for (std::size_t c = 0; c < b.size(); ++c)
+            out.backwardChunksUs[c] = std::max(out.backwardChunksUs[c], b[c]);
+        out.inputGradUs = std::max(out.inputGradUs, std::accumulate(i.begin(), i.end(), 0.0));
+        weight += std::max(median(m.times.weight), 1e-3);
+    }
+    out.weightGradUs = weight / static_cast<double>(members.size());
+    return out;
+}
+
 int intValue(const std::string& flag, const std::string& text, int minimum, int maximum)
 {
     int v = 0;
@@ -327,6 +584,28 @@ std::vector<std::uint64_t> byteList(const std::string& text)
     return out;
 }
 
+std::vector<std::pair<int, int>> stageList(const std::string& text)
+{
+    std::vector<std::pair<int, int>> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, comma - start);
+        const std::size_t colon = item.find(':');
+        int v = -1, s = -1;
+        const bool ok = colon != std::string::npos
+            && std::from_chars(item.data(), item.data() + colon, v).ptr == item.data() + colon
+            && std::from_chars(item.data() + colon + 1, item.data() + item.size(), s).ptr == item.data() + item.size()
+            && v >= 0 && s >= 0;
+        if (!ok)
+            throw UsageError(
+                "--stages: expected VARIANT:STAGE indices separated by commas (e.g. 0:0,0:1), got '" + text + "'");
+        out.push_back({ v, s });
+        start = comma + 1;
+    }
+    return out;
+}
+
 void emit(const launch::CpuProfile& profile, const std::string& output, std::ostream& out)
 {
     const std::string text = launch::serializeCpuProfile(profile);
@@ -340,17 +619,20 @@ void emit(const launch::CpuProfile& profile, const std::string& output, std::ost
 
 bool isProbeMode(const std::vector<std::string>& args)
 {
-    return !args.empty() && (args[0] == "--probe-info" || args[0] == "--probe-compute" || args[0] == "--probe-p2p");
+    return !args.empty()
+        && (args[0] == "--probe-info" || args[0] == "--probe-compute" || args[0] == "--probe-p2p"
+            || args[0] == "--probe-transformer");
 }
 
 ProbeOptions parseProbeArgs(const std::vector<std::string>& args)
 {
     if (!isProbeMode(args))
-        throw UsageError("expected --probe-info, --probe-compute or --probe-p2p first");
+        throw UsageError("expected --probe-info, --probe-compute, --probe-p2p or --probe-transformer first");
     ProbeOptions o;
-    o.mode = args[0] == "--probe-info" ? ProbeOptions::Mode::Info
-        : args[0] == "--probe-compute" ? ProbeOptions::Mode::Compute
-                                       : ProbeOptions::Mode::P2p;
+    o.mode = args[0] == "--probe-info"     ? ProbeOptions::Mode::Info
+        : args[0] == "--probe-compute"     ? ProbeOptions::Mode::Compute
+        : args[0] == "--probe-transformer" ? ProbeOptions::Mode::Transformer
+                                           : ProbeOptions::Mode::P2p;
     o.bytes = { 8, 1024, 65536, 262144, 1048576, 4194304 };
     for (std::size_t i = 1; i < args.size(); ++i) {
         std::string flag;
@@ -373,12 +655,18 @@ ProbeOptions parseProbeArgs(const std::vector<std::string>& args)
                 throw UsageError("--seconds: expected a number above 0 and at most 600, got '" + value + "'");
         } else if (flag == "-o" || flag == "--output") {
             o.output = value;
+        } else if (flag == "--project") {
+            o.project = value;
+        } else if (flag == "--stages") {
+            o.stages = stageList(value);
         } else {
             throw UsageError("unknown option '" + flag + "'");
         }
     }
     if (o.mode == ProbeOptions::Mode::Compute && o.shapes.empty())
         throw UsageError("--probe-compute needs --shapes TxHxF[,TxHxF...]");
+    if (o.mode == ProbeOptions::Mode::Transformer && o.project.empty())
+        throw UsageError("--probe-transformer needs --project FILE");
     return o;
 }
 
@@ -386,7 +674,9 @@ std::string probeUsage()
 {
     return "       dpstudio-worker --probe-info [--threads N] [-o FILE]\n"
            "       dpstudio-worker --probe-compute --shapes TxHxF[,...] [--threads N] [--seconds S] [-o FILE]\n"
-           "       mpirun -np 2 ... dpstudio-worker --probe-p2p [--bytes B[,...]] [--seconds S] [-o FILE]";
+           "       mpirun -np 2 ... dpstudio-worker --probe-p2p [--bytes B[,...]] [--seconds S] [-o FILE]\n"
+           "       dpstudio-worker --probe-transformer --project FILE [--stages V:S[,...]] [--threads N] [--seconds S] "
+           "[-o FILE]";
 }
 
 std::vector<launch::ShapeMeasure> measureCompute(
@@ -398,6 +688,40 @@ std::vector<launch::ShapeMeasure> measureCompute(
     CpuBackend cpu(threads);
     for (const launch::ProbeShape& shape : shapes)
         out.push_back(measureShape(cpu, shape, seconds / static_cast<double>(shapes.size())));
+    return out;
+}
+
+std::vector<launch::TransformerStageMeasure> measureTransformerStages(
+    const Project& project, const std::vector<std::pair<int, int>>& stages, int threads, double seconds)
+{
+    checkEngineRunsModel(project.model);
+    if (project.model.kind != ModelKind::Transformer)
+        throw FormatError("model.kind: the transformer probe needs a transformer model, got "
+            + std::string(modelKindName(project.model.kind)));
+    std::vector<std::pair<int, int>> wanted = stages;
+    if (wanted.empty())
+        for (std::size_t v = 0; v < project.variants.size(); ++v)
+            for (std::size_t s = 0; s < effectivePartition(project, project.variants[v]).size(); ++s)
+                wanted.push_back({ static_cast<int>(v), static_cast<int>(s) });
+    std::vector<std::tuple<int, int, launch::TransformerStageKey>> distinct;
+    for (const auto& [v, s] : wanted) {
+        if (v >= static_cast<int>(project.variants.size()))
+            throw FormatError("--stages: variant index " + std::to_string(v) + " out of range (the project has "
+                + std::to_string(project.variants.size()) + " variants)");
+        const std::vector<launch::TransformerStageKey> keys
+            = launch::transformerStageKeys(project, project.variants[static_cast<std::size_t>(v)]);
+        if (s >= static_cast<int>(keys.size()))
+            throw FormatError("--stages: stage " + std::to_string(s) + " out of range (variant "
+                + project.variants[static_cast<std::size_t>(v)].name + " has " + std::to_string(keys.size())
+                + " stages)");
+        const launch::TransformerStageKey& key = keys[static_cast<std::size_t>(s)];
+        if (std::none_of(distinct.begin(), distinct.end(), [&](const auto& d) { return std::get<2>(d) == key; }))
+            distinct.emplace_back(v, s, key);
+    }
+    std::vector<launch::TransformerStageMeasure> out;
+    for (const auto& [v, s, key] : distinct)
+        out.push_back(measureTransformerStage(project, project.variants[static_cast<std::size_t>(v)], s, key, threads,
+            seconds / static_cast<double>(distinct.size())));
     return out;
 }
 
@@ -470,6 +794,12 @@ int runProbe(const ProbeOptions& options, int* argc, char*** argv, std::ostream&
         case ProbeOptions::Mode::Compute:
             profile.shapes = measureCompute(options.shapes, options.threads, options.seconds);
             break;
+        case ProbeOptions::Mode::Transformer: {
+            const Project project = parseProject(readTextFile(options.project), options.project);
+            profile.transformerStages
+                = measureTransformerStages(project, options.stages, options.threads, options.seconds);
+            break;
+        }
         case ProbeOptions::Mode::P2p: {
             comm = std::make_unique<MpiComm>(argc, argv);
             const std::vector<launch::P2pSample> samples = measurePingPong(*comm, options.bytes, options.seconds);

@@ -5,6 +5,7 @@
 #include "correctness.h"
 #include "cpubackend.h"
 #include "executor.h"
+#include "launch/cpuprofile.h"
 #include "measuredoutput.h"
 #include "project/modelcost.h"
 #include "project/project.h"
@@ -214,27 +215,6 @@ void checkSchedule(const Schedule& schedule, int replicas, int worldSize)
             + (replicas > 1 ? " × dp " + std::to_string(replicas) : std::string()) + " but the job has "
             + std::to_string(worldSize) + " processes (mpirun -np must equal the variant's ranks"
             + (replicas > 1 ? " × dp" : "") + ")");
-}
-
-ModelSpec modelSpec(const Project& project, const Variant& variant)
-{
-    ModelSpec spec;
-    spec.hidden = project.model.hidden;
-    spec.ffn = project.model.ffn;
-    spec.tokens = microbatchSizeOf(project, variant) * project.model.seqLen;
-    spec.partition = effectivePartition(project, variant);
-    spec.seed = project.seed;
-    if (project.model.kind == ModelKind::Transformer) {
-        spec.transformer = transformerOf(project.model, microbatchSizeOf(project, variant));
-        // The model library does not record the router's gating: DeepSeek's presets use DeepSeek-V3's (sigmoid,
-        // normalised over the top-k, × 2.5), every other MoE Mixtral's (softmax over the top-k). docs/layers.md.
-        spec.gating = project.model.preset.rfind("deepseek", 0) == 0 ? layers::MoeGating::deepSeekV3()
-                                                                     : layers::MoeGating::mixtral();
-        return spec;
-    }
-    if (spec.hidden < 1 || spec.ffn < 1 || spec.tokens < 1)
-        throw FormatError("model: hidden, ffn, seq_len and microbatch_size must be positive");
-    return spec;
 }
 
 /// Reads the project, builds and checks the schedule and creates this rank's backend (not collective).
@@ -489,6 +469,28 @@ int execute(const WorkerOptions& options, Comm& comm, RunState& s, Events& event
 }
 
 } // namespace
+
+ModelSpec modelSpec(const Project& project, const Variant& variant)
+{
+    ModelSpec spec;
+    spec.hidden = project.model.hidden;
+    spec.ffn = project.model.ffn;
+    spec.tokens = microbatchSizeOf(project, variant) * project.model.seqLen;
+    spec.partition = effectivePartition(project, variant);
+    spec.seed = project.seed;
+    if (project.model.kind == ModelKind::Transformer) {
+        spec.transformer = transformerOf(project.model, microbatchSizeOf(project, variant));
+        // The model library does not record the router's gating: DeepSeek's presets use DeepSeek-V3's (sigmoid,
+        // normalised over the top-k, × 2.5), every other MoE Mixtral's (softmax over the top-k). docs/layers.md. The
+        // rule is launch::transformerGatingOf's, which the CPU profile's transformer stages are keyed by.
+        spec.gating = launch::transformerGatingOf(project.model) == "deepseek-v3" ? layers::MoeGating::deepSeekV3()
+                                                                                  : layers::MoeGating::mixtral();
+        return spec;
+    }
+    if (spec.hidden < 1 || spec.ffn < 1 || spec.tokens < 1)
+        throw FormatError("model: hidden, ffn, seq_len and microbatch_size must be positive");
+    return spec;
+}
 
 void takeFlag(const std::vector<std::string>& args, std::size_t& i, std::string& flag, std::string& value)
 {

@@ -5,6 +5,8 @@
 // MPI comm and calls runWorker.
 #include "backend.h"
 #include "comm.h"
+#include "model.h"
+#include "project/project.h"
 #include "schedule/schedule.h"
 #include "sim/costmodel.h"
 
@@ -45,6 +47,10 @@ public:
 /// the value): the one rule of every dpstudio-worker mode's arguments. Throws UsageError "<flag>: missing
 /// value" when the value is absent.
 void takeFlag(const std::vector<std::string>& args, std::size_t& i, std::string& flag, std::string& value);
+
+/// The model a run of `variant` of `project` trains, as the worker builds it (sizes, partition, seed; a
+/// transformer with its MoE gating). Throws FormatError for a block model with a size below 1.
+ModelSpec modelSpec(const Project& project, const Variant& variant);
 
 /// Parses the arguments after the program name. Throws UsageError.
 WorkerOptions parseWorkerArgs(const std::vector<std::string>& args);

@@ -5,6 +5,8 @@
 
 #include "base/errors.h"
 #include "project/predict.h"
+#include "project/presets.h"
+#include "support/transformers.h"
 
 #include <gtest/gtest.h>
 
@@ -170,9 +172,162 @@ TEST(MachineCosts, RefusesAProfileOfOtherShapesOrAnotherModel)
             "p.json holds 4x2x8, not the variant's 4x4x8: probe again at the project's shapes (dpstudio devices "
             "--probe --project P)");
     }
-    Project transformer = smallProject();
-    transformer.model.kind = ModelKind::Transformer;
-    EXPECT_THROW(machineCosts(handMadeProfile(), transformer, transformer.variants[0], "p.json"), FormatError);
+}
+
+namespace {
+
+/// DeepSeek-V3 tiny as DualPipe on 2 ranks × dp 2, 2 stages of 4 layers: "EDDDM" and "MMMMH".
+Project tinyMoeProject()
+{
+    return test::tinyDeepSeekDualPipe();
+}
+
+/// handMadeProfile (8 cores) with the two stages of tinyMoeProject at `ep`: stage 0 (one MoE layer) F chunks
+/// 100, 1, 20, 30 around its 3 exchanges (row counts, rows, outputs), I 150, W 50, B chunks 40, 25, 110 around 2;
+/// stage 1 (four MoE layers) 13 F chunks of 10, I 120, W 60, 9 B chunks of 20. With ep 1 one chunk each: F 151
+/// and 130, B 175 and 180.
+CpuProfile moeProfile(const Project& project, int ep)
+{
+    CpuProfile p = handMadeProfile();
+    const std::vector<TransformerStageKey> keys = transformerStageKeys(project, project.variants[0]);
+    TransformerStageMeasure s0;
+    s0.key = keys[0];
+    s0.repetitions = 3;
+    s0.forwardChunksUs = ep > 1 ? std::vector<double> { 100, 1, 20, 30 } : std::vector<double> { 151 };
+    s0.inputGradUs = 150;
+    s0.weightGradUs = 50;
+    s0.backwardChunksUs = ep > 1 ? std::vector<double> { 40, 25, 110 } : std::vector<double> { 175 };
+    TransformerStageMeasure s1;
+    s1.key = keys[1];
+    s1.repetitions = 3;
+    s1.forwardChunksUs = ep > 1 ? std::vector<double>(13, 10.0) : std::vector<double> { 130 };
+    s1.inputGradUs = 120;
+    s1.weightGradUs = 60;
+    s1.backwardChunksUs = ep > 1 ? std::vector<double>(9, 20.0) : std::vector<double> { 180 };
+    p.transformerStages = { s1, s0 };
+    return p;
+}
+
+double chainSum(const std::vector<Chunk>& chain)
+{
+    double sum = 0;
+    for (const Chunk& c : chain)
+        sum += c.us;
+    return sum;
+}
+
+} // namespace
+
+// An exchange leaves T·top_k·(ep − 1)/ep = 32·8/2 = 128 rows of h = 64 fp32 values: 32,768 bytes, over the
+// hand-made link (0.5 µs, 1000 bytes/µs) 0.5 + 32.768 = 33.268 µs; the row counts before them, 0.5 µs.
+TEST(MachineCosts, TransformerStagesAreTheProbedComputeAndTheExchangesOverTheLink)
+{
+    const Project project = tinyMoeProject();
+    const MachineCosts c = machineCosts(moeProfile(project, 2), project, project.variants[0], "p.json");
+    EXPECT_TRUE(c.transformer);
+    ASSERT_EQ(c.stages.size(), 2u);
+    const double x = 0.5 + 32768.0 / 1000.0;
+    // Stage 0: F = 100 + 1 + 20 + 30 + (0.5 + x + x); B = 40 + 25 + 110 + 2x; I = 150 + 2x; W = 50.
+    const MachineStageCost& s0 = c.stages[0];
+    EXPECT_DOUBLE_EQ(s0.forwardUs(), 151 + 0.5 + 2 * x);
+    EXPECT_DOUBLE_EQ(s0.a2aForwardUs, 0.5 + 2 * x);
+    EXPECT_DOUBLE_EQ(s0.backwardUs(), 175 + 2 * x);
+    EXPECT_DOUBLE_EQ(s0.inputGradUs(), 150 + 2 * x);
+    EXPECT_DOUBLE_EQ(s0.weightGradUs(), 50);
+    ASSERT_EQ(s0.forwardChain.size(), 7u);
+    const double f0[] = { 100, 0.5, 1, x, 20, x, 30 };
+    for (std::size_t i = 0; i < 7; ++i) {
+        EXPECT_EQ(s0.forwardChain[i].lane, i % 2 ? Chunk::Comm : Chunk::Compute) << i;
+        EXPECT_DOUBLE_EQ(s0.forwardChain[i].us, f0[i]) << i;
+        EXPECT_EQ(s0.forwardChain[i].layer, 3) << i; // the stage's MoE layer
+    }
+    ASSERT_EQ(s0.backwardChain.size(), 5u);
+    const double b0[] = { 40, x, 25, x, 110 };
+    for (std::size_t i = 0; i < 5; ++i)
+        EXPECT_DOUBLE_EQ(s0.backwardChain[i].us, b0[i]) << i;
+    // Stage 1: four MoE layers, F = 130 + 4 (0.5 + 2x), B = 180 + 4 · 2x, I = 120 + 8x.
+    const MachineStageCost& s1 = c.stages[1];
+    EXPECT_DOUBLE_EQ(s1.forwardUs(), 130 + 4 * (0.5 + 2 * x));
+    EXPECT_DOUBLE_EQ(s1.backwardUs(), 180 + 8 * x);
+    EXPECT_DOUBLE_EQ(s1.inputGradUs(), 120 + 8 * x);
+    ASSERT_EQ(s1.forwardChain.size(), 25u);
+    ASSERT_EQ(s1.backwardChain.size(), 17u);
+    EXPECT_EQ(s1.forwardChain[1].layer, 4); // layers 4 … 7 in order in F, in reverse in B
+    EXPECT_EQ(s1.backwardChain[1].layer, 7);
+    // The slots with exchanges are laid on two lanes by the cost model, not given a flat time.
+    EXPECT_FALSE(c.overlapUs[0]);
+    EXPECT_FALSE(c.overlapUs[1]);
+
+    // Over the project's cost model: the chains, their sums, and B (I + W is the measured I with the exchanges).
+    CostModel model = buildCostModel(project, project.variants[0], 4);
+    applyMachineCosts(model, c, project.costs);
+    ASSERT_EQ(model.stages.size(), 2u);
+    for (std::size_t s = 0; s < 2; ++s) {
+        EXPECT_DOUBLE_EQ(model.stages[s].forwardUs, chainSum(model.stages[s].forwardChain)) << s;
+        EXPECT_DOUBLE_EQ(model.stages[s].backward(), chainSum(model.stages[s].backwardChain)) << s;
+        EXPECT_FALSE(model.stages[s].overlapUs) << s;
+    }
+    EXPECT_DOUBLE_EQ(model.latencyUs, 0.5);
+    EXPECT_EQ(model.commComputeShare, 0.0);
+    // An overlapped slot's exchange runs while the other half computes: shorter than F + B.
+    EXPECT_LT(model.overlapTime(0, 1), model.stages[0].forwardUs + model.stages[1].backward());
+    const Prediction prediction = predict(project, "v", machinePredictOptions(c, project.costs));
+    ASSERT_TRUE(prediction.valid()) << prediction.error;
+    EXPECT_GT(prediction.makespanUs, 0.0);
+}
+
+TEST(MachineCosts, DenseTransformerStagesHaveNoChains)
+{
+    Project project = tinyMoeProject();
+    project.model.transformer.moe.ep = 1;
+    const MachineCosts c = machineCosts(moeProfile(project, 1), project, project.variants[0], "p.json");
+    ASSERT_EQ(c.stages.size(), 2u);
+    EXPECT_DOUBLE_EQ(c.stages[0].forwardUs(), 151);
+    EXPECT_DOUBLE_EQ(c.stages[0].inputGradUs(), 150);
+    EXPECT_DOUBLE_EQ(c.stages[0].weightGradUs(), 50);
+    EXPECT_DOUBLE_EQ(c.stages[0].backwardUs(), 175); // B as measured, not I + W
+    EXPECT_DOUBLE_EQ(c.stages[1].forwardUs(), 130);
+    EXPECT_DOUBLE_EQ(c.stages[1].backwardUs(), 180);
+    EXPECT_TRUE(c.stages[0].forwardChain.empty());
+    EXPECT_TRUE(c.stages[1].backwardChain.empty());
+    // dp 2 × 2 ranks = 4 processes on 8 cores: 2 cores a process, each replica on 4: the halves on two threads,
+    // max(F, B of the paired stage). DualPipe of 2 ranks and 4 microbatches overlaps forward stage 1 with
+    // backward stage 0 only ((1F3;0B0) on rank 0, (1F1;0B2) on rank 1).
+    EXPECT_TRUE(c.halvesConcurrent);
+    EXPECT_FALSE(c.overlapUs[0]);
+    EXPECT_DOUBLE_EQ(c.overlapUs[1].value_or(-1), std::max(130.0, 175.0));
+    CostModel model = buildCostModel(project, project.variants[0], 4);
+    applyMachineCosts(model, c, project.costs);
+    EXPECT_DOUBLE_EQ(model.stages[0].forwardUs, 151);
+    EXPECT_DOUBLE_EQ(model.stages[1].backward(), 180);
+    EXPECT_TRUE(model.stages[0].forwardChain.empty());
+}
+
+TEST(MachineCosts, RefusesAProfileWithoutTheVariantsTransformerStages)
+{
+    const Project project = tinyMoeProject();
+    CpuProfile profile = moeProfile(project, 2);
+    profile.transformerStages.pop_back(); // stage 0's
+    try {
+        machineCosts(profile, project, project.variants[0], "p.json");
+        FAIL() << "no error";
+    } catch (const FormatError& e) {
+        const std::string what = e.what();
+        EXPECT_EQ(what.rfind("p.json has no transformer stage EDDDM, T=32, ep 2 of mla h64 heads4", 0), 0u) << what;
+        EXPECT_TRUE(what.ends_with("deepseek-v3): probe it (dpstudio devices --probe --project P)")) << what;
+    }
+    // A stage measured with another number of exchanges (here none) than its MoE layers make.
+    profile = moeProfile(project, 2);
+    profile.transformerStages[1].forwardChunksUs = { 151 };
+    try {
+        machineCosts(profile, project, project.variants[0], "p.json");
+        FAIL() << "no error";
+    } catch (const FormatError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("p.json: transformer stage EDDDM, T=32, ep 2 of ", 0), 0u) << e.what();
+        EXPECT_NE(std::string(e.what()).find("holds 1 F and 3 B compute chunks, which do not fit its 1 MoE layers"),
+            std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(MachineCosts, WithoutP2pTheProjectsLinkIsKept)

@@ -91,6 +91,39 @@ fi
 check "-o without --probe is a usage error (2)" '[ $? -eq 2 ]'
 "$WORKER" --probe-compute > /dev/null 2> "$WORK/usage.txt"
 check "the worker's compute probe needs --shapes (exit 2)" '[ $? -eq 2 ] && grep -q "needs --shapes" "$WORK/usage.txt"'
+"$WORKER" --probe-transformer > /dev/null 2> "$WORK/usage2.txt"
+check "the worker's transformer probe needs --project (exit 2)" '[ $? -eq 2 ] && grep -q "needs --project" "$WORK/usage2.txt"'
+
+
+# 7. A transformer project: `devices --probe --project` times its stages too (tiny DeepSeek-V3, DualPipe on 2 ranks ×
+# dp 2, ep 2: stage 0 is the embedding, 3 dense layers and an MoE one, stage 1 four MoE layers and the head), keeps
+# them in the machine's profile (format 2) and a run of it is predicted for this machine from them.
+"$DPSTUDIO" init -o "$WORK/ds.json" --model deepseek-v3 --scale tiny --schedule dualpipe --ranks 2 --microbatches 4 \
+    > /dev/null 2>&1
+"$DPSTUDIO" devices --probe --budget 1 --project "$WORK/ds.json" --json > "$WORK/ds-profile.json" 2> "$WORK/err7.txt"
+check "the transformer probe exits 0" '[ $? -eq 0 ] || { cat "$WORK/err7.txt"; false; }'
+check "it times the project's 2 transformer stages" 'grep -q "timing 2 transformer stages" "$WORK/err7.txt"'
+T="$WORK/ds-profile.json"
+check "a format-2 profile with the stages EDDDM and MMMMH at T=32, ep 2" \
+    'has ".format_version == 2 and ([.transformer_stages[] | \"\(.layers)/\(.tokens)/\(.ep)\"] | sort) == [\"EDDDM/32/2\", \"MMMMH/32/2\"]" "$T"'
+check "F and B split into compute chunks by the exchanges (3 in F, 2 in B per MoE layer)" \
+    'has "[.transformer_stages[] | [.layers, (.forward_chunks_us | length), (.backward_chunks_us | length)]] | sort == [[\"EDDDM\", 4, 3], [\"MMMMH\", 13, 9]]" "$T"'
+check "every stage time is positive and F, B are their chunks' sums" \
+    'has "all(.transformer_stages[]; .input_grad_us > 0 and .weight_grad_us > 0 and all(.forward_chunks_us[]; . > 0) and (.forward_us - (.forward_chunks_us | add) | fabs) < 1e-6)" "$T"'
+check "the cache keeps them" 'has "(.transformer_stages | length) == 2" "$XDG_CACHE_HOME/dpstudio/cpu-$key.json"'
+"$DPSTUDIO" devices --probe --budget 1 --project "$WORK/ds.json" > "$WORK/ds-table.txt" 2> "$WORK/err7b.txt"
+check "a second probe of the project reuses them" '! grep -q "transformer stage" "$WORK/err7b.txt"'
+check "the table lists them" 'grep -q "^transformer stages" "$WORK/ds-table.txt" && grep -q "^MMMMH" "$WORK/ds-table.txt"'
+"$DPSTUDIO" simulate "$WORK/ds.json" --this-machine > "$WORK/ds-sim.txt" 2>&1
+check "simulate --this-machine predicts it from the stages" \
+    'grep -q "transformer stages timed whole" "$WORK/ds-sim.txt" || { cat "$WORK/ds-sim.txt"; false; }'
+if command -v mpirun > /dev/null || [ -n "${DPSTUDIO_MPIRUN:-}" ]; then
+    "$DPSTUDIO" run "$WORK/ds.json" -o "$WORK/ds-measured.json" --steps 1 --backend cpu > "$WORK/ds-run.txt" 2>&1
+    check "the tiny transformer run passes" '[ $? -eq 0 ] || { tail -20 "$WORK/ds-run.txt"; false; }'
+    check "and is predicted for this machine" \
+        'grep -q "^prediction: for this machine (probed CPU profile" "$WORK/ds-run.txt" || { tail -20 "$WORK/ds-run.txt"; false; }'
+    check "without probing again" '! grep -q "timing" "$WORK/ds-run.txt"'
+fi
 
 [ $failures -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
 echo "all probe checks passed"

@@ -3,6 +3,8 @@
 #include "launch/cpuprofile.h"
 
 #include "base/errors.h"
+#include "project/presets.h"
+#include "support/transformers.h"
 
 #include <gtest/gtest.h>
 
@@ -141,8 +143,8 @@ TEST(CpuProfile, RefusesBadFilesNamingTheField)
         "p.json: shapes[0].elementwise[0].op: must be gelu_forward, gelu_backward, mse_loss or grad_accumulate, got "
         "\"relu\"");
     EXPECT_EQ(parseError(edited("\"blas_core\": \"SkylakeX\",", "")), "p.json: machine.blas_core: missing (required)");
-    EXPECT_EQ(parseError(edited("\"format_version\": 1", "\"format_version\": 2")),
-        "p.json: format_version 2 is newer than this build reads (1)");
+    EXPECT_EQ(parseError(edited("\"format_version\": 1", "\"format_version\": 3")),
+        "p.json: format_version 3 is newer than this build reads (2)");
     EXPECT_EQ(parseError(edited("\"repetitions\": 12", "\"repetitions\": 12, \"extra\": 1")),
         "p.json: shapes[0].extra: unknown field");
     EXPECT_EQ(
@@ -161,6 +163,114 @@ TEST(CpuProfile, RefusesBadFilesNamingTheField)
     EXPECT_EQ(parseError("{"),
         "p.json: not valid JSON: parse error at line 1, column 2: syntax error while parsing "
         "object key - unexpected end of input; expected string literal");
+}
+
+// ------------------------------------------------------------------------------------- transformer stages
+
+/// The sample profile with two transformer stages: a dense first stage (one F chunk) and an MoE stage of one
+/// layer with ep 2 (F: 4 chunks around its 3 exchanges, B: 3 around 2).
+CpuProfile transformerProfile()
+{
+    CpuProfile p = sampleProfile();
+    TransformerStageMeasure dense;
+    dense.key = { "gqa h64", "EDD", 32, 1 };
+    dense.repetitions = 7;
+    dense.forwardChunksUs = { 120.5 };
+    dense.inputGradUs = 130.25;
+    dense.weightGradUs = 40.0;
+    dense.backwardChunksUs = { 165.0 };
+    TransformerStageMeasure moe;
+    moe.key = { "gqa h64", "MH", 32, 2 };
+    moe.repetitions = 5;
+    moe.forwardChunksUs = { 10.0, 0.5, 20.0, 30.0 };
+    moe.inputGradUs = 70.0;
+    moe.weightGradUs = 25.0;
+    moe.backwardChunksUs = { 40.0, 25.0, 15.0 };
+    p.transformerStages = { dense, moe };
+    return p;
+}
+
+TEST(CpuProfile, TransformerStagesRoundTripAsFormat2)
+{
+    const CpuProfile p = transformerProfile();
+    const std::string text = serializeCpuProfile(p);
+    EXPECT_NE(text.find("\"format_version\": 2"), std::string::npos) << text;
+    // Derived sums are written for readers: 10 + 0.5 + 20 + 30 and 40 + 25 + 15.
+    EXPECT_NE(text.find("\"forward_us\": 60.5"), std::string::npos) << text;
+    EXPECT_NE(text.find("\"backward_us\": 80.0"), std::string::npos) << text;
+    const CpuProfile q = parseCpuProfile(text, "p.json");
+    EXPECT_EQ(serializeCpuProfile(q), text);
+    ASSERT_EQ(q.transformerStages.size(), 2u);
+    EXPECT_EQ(q.transformerStages[1].key, (TransformerStageKey { "gqa h64", "MH", 32, 2 }));
+    EXPECT_EQ(q.transformerStages[1].forwardChunksUs, (std::vector<double> { 10.0, 0.5, 20.0, 30.0 }));
+    EXPECT_EQ(q.transformerStages[1].forwardUs(), 60.5);
+    EXPECT_EQ(q.transformerStages[1].backwardUs(), 80.0);
+    EXPECT_EQ(q.transformerStages[0].inputGradUs, 130.25);
+    EXPECT_EQ(q.transformerStages[0].weightGradUs, 40.0);
+    EXPECT_EQ(q.transformerStages[0].repetitions, 7);
+    const TransformerStageMeasure* found = q.transformerStage({ "gqa h64", "EDD", 32, 1 });
+    ASSERT_NE(found, nullptr);
+    EXPECT_EQ(found->backwardChunksUs, (std::vector<double> { 165.0 }));
+    EXPECT_EQ(q.transformerStage({ "gqa h64", "EDD", 32, 2 }), nullptr); // another ep is another stage
+    EXPECT_EQ(q.transformerStage({ "gqa h64", "EDD", 64, 1 }), nullptr); // other tokens too
+}
+
+TEST(CpuProfile, WithoutTransformerStagesTheFileStaysFormat1)
+{
+    // Older builds (format 1) keep reading a profile of the block model only.
+    const std::string text = serializeCpuProfile(sampleProfile());
+    EXPECT_NE(text.find("\"format_version\": 1"), std::string::npos);
+    EXPECT_EQ(text.find("transformer_stages"), std::string::npos);
+    EXPECT_TRUE(parseCpuProfile(text, "p.json").transformerStages.empty());
+}
+
+TEST(CpuProfile, RefusesBadTransformerStagesNamingTheField)
+{
+    const std::string good = serializeCpuProfile(transformerProfile());
+    const auto edit = [&](const std::string& from, const std::string& to) {
+        std::string text = good;
+        const auto at = text.find(from);
+        EXPECT_NE(at, std::string::npos) << from;
+        return text.replace(at, from.size(), to);
+    };
+    EXPECT_EQ(parseError(edit("\"layers\": \"MH\"", "\"layers\": \"MX\"")),
+        "p.json: transformer_stages[1].layers: must be letters E, D, M, H (embedding, dense, MoE layer, head), got "
+        "\"MX\"");
+    EXPECT_EQ(parseError(edit("\"ep\": 2", "\"ep\": 0")),
+        "p.json: transformer_stages[1].ep: must be a positive integer, got 0");
+    EXPECT_EQ(parseError(edit("\"forward_chunks_us\": [\n        120.5\n      ]", "\"forward_chunks_us\": []")),
+        "p.json: transformer_stages[0].forward_chunks_us: must hold at least one time (µs)");
+    EXPECT_EQ(parseError(edit("        0.5,", "        -0.5,")),
+        "p.json: transformer_stages[1].forward_chunks_us[1]: must be a positive number of µs, got -0.5");
+    EXPECT_EQ(parseError(edit("\"weight_grad_us\": 25.0", "\"weight_grad_us\": 0")),
+        "p.json: transformer_stages[1].weight_grad_us: must be a positive number, got 0");
+    EXPECT_EQ(parseError(edit("\"format_version\": 2", "\"format_version\": 1")),
+        "p.json: transformer_stages: needs format_version 2, the file has 1");
+}
+
+TEST(CpuProfile, TransformerStageKeysFollowThePartition)
+{
+    // DeepSeek-V3 tiny: 8 layers, the first 3 dense, ep 2; two stages of 4 layers.
+    const Project p = test::tinyDeepSeekDualPipe();
+    Variant v = p.variants.front();
+    const std::vector<TransformerStageKey> keys = transformerStageKeys(p, v);
+    ASSERT_EQ(keys.size(), 2u);
+    EXPECT_EQ(keys[0].layers, "EDDDM");
+    EXPECT_EQ(keys[1].layers, "MMMMH");
+    EXPECT_EQ(keys[0].tokens, 32); // seq_len 32 × microbatch 1
+    EXPECT_EQ(keys[0].ep, 2);
+    EXPECT_EQ(keys[0].model, keys[1].model);
+    EXPECT_EQ(keys[0].model,
+        "mla h64 heads4 kv4 hd16 mla(q32 kv32 nope16 rope8 v16) ffn168 vocab256 seq32 moe(e256 k8 f16 shared1 "
+        "dense_ffn168 deepseek-v3)");
+    // Stages without MoE layers exchange nothing: ep 1 whatever the model's.
+    v.layerPartition = { 3, 5 };
+    EXPECT_EQ(transformerStageKeys(p, v)[0].layers, "EDDD");
+    EXPECT_EQ(transformerStageKeys(p, v)[0].ep, 1);
+    // Twice the microbatch is another T; the block model has no transformer stages.
+    v.microbatchSize = 2;
+    EXPECT_EQ(transformerStageKeys(p, v)[1].tokens, 64);
+    EXPECT_THROW(transformerStageKeys(defaultProject(), defaultProject().variants[0]), FormatError);
 }
 
 // ------------------------------------------------------------------------------------- shapes
@@ -457,6 +567,11 @@ TEST(CpuProfile, TableShowsTheFigures)
     EXPECT_NE(text.find("F gemm NT"), std::string::npos) << text;
     EXPECT_NE(text.find("W gemm TN +="), std::string::npos) << text;
     EXPECT_NE(text.find("fit: latency 2 µs, bandwidth 953.67 MiB/s\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("transformer stages"), std::string::npos) << text;
+    const std::string stages = formatCpuProfile(transformerProfile());
+    EXPECT_NE(stages.find("transformer stages (compute per microbatch"), std::string::npos) << stages;
+    EXPECT_NE(stages.find("MH     32  2    60.5 µs      70 µs  25 µs   80 µs         4/3  gqa h64"), std::string::npos)
+        << stages;
 }
 
 } // namespace

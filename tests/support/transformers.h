@@ -1,5 +1,6 @@
 #pragma once
 // Small transformer projects the model-library tests share (hand-computable sizes).
+#include "project/presets.h"
 #include "project/project.h"
 
 #include <string>
@@ -42,6 +43,28 @@ inline Project smallDenseTransformer(
     v.microbatches = microbatches;
     p.variants = { v };
     p.activeVariant = name;
+    return p;
+}
+
+/// DeepSeek-V3 tiny (`dpstudio init --model deepseek-v3 --scale tiny`: 8 layers, the first 3 dense; T = 32, h 64,
+/// top-8 of 256 experts, ep 2) as DualPipe on 2 ranks × dp 2 with 4 microbatches, 2 stages of 4 layers ("EDDDM"
+/// and "MMMMH"), variant "v", without typed costs.
+inline Project tinyDeepSeekDualPipe()
+{
+    Project p = defaultProject();
+    const ModelPreset preset = scaledPreset(modelPreset("deepseek-v3"), "tiny");
+    p.model = preset.model;
+    p.training = preset.training;
+    p.costs = CostSettings {};
+    Variant v;
+    v.name = "v";
+    v.kind = ScheduleKind::DualPipe;
+    v.ranks = 2;
+    v.microbatches = 4;
+    v.dp = 2;
+    v.layerPartition = { 4, 4 };
+    p.variants = { v };
+    p.activeVariant = "v";
     return p;
 }
 
