@@ -49,6 +49,41 @@ void appendRows(std::vector<float>& out, const float* src, const std::vector<int
     }
 }
 
+/// Local expert `le`'s rows from every member in member order (member i's counts in received[le][i]), uploaded
+/// from the lists `in` the exchange brought, each read on from read[i] (advanced past them): one n × h tensor in
+/// `category`, n the rows of all members.
+Tensor stackReceived(Backend& b, Lane lane, const std::vector<std::vector<int>>& received, int le,
+    const std::vector<std::vector<float>>& in, std::vector<std::size_t>& read, std::size_t h, MemoryCategory category)
+{
+    const std::vector<int>& counts = received[z(le)];
+    std::size_t n = 0;
+    for (int c : counts)
+        n += z(c);
+    Tensor t(b, n, h, category);
+    std::size_t row = 0;
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        const std::size_t c = z(counts[i]);
+        if (c > 0)
+            b.uploadFloats(lane, rowAt(t, row * h), in[i].data() + read[i] * h, c * h);
+        read[i] += c;
+        row += c;
+    }
+    return t;
+}
+
+/// The reverse of stackReceived for rows computed from them: host `rows` (n × h, members in order, member i's
+/// received[le][i] rows) appended to out[i], the list going back to member i.
+void unstackToMembers(const std::vector<std::vector<int>>& received, int le, const float* rows, std::size_t h,
+    std::vector<std::vector<float>>& out)
+{
+    std::size_t row = 0;
+    for (std::size_t i = 0; i < received[z(le)].size(); ++i) {
+        const std::size_t c = z(received[z(le)][i]);
+        out[i].insert(out[i].end(), rows + row * h, rows + (row + c) * h);
+        row += c;
+    }
+}
+
 } // namespace
 
 std::size_t MoeBlock::ownerSlot(int localExpert) const
@@ -102,31 +137,16 @@ Tensor MoeBlock::forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& sv) co
     std::vector<std::vector<float>> outputs(z(ep));
     std::vector<std::size_t> read(z(ep), 0); // rows of rowsIn[i] consumed
     for (int le = 0; le < local; ++le) {
-        std::size_t n = 0;
-        for (int i = 0; i < ep; ++i) {
+        for (int i = 0; i < ep; ++i)
             sv.received[z(le)][z(i)] = static_cast<int>(countsIn[z(i)].at(z(le)));
-            n += z(sv.received[z(le)][z(i)]);
-        }
-        Tensor xe(b, n, h, kAct);
-        std::size_t row = 0;
-        for (int i = 0; i < ep; ++i) {
-            const std::size_t c = z(sv.received[z(le)][z(i)]);
-            if (c > 0)
-                b.uploadFloats(lane, rowAt(xe, row * h), rowsIn[z(i)].data() + read[z(i)] * h, c * h);
-            read[z(i)] += c;
-            row += c;
-        }
+        Tensor xe = stackReceived(b, lane, sv.received, le, rowsIn, read, h, kAct);
+        const std::size_t n = xe.rows();
         Tensor out(b, n, h, kWork);
         const std::size_t w = expertParam(firstLocalExpert() + le);
         const std::size_t slot = ownerSlot(le);
         swigluForward(b, lane, p[w], p[w + 1], p[w + 2], xe.data(), n, sv, slot, out.data(), 0.0f);
         HostMirror outHost(b, lane, out.data(), n * h, true);
-        row = 0;
-        for (int i = 0; i < ep; ++i) {
-            const std::size_t c = z(sv.received[z(le)][z(i)]);
-            outputs[z(i)].insert(outputs[z(i)].end(), outHost.data() + row * h, outHost.data() + (row + c) * h);
-            row += c;
-        }
+        unstackToMembers(sv.received, le, outHost.data(), h, outputs);
         sv[slot + kExpertInput] = std::move(xe);
     }
     const auto outputsIn = exchangeRows(*m_group, outputs, h, base + xOutputs);
@@ -194,31 +214,16 @@ Tensor MoeBlock::backwardEp(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, 
     std::vector<std::vector<float>> inputGrads(z(ep));
     std::vector<std::size_t> read(z(ep), 0);
     for (int le = 0; le < local; ++le) {
-        std::size_t n = 0;
-        for (int i = 0; i < ep; ++i)
-            n += z(sv.received[z(le)][z(i)]);
         const std::size_t slot = ownerSlot(le);
-        Tensor dout(b, n, h, keep);
-        std::size_t row = 0;
-        for (int i = 0; i < ep; ++i) {
-            const std::size_t c = z(sv.received[z(le)][z(i)]);
-            if (c > 0)
-                b.uploadFloats(lane, rowAt(dout, row * h), gradsIn[z(i)].data() + read[z(i)] * h, c * h);
-            read[z(i)] += c;
-            row += c;
-        }
+        Tensor dout = stackReceived(b, lane, sv.received, le, gradsIn, read, h, keep);
+        const std::size_t n = dout.rows();
         Tensor dxe(b, n, h, kWork);
         Tensor da(b, n, z(m_c.expertFfn), kWork);
         const std::size_t w = expertParam(firstLocalExpert() + le);
         swigluInputGrad(b, lane, p[w], p[w + 1], p[w + 2], sv[slot + kExpertInput].data(), dout.data(), n, sv, slot,
             dxe.data(), 0.0f, da.data(), fused);
         HostMirror dxeHost(b, lane, dxe.data(), n * h, true);
-        row = 0;
-        for (int i = 0; i < ep; ++i) {
-            const std::size_t c = z(sv.received[z(le)][z(i)]);
-            inputGrads[z(i)].insert(inputGrads[z(i)].end(), dxeHost.data() + row * h, dxeHost.data() + (row + c) * h);
-            row += c;
-        }
+        unstackToMembers(sv.received, le, dxeHost.data(), h, inputGrads);
         if (fused)
             sv[slot + kExpertInput].reset();
         else
