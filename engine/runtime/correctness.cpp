@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 namespace dps::runtime {
@@ -203,6 +204,20 @@ double gradientMetric(const std::vector<float>& x, const std::vector<float>& y)
     if (x.size() != y.size())
         throw RuntimeError("gradient metric of vectors of different sizes");
     return metric(x.data(), y.data(), x.size());
+}
+
+double relativeError(const std::vector<float>& value, const std::vector<float>& reference)
+{
+    if (value.size() != reference.size())
+        return std::numeric_limits<double>::infinity();
+    double diff = 0.0;
+    double norm = 0.0;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+        const double d = static_cast<double>(value[i]) - reference[i];
+        diff += d * d;
+        norm += static_cast<double>(reference[i]) * reference[i];
+    }
+    return norm == 0.0 ? std::sqrt(diff) : std::sqrt(diff / norm);
 }
 
 double relativeError(double value, double reference)

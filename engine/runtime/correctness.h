@@ -31,6 +31,9 @@ Thresholds thresholdsFor(std::string_view backend, DType computeDtype);
 double gradientMetric(const std::vector<float>& x, const std::vector<float>& y);
 /// |value − reference| / |reference| (absolute error when the reference is 0).
 double relativeError(double value, double reference);
+/// ‖value − reference‖ / ‖reference‖ over whole vectors, in double (‖value − reference‖ when the reference is all
+/// zero); infinity when the sizes differ.
+double relativeError(const std::vector<float>& value, const std::vector<float>& reference);
 
 /// The sequential reference for some microbatches: the whole model on one backend.
 struct Reference {

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <optional>
 
 using namespace dps;
@@ -317,6 +319,10 @@ TEST(Correctness, ThresholdTableAndMetric)
     EXPECT_NEAR(gradientMetric({ 1.0f, 0.0f }, { 0.0f, 1.0f }), 1.0, 1e-15);
     EXPECT_NEAR(gradientMetric({ 1.0f }, { -1.0f }), 2.0, 1e-15);
     EXPECT_NEAR(relativeError(1.1, 1.0), 0.1, 1e-12);
+    // Vectors: ‖(3, 4) − (0, 0)‖ = 5 against a zero reference; ‖(1, 2) − (1, 0)‖ / ‖(1, 0)‖ = 2; sizes differ: ∞.
+    EXPECT_DOUBLE_EQ(relativeError(std::vector<float> { 3.0f, 4.0f }, std::vector<float> { 0.0f, 0.0f }), 5.0);
+    EXPECT_DOUBLE_EQ(relativeError(std::vector<float> { 1.0f, 2.0f }, std::vector<float> { 1.0f, 0.0f }), 2.0);
+    EXPECT_TRUE(std::isinf(relativeError(std::vector<float> { 1.0f }, std::vector<float> {})));
 }
 
 TEST(Executor, DataParallelReplicasRunTheirOwnMicrobatchesAndSumOverEveryHolder)

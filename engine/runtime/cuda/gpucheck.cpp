@@ -159,19 +159,6 @@ std::vector<float> randomFloats(std::size_t n, unsigned seed)
     return v;
 }
 
-/// ‖a − b‖ / ‖b‖ in double.
-double relativeError(const std::vector<float>& a, const std::vector<float>& b)
-{
-    double diff = 0.0;
-    double norm = 0.0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        const double d = static_cast<double>(a[i]) - b[i];
-        diff += d * d;
-        norm += static_cast<double>(b[i]) * b[i];
-    }
-    return norm == 0.0 ? std::sqrt(diff) : std::sqrt(diff / norm);
-}
-
 /// The same inputs on the GPU and the CPU; runs an op on both and compares outputs.
 class KernelBench {
 public:
@@ -677,8 +664,9 @@ int runCompare(const Args& args)
     Project calibrated = project;
     applyCostsFile(calibrated.costs, parseCostsFile(readTextFile(args.required("costs")), args.get("costs")));
     const MeasuredTrace measured = loadMeasured(args.required("measured"));
-    const SimResult predicted = launch::predictRun(
-        calibrated, measured.variant.empty() ? calibrated.activeVariant : measured.variant, "cuda").sim;
+    const SimResult predicted
+        = launch::predictRun(calibrated, measured.variant.empty() ? calibrated.activeVariant : measured.variant, "cuda")
+              .sim;
     double error = 0.0;
     const std::string text = versus(measured.medianMakespanUs(), predicted.makespanUs, &error);
     row(calibratedCheck, text, "within 10%", std::abs(error) <= 0.10);

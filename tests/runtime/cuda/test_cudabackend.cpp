@@ -2,6 +2,7 @@
 // conversion, exact memory counts, determinism, the two lanes and the action clock. Every test skips with the
 // reason when this machine has no GPU (CI: CUDA toolkit, stub driver, no device).
 #include "runtime/backend.h"
+#include "runtime/correctness.h"
 #include "runtime/cpubackend.h"
 #include "runtime/cuda/cudabackend.h"
 #include "runtime/cuda/gpuinfo.h"
@@ -27,18 +28,6 @@ std::vector<float> randomFloats(std::size_t n, unsigned seed)
     for (auto& x : v)
         x = dist(rng);
     return v;
-}
-
-/// ‖a − b‖ / ‖b‖ in double.
-double relativeError(const std::vector<float>& a, const std::vector<float>& b)
-{
-    double diff = 0.0;
-    double norm = 0.0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-        norm += static_cast<double>(b[i]) * b[i];
-    }
-    return norm == 0.0 ? std::sqrt(diff) : std::sqrt(diff / norm);
 }
 
 class CudaBackendTest : public ::testing::TestWithParam<bool> {

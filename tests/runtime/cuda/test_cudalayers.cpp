@@ -7,6 +7,7 @@
 // equal; the MoE routing itself is the same host code on both. A bf16 cuda backend is refused by name. Every test
 // skips with the reason when this machine has no GPU (CI: CUDA toolkit, stub driver, no device).
 #include "runtime/backend.h"
+#include "runtime/correctness.h"
 #include "runtime/cpubackend.h"
 #include "runtime/cuda/cudabackend.h"
 #include "runtime/cuda/gpuinfo.h"
@@ -39,20 +40,6 @@ std::vector<float> randomFloats(std::size_t n, unsigned seed, float scale)
     for (auto& x : v)
         x = dist(rng);
     return v;
-}
-
-/// ‖a − b‖ / ‖b‖ in double (‖a − b‖ where b is zero).
-double relativeError(const std::vector<float>& a, const std::vector<float>& b)
-{
-    if (a.size() != b.size())
-        return INFINITY;
-    double diff = 0.0;
-    double norm = 0.0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-        norm += static_cast<double>(b[i]) * b[i];
-    }
-    return norm == 0.0 ? std::sqrt(diff) : std::sqrt(diff / norm);
 }
 
 std::vector<float> download(Backend& b, const Tensor& t)
