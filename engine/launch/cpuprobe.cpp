@@ -421,7 +421,9 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
                 "-o", file.string() });
         const std::optional<CpuProfile> p
             = runProbeMode(argv, environmentWith(mpirunEnvironment(::geteuid() == 0)), file, p2pSeconds, why);
-        if (p && p->p2p) {
+        if (p && p->p2p && !implausibleP2p(*p->p2p).empty()) {
+            result.notes.push_back("p2p not kept: " + implausibleP2p(*p->p2p));
+        } else if (p && p->p2p) {
             profile.p2p = *p->p2p;
             profile.p2p->mpirunOptions = mpiOptions;
         } else {

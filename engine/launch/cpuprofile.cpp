@@ -761,6 +761,15 @@ void fitP2p(P2pProfile& p2p)
     p2p.bandwidthBytesPerUs = slope > 0 ? 1.0 / slope : 0.0;
 }
 
+std::string implausibleP2p(const P2pProfile& p2p)
+{
+    if (p2p.latencyUs < kMaxPlausibleP2pLatencyUs)
+        return {};
+    return "the ping-pong took " + formatTime(p2p.latencyUs) + " a message (more than "
+        + formatTime(kMaxPlausibleP2pLatencyUs)
+        + " on one host: the ranks were not running while they were timed); probe again on a quieter machine";
+}
+
 // ------------------------------------------------------------------------------------- table
 
 std::string formatCpuProfile(const CpuProfile& p)

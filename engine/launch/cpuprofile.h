@@ -278,6 +278,16 @@ std::string kernelWinner(const std::vector<KernelMeasure>& measured);
 /// times do not grow with size: unlimited). Throws FormatError with fewer than 2 distinct sizes.
 void fitP2p(P2pProfile& p2p);
 
+/// The most a fitted p2p latency between two ranks of one host may be (µs) for the figures to be the link's:
+/// shared memory takes microseconds (1.6 µs here, docs/cpu-profile.md), tens under load; a fit of 1 ms or more
+/// means the ranks were not running while they were timed (a machine too busy: 190 ms a message was seen with
+/// two test suites and a build on 2 cores), and those figures would slow every predicted message 10⁴-fold.
+inline constexpr double kMaxPlausibleP2pLatencyUs = 1000.0;
+/// "" when `p2p`'s fit can be used; else why not ("the ping-pong took 190.94 ms a message (more than 1 ms on
+/// one host: the ranks were not running while they were timed); probe again on a quieter machine"). Never
+/// throws.
+std::string implausibleP2p(const P2pProfile& p2p);
+
 /// The profile as people read it (base/format.h): the machine, the kernel choice, a table per shape (GEMM
 /// calls with time and FLOP/s, memory-bound ops with time and bytes/s), the p2p samples and fit.
 std::string formatCpuProfile(const CpuProfile& profile);

@@ -207,6 +207,9 @@ MachineCosts machineCosts(
     costs.cores = profile.machine.cores;
     costs.threads = profile.machine.blasThreads;
     costs.transformer = project.model.kind == ModelKind::Transformer;
+    // The profile's p2p fit, unless it is not the link's (implausibleP2p): then the project's link.
+    const std::optional<P2pProfile> p2p
+        = profile.p2p && implausibleP2p(*profile.p2p).empty() ? profile.p2p : std::nullopt;
     const std::vector<int> partition = effectivePartition(project, variant);
     const int stages = static_cast<int>(partition.size());
     if (costs.transformer) {
@@ -214,8 +217,8 @@ MachineCosts machineCosts(
         const std::vector<TransformerStageKey> keys = transformerStageKeys(project, variant);
         const DevicePlacement placement = placementOf(project, variant);
         const model::Transformer m = transformerOf(project.model, microbatchSizeOf(project, variant));
-        const double latency = profile.p2p ? profile.p2p->latencyUs : project.cluster.latencyUs;
-        const double bandwidth = profile.p2p ? profile.p2p->bandwidthBytesPerUs : project.cluster.bandwidthBytesPerUs;
+        const double latency = p2p ? p2p->latencyUs : project.cluster.latencyUs;
+        const double bandwidth = p2p ? p2p->bandwidthBytesPerUs : project.cluster.bandwidthBytesPerUs;
         // The model library sizes an exchange at the project's dispatch and combine dtypes; a CPU run sends fp32.
         constexpr double kCpuElementBytes = 4.0;
         int layer = 0;
@@ -279,9 +282,12 @@ MachineCosts machineCosts(
         if (!chained.count(stage))
             costs.overlapUs[static_cast<std::size_t>(stage)] = total.first / total.second;
 
-    if (profile.p2p) {
-        costs.latencyUs = profile.p2p->latencyUs;
-        costs.bandwidthBytesPerUs = profile.p2p->bandwidthBytesPerUs;
+    if (p2p) {
+        costs.latencyUs = p2p->latencyUs;
+        costs.bandwidthBytesPerUs = p2p->bandwidthBytesPerUs;
+    } else if (profile.p2p) {
+        costs.notes.push_back(source + "'s p2p part is not used: " + implausibleP2p(*profile.p2p)
+            + "; the project's latency and bandwidth are kept");
     } else {
         costs.notes.push_back(source + " has no p2p part: the project's latency and bandwidth are kept");
     }

@@ -7,6 +7,8 @@ DPS="$1"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 . "$(dirname "$0")/lib.sh"
+# The tiny runs below are predicted from a probe of this machine: into a private cache, never the user's.
+export XDG_CACHE_HOME="$WORK/cache"
 
 # edit IN OUT PYTHON: writes OUT as the JSON of IN after the Python statements (on the object p) ran.
 edit() {
