@@ -307,11 +307,10 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
             << secondsText(seconds) << " s): this machine's profile does not hold them yet\n"
             << std::flush;
         const fs::path file = scratch.path() / "compute-extend.json";
-        const std::optional<CpuProfile> p
-            = runProbeMode({ workerPath, "--probe-compute", "--shapes", shapeListText(missing), "--threads", threadText,
-                               "--seconds", secondsText(seconds), "-o", file.string() },
-                core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core }), file, seconds,
-                why);
+        const std::optional<CpuProfile> p = runProbeMode(
+            { workerPath, "--probe-compute", "--shapes", shapeListText(missing), "--threads", threadText, "--seconds",
+                secondsText(seconds), "-o", file.string() },
+            core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core }), file, seconds, why);
         if (p && lower(p->kernel) == lower(cached->kernel)) {
             CpuProfile extended = std::move(*cached);
             std::vector<ShapeMeasure> kept = p->shapes; // the new shapes first, then the cache's, at most 8
