@@ -106,19 +106,30 @@ void MemoryCounter::resetPeak()
     m_peak.store(m_total.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
-double LaneActivity::now() const
+double LaneActivity::clockUs() const
 {
+    if (m_clock)
+        return m_clock();
     const auto ns
         = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
               .count();
-    return static_cast<double>(ns - m_originNs) / 1000.0;
+    return static_cast<double>(ns) / 1000.0;
+}
+
+double LaneActivity::now() const
+{
+    return clockUs() - m_originUs;
+}
+
+void LaneActivity::setClock(std::function<double()> nowUs)
+{
+    m_clock = std::move(nowUs);
 }
 
 void LaneActivity::begin()
 {
     m_lanes = {};
-    m_originNs = 0;
-    m_originNs = static_cast<std::int64_t>(now() * 1000.0);
+    m_originUs = clockUs();
 }
 
 void LaneActivity::laneStarted()

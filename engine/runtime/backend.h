@@ -117,6 +117,12 @@ public:
 
     /// Forgets the last action's record and starts the clock.
     void begin();
+    /// Reads times on `nowUs` (µs, any origin) from now on instead of the steady clock (the transformer probe
+    /// times each member thread's CPU time, probe.h); an empty function restores the steady clock. Not while
+    /// an action is recorded.
+    void setClock(std::function<double()> nowUs);
+    /// µs since begin(), on the clock.
+    double elapsedUs() const { return now(); }
     /// The calling thread's lane (MemoryCounter::LaneScope) starts or ends its half.
     void laneStarted();
     void laneFinished();
@@ -136,7 +142,10 @@ public:
 
 private:
     double now() const;
-    std::int64_t m_originNs = 0;
+    /// The clock in µs; steady_clock when empty.
+    double clockUs() const;
+    std::function<double()> m_clock;
+    double m_originUs = 0.0;
     std::array<LaneRecord, 2> m_lanes;
 };
 

@@ -316,72 +316,15 @@ double probeClock(bool cpuTime)
     return cpuTime ? threadCpuMicroseconds() : wallMicroseconds();
 }
 
-/// The expert group's communication hooks (Backend::communicationStarted/Finished, non-virtual, call the
-/// protected yieldCompute/resumeCompute): a Backend that computes nothing and records, on the clock of the
-/// member's thread, when each exchange starts and ends. The stage computes on its CpuBackend; only the expert
-/// group points here (layers::ExpertGroup::backend), so every exchange is framed and nothing else changes.
-class ExchangeMarks final : public Backend {
-public:
-    explicit ExchangeMarks(bool cpuTime)
-        : m_cpuTime(cpuTime)
-    {
-    }
-    /// Forgets the marks.
-    void clear() { m_marks.clear(); }
-    /// (start, end) of each exchange since clear(), µs on the probe's clock.
-    const std::vector<std::pair<double, double>>& marks() const { return m_marks; }
-
-    std::string name() const override { return "exchange marks"; }
-    std::string deviceDescription() const override { return name(); }
-    int elementBytes() const override { return 4; }
-    bool hostAccessible() const override { return true; }
-    void* allocate(std::size_t, MemoryCategory) override { unused("allocate"); }
-    void deallocate(void*, std::size_t, MemoryCategory) override { unused("deallocate"); }
-    void gemm(Lane, Transpose, Transpose, int, int, int, float, const void*, const void*, float, void*) override
-    {
-        unused("gemm");
-    }
-    void geluForward(Lane, const void*, void*, std::size_t) override { unused("geluForward"); }
-    void geluBackward(Lane, const void*, const void*, void*, std::size_t) override { unused("geluBackward"); }
-    void mseLoss(Lane, const void*, const void*, std::size_t, void*, double*) override { unused("mseLoss"); }
-    void axpy(Lane, std::size_t, float, const void*, void*) override { unused("axpy"); }
-    void setZero(Lane, void*, std::size_t) override { unused("setZero"); }
-    void copyHostToDevice(Lane, void*, const void*, std::size_t) override { unused("copyHostToDevice"); }
-    void copyDeviceToHost(Lane, void*, const void*, std::size_t) override { unused("copyDeviceToHost"); }
-    void copyDeviceToDevice(Lane, void*, const void*, std::size_t) override { unused("copyDeviceToDevice"); }
-    void uploadFloats(Lane, void*, const float*, std::size_t) override { unused("uploadFloats"); }
-    void downloadFloats(Lane, float*, const void*, std::size_t) override { unused("downloadFloats"); }
-    void runConcurrently(const std::function<void(Lane)>&, const std::function<void(Lane)>&) override
-    {
-        unused("runConcurrently");
-    }
-    void synchronize() override { }
-
-protected:
-    void yieldCompute() override { m_marks.push_back({ probeClock(m_cpuTime), 0.0 }); }
-    void resumeCompute() override
-    {
-        if (!m_marks.empty())
-            m_marks.back().second = probeClock(m_cpuTime);
-    }
-
-private:
-    [[noreturn]] void unused(const char* op) const
-    {
-        throw RuntimeError(std::string("the transformer probe's exchange marks do not compute (") + op + ")");
-    }
-    bool m_cpuTime = false;
-    std::vector<std::pair<double, double>> m_marks;
-};
-
-/// One timed action of one member: the compute between its exchanges, µs (exchanges + 1 chunks).
-std::vector<double> computeChunks(double start, double end, const std::vector<std::pair<double, double>>& marks)
+/// One timed action of one member: the compute between its exchanges (`comm`, µs from the action's start, which
+/// ends at `end`), µs (exchanges + 1 chunks).
+std::vector<double> computeChunks(double end, const std::vector<LaneActivity::Interval>& comm)
 {
     std::vector<double> chunks;
-    double from = start;
-    for (const auto& [commStart, commEnd] : marks) {
-        chunks.push_back(std::max(0.0, commStart - from));
-        from = commEnd;
+    double from = 0.0;
+    for (const LaneActivity::Interval& c : comm) {
+        chunks.push_back(std::max(0.0, c.startUs - from));
+        from = c.endUs;
     }
     chunks.push_back(std::max(0.0, end - from));
     return chunks;
@@ -430,7 +373,6 @@ launch::TransformerStageMeasure measureTransformerStage(const Project& project, 
         std::unique_ptr<CpuBackend> backend;
         ModelSpec spec;
         std::unique_ptr<StageParams> params;
-        std::unique_ptr<ExchangeMarks> marks;
         layers::ExpertGroup group;
         MicrobatchTokens tokens;
         std::vector<float> input, gradOutput;
@@ -447,12 +389,13 @@ launch::TransformerStageMeasure measureTransformerStage(const Project& project, 
             member.spec.epMember = m;
         }
         member.params = std::make_unique<StageParams>(*member.backend, member.spec, stage);
-        member.marks = std::make_unique<ExchangeMarks>(cpuTime);
+        // The expert group's exchanges are recorded by the backend's lane activity, on the probe's clock.
+        member.backend->laneActivity().setClock([cpuTime] { return probeClock(cpuTime); });
         member.group.comm = &world.comm(m);
         for (int r = 0; r < ep; ++r)
             member.group.members.push_back(r);
         member.group.me = m;
-        member.group.backend = member.marks.get();
+        member.group.backend = member.backend.get();
         if (ep > 1)
             member.params->transformer()->setExpertGroup(&member.group);
         // Replica m's microbatch 0, as a run's replicas compute different data; numbered 0 on every member.
@@ -475,10 +418,10 @@ launch::TransformerStageMeasure measureTransformerStage(const Project& project, 
             return x;
         };
         const auto timed = [&](const std::function<void()>& body) {
-            member.marks->clear();
-            const double start = probeClock(cpuTime);
+            LaneActivity& activity = b.laneActivity();
+            activity.begin();
             body();
-            return computeChunks(start, probeClock(cpuTime), member.marks->marks());
+            return computeChunks(activity.elapsedUs(), activity.lane(0).comm);
         };
         double loss = 0;
         // F, I, W (a zero-bubble schedule's three actions), then F and B (DualPipe's).
