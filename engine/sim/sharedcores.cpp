@@ -162,7 +162,8 @@ public:
     }
 
     /// Busy time, timing and makespan into `result` (whose other fields are simulate()'s); retimes the memory
-    /// curve: point 0 at time 0, then one point per op at its slot's end, in list order.
+    /// curve: point 0 at time 0, then one point per op at its slot's end, in list order, and a point after those
+    /// (the step's replica gradient sum without EngineBuffers, CostModel::engineReplicaSum) at the rank's end.
     void fill(SimResult& result, bool recordTiming)
     {
         double makespan = 0.0;
@@ -182,6 +183,8 @@ public:
                 for (std::size_t i = 0; i < row.size(); ++i)
                     for (int h = 0; h < row[i].size() && point < rr.memory.size(); ++h)
                         rr.memory[point++].timeUs = m_rank[r].timing[i].endUs;
+                for (; point < rr.memory.size(); ++point)
+                    rr.memory[point].timeUs = m_rank[r].freeUs;
             }
         }
         const double capacity = makespan * static_cast<double>(m_rank.size());

@@ -1,6 +1,7 @@
 // The engine's buffers in the simulator (docs/memory.md): the message plan (which receives a rank posts in
 // which order, at which receive each send's buffer goes) and the memory it counts slot by slot, hand-computed.
 #include "sim/messageplan.h"
+#include "sim/sharedcores.h"
 #include "simtest.h"
 
 #include <gtest/gtest.h>
@@ -179,6 +180,12 @@ TEST(EngineMemory, ATransformerRunCountsTheReplicaSumOfItsExpertParallelGroups)
     EXPECT_DOUBLE_EQ(r.ranks[0].peakMemoryBytes, 520.0);
     EXPECT_DOUBLE_EQ(r.ranks[1].peakMemoryBytes, 520.0);
     EXPECT_DOUBLE_EQ(r.ranks[0].memory.back().totalBytes, 520.0);
+    EXPECT_DOUBLE_EQ(r.ranks[0].memory.back().timeUs, r.ranks[0].endUs);
+    // Timed on one core shared by both ranks: the step's end point moves to the rank's end with the slots.
+    const SimResult shared = simulateSharedCores(s, c, SharedCoresOptions { 1 });
+    EXPECT_GT(shared.ranks[0].endUs, r.ranks[0].endUs);
+    EXPECT_DOUBLE_EQ(shared.ranks[0].memory.back().timeUs, shared.ranks[0].endUs);
+    EXPECT_DOUBLE_EQ(shared.ranks[0].memory.back().totalBytes, 520.0);
     c.expertParallel = 1;
     EXPECT_DOUBLE_EQ(simulate(s, c).ranks[0].peakMemoryBytes, 800.0);
     c.engineReplicaSum = false;
