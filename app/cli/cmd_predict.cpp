@@ -4,7 +4,8 @@
 #include "base/errors.h"
 #include "base/fileio.h"
 #include "base/format.h"
-#include "launch/machinecosts.h"
+#include "launch/cpuprobe.h"
+#include "machine/costsource.h"
 #include "project/compare.h"
 #include "project/modelcost.h"
 #include "project/predict.h"
@@ -51,89 +52,43 @@ ScheduleKind kindOrThrow(const std::string& name, const std::string& flag)
     return *kind;
 }
 
-CostsFile loadCosts(const std::string& path)
-{
-    return parseCostsFile(readTextFile(path), path);
-}
+const char* const kUnitCosts = "unit costs (F = I = W = 1, B = 2, F&B = 3, free links)";
 
-/// Uniform command-line costs over every stage, after the source's own.
-void applyCostFlags(CostModel& model, const CostFlags& flags)
+/// The source of the flags' costs: their costs file (--costs) and the costs typed for every stage (--cost-*);
+/// the project's devices. Throws IoError/FormatError for a costs file that cannot be read.
+machine::CostSource flagsSource(const CostFlags& flags)
 {
-    const StageCostOverride uniform { flags.f, flags.i, flags.w, flags.b, flags.fb };
-    for (StageCost& s : model.stages)
-        applyOverride(s, uniform);
-    model.latencyUs = flags.latency.value_or(model.latencyUs);
-    model.bandwidthBytesPerUs = flags.bandwidth.value_or(model.bandwidthBytesPerUs);
-    model.overlapFactor = flags.overlapFactor.value_or(model.overlapFactor);
-}
-
-bool anyCostFlag(const CostFlags& f)
-{
-    return f.f || f.i || f.w || f.b || f.fb || f.latency || f.bandwidth || f.overlapFactor;
-}
-
-/// The project with a cost file laid over its costs (when one is given).
-Project withCostsFile(Project project, const CostFlags& flags)
-{
-    if (!flags.costsFile.empty())
-        applyCostsFile(project.costs, loadCosts(flags.costsFile));
-    return project;
-}
-
-/// Unit costs (no model), then the cost file (the flags come last, as the prediction's cost adjuster).
-CostModel unitCosts(int stages, const CostFlags& flags)
-{
-    CostModel model = uniformCostModel(stages);
+    machine::CostSource source;
     if (!flags.costsFile.empty()) {
-        CostSettings settings;
-        applyCostsFile(settings, loadCosts(flags.costsFile));
-        applyCostSettings(model, settings);
+        source.costsFile = parseCostsFile(readTextFile(flags.costsFile), flags.costsFile);
+        source.costsFileName = flags.costsFile;
     }
-    return model;
+    source.everyStage
+        = { { flags.f, flags.i, flags.w, flags.b, flags.fb }, flags.latency, flags.bandwidth, flags.overlapFactor };
+    return source;
 }
 
-/// The --cost flags as a prediction's cost adjuster (empty when none is given).
-CostAdjuster costFlagsAdjuster(const CostFlags& flags)
+/// The source of a project's prediction: the flags' costs, for this machine with --this-machine (its CPU profile
+/// at the project's shapes, --profile FILE instead, probed and cached when the cache lacks them; progress on
+/// stderr). Throws as flagsSource and launch::machineProfile.
+machine::CostSource projectSource(const Project& project, const CostFlags& flags)
 {
-    if (!anyCostFlag(flags))
-        return {};
-    return [flags](CostModel& model) { applyCostFlags(model, flags); };
+    machine::CostSource source = flagsSource(flags);
+    if (!flags.thisMachine)
+        return source;
+    machine::CostSource here = machine::CostSource::thisMachine(
+        launch::machineProfile(machine::projectShapes(project), 1, flags.profile, 10.0, std::cerr, &project));
+    here.costsFile = std::move(source.costsFile);
+    here.costsFileName = source.costsFileName;
+    here.everyStage = source.everyStage;
+    return here;
 }
 
-std::string costsNote(const std::string& base, const CostFlags& flags)
+/// What a project's prediction says its costs are: "the project's model and costs" or the machine's label, then
+/// the costs file and the flags.
+std::string projectCostsNote(const machine::CostSource& source, const Project& project)
 {
-    std::string note = base;
-    if (!flags.costsFile.empty())
-        note += ", then " + flags.costsFile;
-    if (anyCostFlag(flags))
-        note += ", then the --cost flags";
-    return note;
-}
-
-// ------------------------------------------------------------------------------- this machine
-
-/// This machine's CPU profile at the project's shapes (--this-machine; --profile FILE instead), probed and
-/// cached when the cache lacks them (progress on stderr). Throws as launch::machineProfile.
-launch::MachineProfile machineProfileFor(const Project& project, const CostFlags& flags)
-{
-    return launch::machineProfile(launch::projectShapes(project), 1, flags.profile, 10.0, std::cerr, &project);
-}
-
-/// The options of a CPU run of `variant` on the profile's machine, the --cost flags last. Throws FormatError
-/// as launch::machineCosts.
-PredictOptions machineOptions(const launch::MachineProfile& profile, const Project& project, const Variant& variant,
-    const CostFlags& flags, bool timeline)
-{
-    const launch::MachineCosts costs = launch::machineCosts(profile.profile, project, variant, profile.description());
-    return launch::machinePredictOptions(costs, project.costs, timeline, costFlagsAdjuster(flags));
-}
-
-/// "this machine (probed CPU profile, FILE; 2 cores shared by the ranks)".
-std::string machineNote(const launch::MachineProfile& profile)
-{
-    const int cores = profile.profile.machine.cores;
-    return "this machine (" + profile.description() + "; " + std::to_string(cores)
-        + (cores == 1 ? " core" : " cores") + " shared by the ranks)";
+    return source.costsNote(source.profile ? source.label(project) : std::string("the project's model and costs"));
 }
 
 /// What simulate predicts, and what it says about it.
@@ -160,35 +115,19 @@ std::vector<int> ranksOverMemory(const Simulated& in)
     return over;
 }
 
-PredictOptions simulateOptions(const SimulateArgs& args)
-{
-    PredictOptions options;
-    options.adjustCosts = costFlagsAdjuster(args.costs);
-    options.recordTiming = options.recordMemory = !args.trace.empty(); // the trace draws the timeline
-    return options;
-}
-
 Simulated fromProject(const std::string& file, const std::string& text, const SimulateArgs& args)
 {
-    const Project project = withCostsFile(parseProject(text, file), args.costs);
+    const Project parsed = parseProject(text, file);
+    const machine::CostSource source = projectSource(parsed, args.costs);
+    const Project project = machine::costedProject(source, parsed);
     const Variant& variant = variantOf(project, args.variant, file);
-    PredictOptions options = simulateOptions(args);
-    std::string costs = costsNote("the project's model and costs", args.costs);
-    std::string table;
-    if (args.costs.thisMachine) {
-        const launch::MachineProfile profile = machineProfileFor(project, args.costs);
-        const bool memory = options.recordMemory;
-        options = machineOptions(profile, project, variant, args.costs, options.recordTiming);
-        options.recordMemory = memory;
-        costs = costsNote(machineNote(profile), args.costs);
-        table = launch::formatMachineCosts(
-            launch::machineCosts(profile.profile, project, variant, profile.description()));
-    }
-    Prediction prediction = predict(project, variant, options);
+    const std::optional<machine::MachineCosts> costs = machine::machineCostsOf(source, project, variant);
+    Prediction prediction = machine::predictWith(source, parsed, variant.name, !args.trace.empty());
     // The model line only for a prediction with figures (a variant that cannot be built is reported as such).
     std::string model = prediction.valid() ? modelSummary(project, variant) : std::string();
-    return { file + " [" + prediction.variantName + "]", file, std::move(costs), std::move(prediction),
-        std::move(model), project.cluster.memoryPerDeviceBytes, std::move(table) };
+    return { file + " [" + prediction.variantName + "]", file, projectCostsNote(source, project), std::move(prediction),
+        std::move(model), project.cluster.memoryPerDeviceBytes,
+        costs ? machine::formatMachineCosts(*costs) : std::string() };
 }
 
 /// When an imported schedule is exactly what a generator makes, give it that kind (and closed form).
@@ -213,9 +152,9 @@ Simulated fromCsv(const std::string& file, const std::string& text, const Simula
 {
     CsvImport imported = readScheduleCsv(file, text, args.dialect);
     recogniseKind(imported.schedule);
-    CostModel costs = unitCosts(imported.schedule.stages, args.costs);
-    return { file, {}, costsNote("unit costs (F = I = W = 1, B = 2, F&B = 3, free links)", args.costs),
-        predictSchedule(std::move(imported.schedule), std::move(costs), simulateOptions(args)), {} };
+    const machine::CostSource source = flagsSource(args.costs);
+    return { file, {}, source.costsNote(kUnitCosts),
+        machine::predictScheduleWith(source, std::move(imported.schedule), !args.trace.empty()), {} };
 }
 
 Simulated fromKind(const SimulateArgs& args)
@@ -224,9 +163,9 @@ Simulated fromKind(const SimulateArgs& args)
         = generate({ kindOrThrow(args.schedule, "--schedule"), args.ranks, args.microbatches, args.stagesPerRank });
     const std::string label = std::string(kindName(schedule.kind)) + " " + std::to_string(args.ranks) + " ranks × "
         + std::to_string(args.microbatches) + " microbatches";
-    CostModel costs = unitCosts(schedule.stages, args.costs);
-    return { label, {}, costsNote("unit costs (F = I = W = 1, B = 2, F&B = 3, free links)", args.costs),
-        predictSchedule(std::move(schedule), std::move(costs), simulateOptions(args)), {} };
+    const machine::CostSource source = flagsSource(args.costs);
+    return { label, {}, source.costsNote(kUnitCosts),
+        machine::predictScheduleWith(source, std::move(schedule), !args.trace.empty()), {} };
 }
 
 /// "" when the source flags are consistent, else what is wrong.
@@ -370,8 +309,8 @@ void printSimulation(const Simulated& in)
             list += (i ? ", " : "") + std::to_string(over[i]);
         if (over.size() > 8)
             list += ", …";
-        std::cout << "\nwarning: does not fit: " << over.size() << " of " << p.sim.ranks.size()
-                  << " ranks (" << list << ") exceed the device's " << formatBytes(in.memoryLimitBytes)
+        std::cout << "\nwarning: does not fit: " << over.size() << " of " << p.sim.ranks.size() << " ranks (" << list
+                  << ") exceed the device's " << formatBytes(in.memoryLimitBytes)
                   << " (cluster.memory_per_device_bytes); largest peak " << formatBytes(p.peakMemoryBytes)
                   << " on rank " << p.peakMemoryRank << "\n";
     }
@@ -414,15 +353,12 @@ namespace {
 /// One row per project variant, or per named kind (a kind that cannot hold the stage count is a row with
 /// its reason).
 std::vector<VariantComparison> compareRows(
-    const Project& project, const CompareArgs& args, const std::optional<launch::MachineProfile>& machine)
+    const Project& project, const CompareArgs& args, const machine::CostSource& source)
 {
-    const CostAdjuster adjust = costFlagsAdjuster(args.costs);
     // Each variant with the project's costs, or (--this-machine) as a CPU run on this machine.
     const auto compareOne = [&](const Variant& v) {
-        if (!machine)
-            return compareVariant(project, v, adjust);
         try {
-            return compareVariant(project, v, machineOptions(*machine, project, v, args.costs, false));
+            return compareVariant(project, v, machine::predictOptions(source, project, v, false));
         } catch (const Error& e) {
             VariantComparison failed;
             failed.variant = v.name;
@@ -531,8 +467,8 @@ std::vector<std::string> comparisonCells(const VariantComparison& row, std::vect
         ? std::to_string(row.devices) + " (" + std::to_string(row.ranks) + " × dp " + std::to_string(row.dp) + ")"
         : std::to_string(row.devices > 0 ? row.devices : row.ranks);
     if (!row.error.empty())
-        return { row.variant, kind, devices, "—", row.stages > 0 ? std::to_string(row.stages) : "—", "—", "—", "—",
-            "—", "—", "—", "—", "—", "—", "—" };
+        return { row.variant, kind, devices, "—", row.stages > 0 ? std::to_string(row.stages) : "—", "—", "—", "—", "—",
+            "—", "—", "—", "—", "—", "—" };
     return { row.variant, kind, devices, std::to_string(row.microbatches), std::to_string(row.stages),
         formatCount(row.parametersPerDevice), formatBytes(row.peakActivationBytes), formatTime(row.makespanUs),
         formatTime(row.stepUs), formatCount(row.tokensPerSecond), formatCount(row.tokensPerSecondPerDevice),
@@ -561,14 +497,11 @@ void printComparison(const std::string& title, const std::vector<VariantComparis
 int cmdCompare(const CompareArgs& args)
 {
     const std::string source = args.project.empty() ? std::string("default project") : args.project;
-    const Project project = withCostsFile(
-        args.project.empty() ? defaultProject() : parseProject(readTextFile(args.project), source), args.costs);
-    std::optional<launch::MachineProfile> machine;
-    if (args.costs.thisMachine)
-        machine = machineProfileFor(project, args.costs);
-    const std::vector<VariantComparison> rows = compareRows(project, args, machine);
-    const std::string costs
-        = costsNote(machine ? machineNote(*machine) : std::string("the project's model and costs"), args.costs);
+    const Project parsed = args.project.empty() ? defaultProject() : parseProject(readTextFile(args.project), source);
+    const machine::CostSource costSource = projectSource(parsed, args.costs);
+    const Project project = machine::costedProject(costSource, parsed);
+    const std::vector<VariantComparison> rows = compareRows(project, args, costSource);
+    const std::string costs = projectCostsNote(costSource, project);
     if (!args.json) {
         printComparison(source + (project.name.empty() ? "" : " (" + project.name + ")") + "; costs: " + costs
                 + (args.sameDevices ? "; same devices, same global batch" : ""),

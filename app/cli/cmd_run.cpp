@@ -25,15 +25,15 @@ int cmdDevices(const DevicesArgs& args)
     if (args.probe) {
         launch::CpuProbeOptions options;
         const Project project = args.project.empty() ? defaultProject() : loadProject(args.project);
-        options.shapes = launch::projectShapes(project);
+        options.shapes = machine::projectShapes(project);
         if (project.model.kind == ModelKind::Transformer)
             options.project = project; // its stages too (docs/cpu-profile.md)
         options.threads = args.threads;
         options.budgetS = args.budget;
         options.reprobe = args.reprobe;
         const launch::CpuProbeResult result = launch::probeCpu(options, std::cerr);
-        const std::string json = launch::serializeCpuProfile(result.profile);
-        std::cout << (args.json ? json : launch::formatCpuProfile(result.profile));
+        const std::string json = machine::serializeCpuProfile(result.profile);
+        std::cout << (args.json ? json : machine::formatCpuProfile(result.profile));
         for (const std::string& note : result.notes)
             std::cerr << "dpstudio: note: " << note << "\n";
         if (result.fromCache)

@@ -36,7 +36,7 @@ struct ValidateArgs {
 struct CostFlags {
     std::optional<double> f, i, w, b, fb, latency, bandwidth, overlapFactor;
     std::string costsFile; ///< --costs costs.json (from calibrate)
-    /// --this-machine: a project predicted as a CPU run on this machine (launch/machinecosts.h: its CPU
+    /// --this-machine: a project predicted as a CPU run on this machine (machine/machinecosts.h: its CPU
     /// profile, probed when the cache lacks the model's shapes; the ranks share its cores), then the flags above
     bool thisMachine = false;
     std::string profile; ///< --profile FILE: the CPU profile for --this-machine (default: this machine's)

@@ -21,6 +21,8 @@
 
 namespace dps::launch {
 
+using namespace dps::machine;
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -416,8 +418,8 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
         std::vector<std::string> argv { mpirun->string(), "-np", "2" };
         argv.insert(argv.end(), mpiOptions.begin(), mpiOptions.end());
         argv.insert(argv.end(),
-            { workerPath, "--probe-p2p", "--bytes", byteListText(shapes), "--seconds", secondsText(p2pSeconds),
-                "-o", file.string() });
+            { workerPath, "--probe-p2p", "--bytes", byteListText(shapes), "--seconds", secondsText(p2pSeconds), "-o",
+                file.string() });
         const std::optional<CpuProfile> p
             = runProbeMode(argv, environmentWith(mpirunEnvironment(::geteuid() == 0)), file, p2pSeconds, why);
         if (p && p->p2p && !implausibleP2p(*p->p2p).empty()) {
@@ -439,6 +441,44 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
     profile.probeSeconds = std::chrono::duration<double>(Clock::now() - started).count();
     result.profile = std::move(profile);
     saveToCache(result);
+    return result;
+}
+
+MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads, const std::string& profileFile,
+    double budgetS, std::ostream& log, const Project* project, const std::vector<std::string>& variants)
+{
+    MachineProfile result;
+    const bool transformer = project && project->model.kind == ModelKind::Transformer;
+    if (!profileFile.empty()) {
+        result.profile = machine::loadCpuProfile(profileFile);
+        result.file = profileFile;
+        if (result.profile.machine.blasThreads != threads)
+            throw FormatError(profileFile + ": measured with " + std::to_string(result.profile.machine.blasThreads)
+                + " BLAS threads, the run uses " + std::to_string(threads));
+        if (transformer)
+            machine::requireTransformerStages(result.profile, *project, variants, profileFile);
+        else
+            machine::requireProfileShapes(result.profile, shapes, profileFile);
+        return result;
+    }
+    CpuProbeOptions options;
+    options.shapes = shapes;
+    options.threads = threads;
+    options.budgetS = budgetS;
+    options.extendCache = true;
+    if (transformer) {
+        options.project = *project;
+        options.variants = variants;
+    }
+    CpuProbeResult probe = probeCpu(options, log);
+    result.profile = std::move(probe.profile);
+    result.file = probe.cachePath.string();
+    result.probed = true;
+    result.fresh = !probe.fromCache;
+    for (const std::string& note : probe.notes)
+        log << "dpstudio: note: " << note << "\n";
+    if (result.file.empty())
+        result.file = "(not cached)";
     return result;
 }
 

@@ -12,7 +12,8 @@
 //   4. the profile is written to the cache, where dpstudio-worker finds the measured winner for its kernel
 //      choice (runtime/cpubackend.h preferredBlasCore).
 // An OPENBLAS_CORETYPE set by the user is left alone: only that kernel is measured, and it is recorded.
-#include "cpuprofile.h"
+#include "machine/cpuprofile.h"
+#include "machine/machinecosts.h"
 
 #include <filesystem>
 #include <iosfwd>
@@ -26,7 +27,7 @@ namespace dps::launch {
 inline constexpr std::size_t kMaxCachedShapes = 8;
 
 struct CpuProbeOptions {
-    std::vector<ProbeShape> shapes; ///< the model's shapes (projectShapes); at least one
+    std::vector<machine::ProbeShape> shapes; ///< the model's shapes (projectShapes); at least one
     int threads = 1; ///< BLAS threads per rank (≥ 1)
     double budgetS = 10; ///< seconds of measuring to aim for (≥ 0.5); process starts come on top
     bool reprobe = false; ///< measure even when the cache holds a profile of this machine at these shapes
@@ -45,7 +46,7 @@ struct CpuProbeOptions {
 };
 
 struct CpuProbeResult {
-    CpuProfile profile;
+    machine::CpuProfile profile;
     bool fromCache = false; ///< the cached profile was reused
     std::filesystem::path cachePath; ///< the cache file read or written; empty when there is no cache folder
     std::vector<std::string> notes; ///< what was left out and why (no p2p, a core that failed, no cache)
@@ -58,6 +59,19 @@ struct CpuProbeResult {
 /// transformerStageKeys. A p2p part that cannot run is a note. A profile read from the cache keeps the
 /// transformer stages it holds (a full probe, at other shapes, keeps them too: they are the machine's).
 CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log);
+
+/// The CPU profile to predict `shapes` (at least one) with on this machine, `threads` BLAS threads per rank:
+/// `profileFile` when given (read as it is); else the machine's cached profile when it holds every shape;
+/// else a probe (probeCpu, `budgetS` seconds of measuring; its progress lines to `log`) at these shapes and
+/// the ones the cache held (at most 8, these first), which replaces the cache file. With a transformer
+/// `project` (not null), the profile must also hold the transformer stages of `variants` of it (empty: every
+/// variant): the cached profile gets the missing ones measured and added (CpuProbeOptions::project), a named
+/// file must hold them. Throws IoError (a file that cannot be read, no worker), FormatError (a bad file, a
+/// profile of other shapes, stages or another BLAS thread count than `threads`: "<file>: measured with 2 BLAS
+/// threads, the run uses 1").
+machine::MachineProfile machineProfile(const std::vector<machine::ProbeShape>& shapes, int threads,
+    const std::string& profileFile, double budgetS, std::ostream& log, const Project* project = nullptr,
+    const std::vector<std::string>& variants = {});
 
 /// The current time in UTC, ISO 8601 to the second ("2025-01-31T12:00:00Z").
 std::string utcTimestamp();

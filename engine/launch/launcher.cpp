@@ -3,9 +3,9 @@
 #include "base/errors.h"
 #include "base/fileio.h"
 #include "base/format.h"
+#include "base/hostinfo.h"
 #include "process.h"
 #include "progress.h"
-#include "base/hostinfo.h"
 #include "project/modelcost.h"
 #include "project/predict.h"
 #include "report.h"
@@ -31,6 +31,8 @@
 #include <unistd.h>
 
 namespace dps::launch {
+
+using namespace dps::machine;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -226,7 +228,7 @@ private:
     std::optional<std::string> m_doneLine; ///< the done line, forwarded when the stream ends
     bool m_progressShown = false;
     bool m_streamEnded = false; ///< no progress line after the run ended
-    RunPrediction m_prediction; ///< what the run is compared with (chosen before it starts)
+    CostSource m_prediction; ///< what the run is compared with (chosen before it starts)
     Clock::time_point m_lastDraw;
     int m_lastStepShown = -2;
 };
@@ -273,29 +275,26 @@ int Session::run()
     }
 }
 
-/// What the run is compared with (report.h chooseRunPrediction, which may probe this machine first), and the
+/// What the run is compared with (report.h chooseRunCostSource, which may probe this machine first), and the
 /// prediction itself, said before the run starts.
 void Session::choosePrediction(const PreparedRun& prepared)
 {
-    m_prediction = chooseRunPrediction(prepared.project, prepared.variant, m_options.backend,
+    m_prediction = chooseRunCostSource(prepared.project, prepared.variant, m_options.backend,
         !m_options.hostfile.empty(), m_options.nominal, m_options.profile, m_options.threads, m_err);
     for (const std::string& note : m_prediction.notes)
         human("note: " + note);
-    if (!m_prediction.machine)
+    if (!m_prediction.profile)
         return;
-    try {
-        const Prediction p = predict(
-            prepared.project, prepared.variant, machinePredictOptions(*m_prediction.machine, prepared.project.costs));
-        if (p.valid())
-            human("predicted " + m_prediction.label
-                + (m_options.costsFile.empty() ? "" : ", with the costs of " + m_options.costsFile) + ": makespan "
-                + formatTime(p.makespanUs) + ", bubble " + formatPercent(p.bubbleRate) + " ("
-                + std::to_string(prepared.schedule.ranks) + " ranks on " + std::to_string(m_prediction.machine->cores)
-                + (m_prediction.machine->cores == 1 ? " core" : " cores")
-                + (prepared.processes > prepared.schedule.ranks ? " per replica)" : ")"));
-    } catch (const Error& e) {
-        human(std::string("note: no prediction for this machine: ") + e.what());
+    const Prediction p = predictWith(m_prediction, prepared.project, prepared.variant, false);
+    if (!p.valid()) {
+        human("note: no prediction for this machine: " + p.error);
+        return;
     }
+    human("predicted for " + m_prediction.label(prepared.project)
+        + (m_options.costsFile.empty() ? "" : ", with the costs of " + m_options.costsFile) + ": makespan "
+        + formatTime(p.makespanUs) + ", bubble " + formatPercent(p.bubbleRate) + " ("
+        + formatCountOf(std::size_t(prepared.schedule.ranks), "rank")
+        + (prepared.processes > prepared.schedule.ranks ? " per replica)" : ")"));
 }
 
 fs::path Session::scratchParent() const
@@ -586,11 +585,11 @@ void Session::report(const PreparedRun& prepared)
     try {
         const MeasuredTrace measured = loadMeasured(m_options.output);
         std::string label;
-        const Prediction predicted = predictRunAs(
-            prepared.project, prepared.variant, measured.backend, m_prediction, &label, measuredRankNodes(measured));
+        const Prediction predicted
+            = predictMeasuredRun(prepared.project, prepared.variant, measured, m_prediction, &label);
         if (!m_options.costsFile.empty())
             label += ", with the costs of " + m_options.costsFile;
-        sink << formatComparison(compareRun(predicted.sim, measured), measured, label)
+        sink << formatComparison(compareRun(predicted.sim, measured), measured, "for " + label)
              << formatAllToAll(predicted, measured);
         sink.flush();
     } catch (const Error& e) {
@@ -673,8 +672,9 @@ PreparedRun prepareRun(const RunOptions& options)
     // a mistake (dp 1000000), not a run.
     const int cores = std::max(1, cpuCoreCount());
     if (options.hostfile.empty() && run.processes > 64 * cores)
-        throw ConstraintError("run.processes", "variant \"" + variant.name + "\": " + std::to_string(run.schedule.ranks)
-                + " ranks × dp " + std::to_string(std::max(1, variant.dp)) + " = " + std::to_string(run.processes)
+        throw ConstraintError("run.processes",
+            "variant \"" + variant.name + "\": " + std::to_string(run.schedule.ranks) + " ranks × dp "
+                + std::to_string(std::max(1, variant.dp)) + " = " + std::to_string(run.processes)
                 + " processes on this machine's " + std::to_string(cores)
                 + " cores (at most 64 per core without --hostfile)");
     if (!options.hostfile.empty())

@@ -95,7 +95,7 @@ std::vector<std::string> runCommandArguments(const RunOptions& options);
 std::string joinCommandLine(const std::vector<std::string>& argv);
 
 /// Runs the project end to end and returns the exit code (RunExit). Before starting it decides what the run
-/// is predicted with (report.h chooseRunPrediction: for a CPU run here, this machine's CPU profile, probed
+/// is predicted with (report.h chooseRunCostSource: for a CPU run here, this machine's CPU profile, probed
 /// when missing) and says so with the predicted makespan; after it, the table compares the measurement with
 /// that prediction. Writes the progress stream (with progressJson) and the final table to `out` or `err` as
 /// the options say; every message for humans goes to `err`, prefixed "dpstudio: ". Never throws for a failed

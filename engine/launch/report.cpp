@@ -1,8 +1,9 @@
 #include "report.h"
 
-#include "base/format.h"
+#include "cpuprobe.h"
 
 #include "base/errors.h"
+#include "base/format.h"
 #include "base/gpus.h"
 #include "project/predict.h"
 #include "sim/alltoall.h"
@@ -14,6 +15,8 @@
 #include <map>
 
 namespace dps::launch {
+
+using namespace dps::machine;
 
 namespace {
 
@@ -70,89 +73,6 @@ std::vector<ComparisonRow> compareRun(const SimResult& predicted, const Measured
     return rows;
 }
 
-namespace {
-
-/// A cost adjuster putting the ranks on `rankNode`'s nodes, with the project's inter-node link; empty when
-/// there is no placement.
-CostAdjuster placeOnNodes(const Project& project, const std::vector<int>& rankNode)
-{
-    if (rankNode.empty())
-        return {};
-    return [rankNode, cluster = project.cluster](CostModel& costs) {
-        costs.rankNode = rankNode;
-        costs.interNodeLatencyUs = cluster.interNodeLatencyUs;
-        costs.interNodeBandwidthBytesPerUs = cluster.interNodeBandwidthBytesPerUs;
-    };
-}
-
-} // namespace
-
-std::vector<int> measuredRankNodes(const MeasuredTrace& measured)
-{
-    std::map<int, const std::string*> hostOfRank;
-    for (const MeasuredRank& r : measured.ranks) {
-        if (r.host.empty())
-            return {};
-        hostOfRank[r.rank] = &r.host;
-    }
-    if (hostOfRank.empty() || hostOfRank.begin()->first != 0
-        || hostOfRank.rbegin()->first + 1 != int(hostOfRank.size()))
-        return {};
-    std::vector<std::string> hosts;
-    std::vector<int> nodes;
-    for (const auto& [rank, host] : hostOfRank) {
-        auto it = std::find(hosts.begin(), hosts.end(), *host);
-        if (it == hosts.end())
-            it = hosts.insert(hosts.end(), *host);
-        nodes.push_back(int(it - hosts.begin()));
-    }
-    if (hosts.size() < 2)
-        return {};
-    return nodes;
-}
-
-std::string placementLabel(const Project& project, const std::vector<int>& rankNode)
-{
-    if (rankNode.empty())
-        return {};
-    const int hosts = *std::max_element(rankNode.begin(), rankNode.end()) + 1;
-    std::string ranks;
-    for (int node = 0; node < hosts; ++node) {
-        std::vector<int> on;
-        for (std::size_t r = 0; r < rankNode.size(); ++r)
-            if (rankNode[r] == node)
-                on.push_back(int(r));
-        std::string list;
-        for (std::size_t i = 0; i < on.size(); ++i) {
-            const bool runEnd = i + 1 == on.size() || on[i + 1] != on[i] + 1;
-            const bool runStart = i == 0 || on[i - 1] != on[i] - 1;
-            if (runStart)
-                list += (list.empty() ? "" : ", ") + std::to_string(on[i]);
-            else if (runEnd)
-                list += "–" + std::to_string(on[i]);
-        }
-        ranks += (node ? "; " : "") + list;
-    }
-    const ClusterDesc& c = project.cluster;
-    return "ranks on " + std::to_string(hosts) + " hosts (" + ranks + "): transfers between hosts take the "
-        + "inter-node link (latency " + formatTime(c.interNodeLatencyUs) + ", bandwidth "
-        + (c.interNodeBandwidthBytesPerUs > 0 ? formatBytes(c.interNodeBandwidthBytesPerUs * 1e6) + "/s"
-                                              : std::string("unlimited"))
-        + ")";
-}
-
-Prediction predictRun(const Project& project, const std::string& variantName, const std::string& backend,
-    const std::vector<int>& rankNode)
-{
-    PredictOptions options = PredictOptions::peaksOnly(placeOnNodes(project, rankNode));
-    options.fp32Tensors = backend == "cpu";
-    options.engineRun = true;
-    Prediction prediction = predict(project, variantName, options);
-    if (!prediction.valid())
-        throw FormatError("variant '" + prediction.variantName + "': " + prediction.error);
-    return prediction;
-}
-
 std::string formatComparison(
     const std::vector<ComparisonRow>& rows, const MeasuredTrace& measured, const std::string& prediction)
 {
@@ -167,71 +87,47 @@ std::string formatComparison(
         + (prediction.empty() ? std::string() : "prediction: " + prediction + "\n") + formatTable(cells);
 }
 
-std::string nominalLabel(const Project& project)
-{
-    const ClusterDesc& c = project.cluster;
-    const std::string device = c.device.empty()
-        ? formatCount(c.deviceFlops) + "FLOP/s × efficiency " + formatNumber(c.efficiency)
-        : c.device;
-    return "for the project's devices (" + device + ", latency " + formatTime(c.latencyUs) + ", bandwidth "
-        + (c.bandwidthBytesPerUs > 0 ? formatBytes(c.bandwidthBytesPerUs * 1e6) + "/s" : std::string("unlimited"))
-        + ")";
-}
-
-RunPrediction chooseRunPrediction(const Project& project, const std::string& variantName, const std::string& backend,
+CostSource chooseRunCostSource(const Project& project, const std::string& variantName, const std::string& backend,
     bool hostfile, bool nominal, const std::string& profileFile, int threads, std::ostream& log)
 {
-    RunPrediction chosen;
-    chosen.label = nominalLabel(project);
+    CostSource projectDevices = CostSource::projectRun(backend);
     const auto keepNominal = [&](const std::string& why) {
-        chosen.notes.push_back(why + ": the prediction is " + chosen.label);
-        return chosen;
+        projectDevices.notes.push_back(why + ": the prediction is for " + projectDevices.label(project));
+        return projectDevices;
     };
-    if (nominal)
-        return chosen;
-    if (backend == "cuda")
-        return chosen;
+    if (nominal || backend == "cuda")
+        return projectDevices;
     if (hostfile)
         return keepNominal("a run over a hostfile spans other machines than the one probed");
     if (backend == "auto" && profileFile.empty()) {
         std::string why;
         if (!listGpus(&why).empty())
-            return chosen; // auto picks the GPUs
+            return projectDevices; // auto picks the GPUs
     }
     const Variant& variant = findVariant(project, variantName);
-    const std::vector<ProbeShape> shapes { variantShape(project, variant) };
     try {
         // A transformer's stages are timed whole (probe.h): the profile must hold the variant's, probed if missing.
-        const MachineProfile profile
-            = machineProfile(shapes, threads, profileFile, 10.0, log, &project, { variant.name });
-        chosen.machine = machineCosts(profile.profile, project, variant, profile.description());
-        chosen.label = "for this machine (" + profile.description() + ")";
-        for (const std::string& note : chosen.machine->notes)
-            chosen.notes.push_back(note);
+        CostSource chosen = CostSource::thisMachine(machineProfile(
+            { variantShape(project, variant) }, threads, profileFile, 10.0, log, &project, { variant.name }));
+        chosen.notes = machineCostsOf(chosen, project, variant)->notes; // throws when it does not fit the variant
+        return chosen;
     } catch (const Error& e) {
         if (!profileFile.empty())
             throw;
         return keepNominal(std::string("no CPU profile of this machine (") + e.what() + ")");
     }
-    return chosen;
 }
 
-Prediction predictRunAs(const Project& project, const std::string& variantName, const std::string& backend,
-    const RunPrediction& chosen, std::string* label, const std::vector<int>& rankNode)
+Prediction predictMeasuredRun(const Project& project, const std::string& variant, const MeasuredTrace& measured,
+    const CostSource& chosen, std::string* label)
 {
-    const std::string placement = placementLabel(project, rankNode);
-    const std::string suffix = placement.empty() ? std::string() : "; " + placement;
-    if (!chosen.machine || backend != "cpu") {
-        if (label)
-            *label = nominalLabel(project) + suffix;
-        return predictRun(project, variantName, backend, rankNode);
-    }
-    Prediction prediction = predict(project, variantName,
-        machinePredictOptions(*chosen.machine, project.costs, false, placeOnNodes(project, rankNode)));
+    const RunPredictionSetup setup
+        = runPredictionSetup(costSourceOfRun(measured, chosen.profile), project, variant, false);
+    Prediction prediction = predict(project, variant, setup.options);
     if (!prediction.valid())
         throw FormatError("variant '" + prediction.variantName + "': " + prediction.error);
     if (label)
-        *label = chosen.label + suffix;
+        *label = setup.label;
     return prediction;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Predicted against measured: the table `dpstudio run` ends with.
-#include "machinecosts.h"
+#include "machine/costsource.h"
 #include "project/predict.h"
 #include "project/project.h"
 #include "sim/simulator.h"
@@ -35,56 +35,28 @@ struct ComparisonRow {
 /// Rows: makespan, then per rank idle, peak memory and peak activation bytes.
 std::vector<ComparisonRow> compareRun(const SimResult& predicted, const MeasuredTrace& measured);
 
-/// The prediction (predict(), peaks only) of the variant named `variant` (empty: the active one) as a run
-/// executes it: the project's cost model (with its overrides, e.g. from --costs), tensor bytes of fp32 when
-/// the backend is "cpu" (a bf16 project runs in fp32 there). Throws FormatError with the prediction's error
-/// (the variant's name, then a size rule it breaks, an unknown name, an invalid schedule or a deadlock).
-Prediction predictRun(const Project& project, const std::string& variant, const std::string& backend,
-    const std::vector<int>& rankNode = {});
-
-/// Node of each rank of a measured run, from the hosts its ranks recorded (ranks[].host): hosts numbered in
-/// the order of their first rank, so a run of ranks 0, 1 on hostA and 2, 3 on hostB gives {0, 0, 1, 1}. Empty
-/// when the run stayed on one host or a rank has no host recorded (then nothing crosses nodes).
-std::vector<int> measuredRankNodes(const MeasuredTrace& measured);
-
-/// "ranks on 2 hosts (0–1, 2–3): transfers between hosts take the inter-node link (latency, bandwidth)" for a
-/// placement from measuredRankNodes; "" when it is empty.
-std::string placementLabel(const Project& project, const std::vector<int>& rankNode);
-
 /// The table as text: a header line naming the median step, then (when `prediction` is not empty) a line
 /// "prediction: <prediction>" saying what was predicted, then one line per row with predicted, measured and
 /// the signed error in percent; times in µs or ms, memory in KiB/MiB/GiB.
 std::string formatComparison(
     const std::vector<ComparisonRow>& rows, const MeasuredTrace& measured, const std::string& prediction = {});
 
-/// What a run is predicted with: for this machine (its CPU profile, machinecosts.h) or for the project's
-/// devices (its cluster and costs).
-struct RunPrediction {
-    std::optional<MachineCosts> machine; ///< set: a CPU run on this machine, predicted from its profile
-    std::string label; ///< "for this machine (probed CPU profile, FILE)" or "for the project's devices (…)"
-    std::vector<std::string> notes; ///< why the prediction is not for this machine, when it is not
-};
-
-/// "for the project's devices (<device or FLOP/s × efficiency>, latency, bandwidth)". Never throws.
-std::string nominalLabel(const Project& project);
-
-/// Decides what a run of `variant` is predicted with, before it starts: for this machine when the run is
-/// a CPU run here (backend "cpu", or "auto" where no GPU is visible; no hostfile; not `nominal`), from
-/// `profileFile` or this machine's cached profile, probing (its progress to `log`) when the cache lacks the
-/// variant's shape or, for a transformer, its stages (machineProfile). A profile that cannot be had (no worker, a
-/// failed probe, a file of other shapes) gives the project's devices and a note saying why — except a `profileFile` the
-/// user named, whose error is thrown (IoError, FormatError as machineProfile).
-RunPrediction chooseRunPrediction(const Project& project, const std::string& variant, const std::string& backend,
+/// Decides what a run of `variant` is predicted with, before it starts: for this machine when the run is a CPU
+/// run here (backend "cpu", or "auto" where no GPU is visible; no hostfile; not `nominal`), from `profileFile` or
+/// this machine's cached profile, probing (its progress to `log`) when the cache lacks the variant's shape or, for a
+/// transformer, its stages (machineProfile); else the project's devices with the run's backend. A profile that cannot
+/// be had or does not fit the variant (no worker, a failed probe, a file of other shapes) gives the project's
+/// devices and a note saying why — except a `profileFile` the user named, whose error is thrown (IoError,
+/// FormatError as machineProfile and machineCosts). What the report then predicts is costSourceOfRun(measured,
+/// the chosen profile) (machine/costsource.h), the designer's rule for the same run.
+machine::CostSource chooseRunCostSource(const Project& project, const std::string& variant, const std::string& backend,
     bool hostfile, bool nominal, const std::string& profileFile, int threads, std::ostream& log);
 
-/// The prediction (predict(), peaks only) `chosen` describes for a run whose measured backend is `backend`:
-/// with the machine's costs and cores when chosen.machine is set and the backend is "cpu", else predictRun.
-/// `label` (when not null) gets the label of the prediction made. Throws FormatError as predictRun.
-/// With a `rankNode` (measuredRankNodes of a run across hosts) the prediction places the ranks on those nodes:
-/// a message between ranks of different nodes takes the project's inter-node link (cluster.inter_node_*),
-/// and the label says so.
-Prediction predictRunAs(const Project& project, const std::string& variant, const std::string& backend,
-    const RunPrediction& chosen, std::string* label = nullptr, const std::vector<int>& rankNode = {});
+/// The prediction (peaks only) a measured run is compared with: runPredictionSetup of costSourceOfRun(measured,
+/// `chosen`'s profile) for `variant` (empty: the active one), what the designer predicts for the same run. `label`
+/// (when not null) gets what it is for. Throws FormatError "variant 'x': <error>" when it has no figures.
+Prediction predictMeasuredRun(const Project& project, const std::string& variant, const MeasuredTrace& measured,
+    const machine::CostSource& chosen, std::string* label = nullptr);
 
 /// The expert all-to-all of a run with expert parallelism, per rank: the share of it the other half of an
 /// overlapped F&B slot hid (measured: the median step's Σ a2a_hidden_us ÷ Σ a2a_us) beside the prediction's

@@ -55,7 +55,7 @@ Variant variantForKind(const Project& project, ScheduleKind kind, const Variant&
 /// predict.h, may be empty). Does not throw for a variant that cannot be built or simulated: the reason goes
 /// to VariantComparison::error.
 VariantComparison compareVariant(const Project& project, const Variant& variant, const CostAdjuster& adjust = {});
-/// The same with `options` (peaks are enough: e.g. a prediction for this machine, engine/launch/machinecosts.h).
+/// The same with `options` (peaks are enough: e.g. a prediction for this machine, engine/machine/machinecosts.h).
 VariantComparison compareVariant(const Project& project, const Variant& variant, const PredictOptions& options);
 
 } // namespace dps

@@ -1,7 +1,7 @@
 #include "cpubackend.h"
 
-#include "cpukernels.h"
 #include "base/hostinfo.h"
+#include "cpukernels.h"
 
 #include <algorithm>
 #include <cblas.h>
@@ -169,12 +169,12 @@ std::string loadedBlasCore()
     return name ? name : "";
 }
 
-launch::MachineKey blasMachineKey(int blasThreads)
+machine::MachineKey blasMachineKey(int blasThreads)
 {
-    launch::MachineKey key;
+    machine::MachineKey key;
     key.cpuModel = cpuModelName();
     key.cores = cpuCoreCount();
-    key.cpuFlagsHash = launch::cpuFlagsHash(cpuInfoField("flags"));
+    key.cpuFlagsHash = machine::cpuFlagsHash(cpuInfoField("flags"));
     key.blasCore = loadedBlasCore();
     const char* config = openblas_get_config();
     std::string version;
@@ -191,16 +191,16 @@ launch::MachineKey blasMachineKey(int blasThreads)
     return key;
 }
 
-launch::BlasCoreDecision preferredBlasCore(int blasThreads)
+machine::BlasCoreDecision preferredBlasCore(int blasThreads)
 {
     if (const char* user = std::getenv("OPENBLAS_CORETYPE"); user && *user)
         return { "", std::string("OPENBLAS_CORETYPE=") + user + " is set: left alone" };
     try {
-        const launch::MachineKey key = blasMachineKey(blasThreads);
+        const machine::MachineKey key = blasMachineKey(blasThreads);
         std::string winner;
-        if (const auto cached = launch::cachedCpuProfile(key); cached && cached->kernelChoice)
+        if (const auto cached = machine::cachedCpuProfile(key); cached && cached->kernelChoice)
             winner = cached->kernelChoice->winner;
-        return launch::chooseBlasCore(launch::hostCpuFeatures(), key.blasCore, winner);
+        return machine::chooseBlasCore(machine::hostCpuFeatures(), key.blasCore, winner);
     } catch (const std::exception& e) {
         return { "", std::string("OpenBLAS's own (the kernel rule failed: ") + e.what() + ")" };
     }

@@ -4,7 +4,7 @@
 // OS and fault in again). The two halves of an overlapped slot run on two threads (a persistent helper thread
 // runs lane 1) when the rank has the cores for both, else one after the other on the calling thread (LaneMode).
 #include "backend.h"
-#include "launch/cpuprofile.h"
+#include "machine/cpuprofile.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -152,16 +152,16 @@ private:
 
 /// The OpenBLAS core this process loaded (openblas_get_corename: "SkylakeX").
 std::string loadedBlasCore();
-/// This process's machine key (launch/cpuprofile.h): the CPU model, cores and flags, the OpenBLAS core it
+/// This process's machine key (machine/cpuprofile.h): the CPU model, cores and flags, the OpenBLAS core it
 /// loaded and its build (openblas_get_config without the core name, plus " + oneDNN X.Y.Z GEMMs" when the
 /// GEMMs go through oneDNN), and `blasThreads`.
-launch::MachineKey blasMachineKey(int blasThreads);
-/// The BLAS kernel rule (launch::chooseBlasCore, docs/cpu-profile.md) for this process: the CPU's features
+machine::MachineKey blasMachineKey(int blasThreads);
+/// The BLAS kernel rule (machine::chooseBlasCore, docs/cpu-profile.md) for this process: the CPU's features
 /// (/proc/cpuinfo flags), the core OpenBLAS loaded (its own detection while OPENBLAS_CORETYPE is unset) and
 /// the measured winner of the cached profile of this machine with `blasThreads` threads, if any (a missing
 /// or unreadable cache counts as nothing measured). With OPENBLAS_CORETYPE set: "" (the user's choice is
 /// left alone). Never throws.
-launch::BlasCoreDecision preferredBlasCore(int blasThreads);
+machine::BlasCoreDecision preferredBlasCore(int blasThreads);
 /// The OpenBLAS core type (OPENBLAS_CORETYPE) the CPU backend prefers on this machine, "" for OpenBLAS's
 /// own choice: preferredBlasCore(blasThreads).core. OpenBLAS reads the variable only when it is loaded, so
 /// dpstudio-worker re-executes itself with it set (engine/worker/main.cpp); an OPENBLAS_CORETYPE already in

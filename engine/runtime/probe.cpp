@@ -224,13 +224,13 @@ private:
 /// less (docs/cpu-profile.md).
 constexpr double kProbeWeightBytes = 64.0 * 1024 * 1024;
 
-int probeLayers(const launch::ProbeShape& shape)
+int probeLayers(const machine::ProbeShape& shape)
 {
     const double layerBytes = 2.0 * shape.hidden * shape.ffn * 4.0;
     return static_cast<int>(std::clamp(std::ceil(kProbeWeightBytes / layerBytes), 1.0, 16.0));
 }
 
-launch::ShapeMeasure measureShape(CpuBackend& cpu, const launch::ProbeShape& shape, double seconds)
+machine::ShapeMeasure measureShape(CpuBackend& cpu, const machine::ProbeShape& shape, double seconds)
 {
     TimingBackend timed(cpu, cpu.blasThreads() == 1);
     ModelSpec spec;
@@ -280,12 +280,12 @@ launch::ShapeMeasure measureShape(CpuBackend& cpu, const launch::ProbeShape& sha
             params.zeroGradients(timed);
     }
 
-    launch::ShapeMeasure out;
+    machine::ShapeMeasure out;
     out.shape = shape;
     out.repetitions = repetitions;
     for (const TimingBackend::Call& call : timed.calls()) {
         if (call.gemm) {
-            launch::GemmMeasure g;
+            machine::GemmMeasure g;
             g.phase = call.phase;
             g.transA = call.transA == Transpose::Yes;
             g.transB = call.transB == Transpose::Yes;
@@ -296,7 +296,7 @@ launch::ShapeMeasure measureShape(CpuBackend& cpu, const launch::ProbeShape& sha
             g.timeUs = std::max(median(call.us), 1e-3);
             out.gemms.push_back(g);
         } else {
-            launch::ElementwiseMeasure e;
+            machine::ElementwiseMeasure e;
             e.op = call.op;
             e.elements = call.elements;
             e.bytes = call.elements * call.bytesPerElement;
@@ -357,8 +357,8 @@ struct MemberTimes {
     double warmupWallUs = 0;
 };
 
-launch::TransformerStageMeasure measureTransformerStage(const Project& project, const Variant& variant, int stage,
-    const launch::TransformerStageKey& key, int threads, double seconds)
+machine::TransformerStageMeasure measureTransformerStage(const Project& project, const Variant& variant, int stage,
+    const machine::TransformerStageKey& key, int threads, double seconds)
 {
     const ModelSpec base = modelSpec(project, variant);
     const int ep = key.ep;
@@ -472,7 +472,7 @@ launch::TransformerStageMeasure measureTransformerStage(const Project& project, 
         }
     });
 
-    launch::TransformerStageMeasure out;
+    machine::TransformerStageMeasure out;
     out.key = key;
     out.repetitions = repetitions;
     double weight = 0;
@@ -549,9 +549,9 @@ std::vector<std::pair<int, int>> stageList(const std::string& text)
     return out;
 }
 
-void emit(const launch::CpuProfile& profile, const std::string& output, std::ostream& out)
+void emit(const machine::CpuProfile& profile, const std::string& output, std::ostream& out)
 {
-    const std::string text = launch::serializeCpuProfile(profile);
+    const std::string text = machine::serializeCpuProfile(profile);
     if (output.empty() || output == "-")
         out << text << std::flush;
     else
@@ -583,7 +583,7 @@ ProbeOptions parseProbeArgs(const std::vector<std::string>& args)
         takeFlag(args, i, flag, value);
         if (flag == "--shapes") {
             try {
-                o.shapes = launch::parseShapeList(value);
+                o.shapes = machine::parseShapeList(value);
             } catch (const Error& e) {
                 throw UsageError(std::string("--") + e.what());
             }
@@ -622,19 +622,19 @@ std::string probeUsage()
            "[-o FILE]";
 }
 
-std::vector<launch::ShapeMeasure> measureCompute(
-    const std::vector<launch::ProbeShape>& shapes, int threads, double seconds)
+std::vector<machine::ShapeMeasure> measureCompute(
+    const std::vector<machine::ProbeShape>& shapes, int threads, double seconds)
 {
-    std::vector<launch::ShapeMeasure> out;
+    std::vector<machine::ShapeMeasure> out;
     if (shapes.empty())
         return out;
     CpuBackend cpu(threads);
-    for (const launch::ProbeShape& shape : shapes)
+    for (const machine::ProbeShape& shape : shapes)
         out.push_back(measureShape(cpu, shape, seconds / static_cast<double>(shapes.size())));
     return out;
 }
 
-std::vector<launch::TransformerStageMeasure> measureTransformerStages(
+std::vector<machine::TransformerStageMeasure> measureTransformerStages(
     const Project& project, const std::vector<std::pair<int, int>>& stages, int threads, double seconds)
 {
     checkEngineRunsModel(project.model);
@@ -646,35 +646,35 @@ std::vector<launch::TransformerStageMeasure> measureTransformerStages(
         for (std::size_t v = 0; v < project.variants.size(); ++v)
             for (std::size_t s = 0; s < effectivePartition(project, project.variants[v]).size(); ++s)
                 wanted.push_back({ static_cast<int>(v), static_cast<int>(s) });
-    std::vector<std::tuple<int, int, launch::TransformerStageKey>> distinct;
+    std::vector<std::tuple<int, int, machine::TransformerStageKey>> distinct;
     for (const auto& [v, s] : wanted) {
         if (v >= static_cast<int>(project.variants.size()))
             throw FormatError("--stages: variant index " + std::to_string(v) + " out of range (the project has "
                 + std::to_string(project.variants.size()) + " variants)");
-        const std::vector<launch::TransformerStageKey> keys
-            = launch::transformerStageKeys(project, project.variants[static_cast<std::size_t>(v)]);
+        const std::vector<machine::TransformerStageKey> keys
+            = machine::transformerStageKeys(project, project.variants[static_cast<std::size_t>(v)]);
         if (s >= static_cast<int>(keys.size()))
             throw FormatError("--stages: stage " + std::to_string(s) + " out of range (variant "
                 + project.variants[static_cast<std::size_t>(v)].name + " has " + std::to_string(keys.size())
                 + " stages)");
-        const launch::TransformerStageKey& key = keys[static_cast<std::size_t>(s)];
+        const machine::TransformerStageKey& key = keys[static_cast<std::size_t>(s)];
         if (std::none_of(distinct.begin(), distinct.end(), [&](const auto& d) { return std::get<2>(d) == key; }))
             distinct.emplace_back(v, s, key);
     }
-    std::vector<launch::TransformerStageMeasure> out;
+    std::vector<machine::TransformerStageMeasure> out;
     for (const auto& [v, s, key] : distinct)
         out.push_back(measureTransformerStage(project, project.variants[static_cast<std::size_t>(v)], s, key, threads,
             seconds / static_cast<double>(distinct.size())));
     return out;
 }
 
-std::vector<launch::P2pSample> measurePingPong(Comm& comm, const std::vector<std::uint64_t>& bytes, double seconds)
+std::vector<machine::P2pSample> measurePingPong(Comm& comm, const std::vector<std::uint64_t>& bytes, double seconds)
 {
     if (comm.size() < 2)
         throw RuntimeError("the p2p probe needs 2 ranks, got " + std::to_string(comm.size()));
     constexpr int kTag = 7;
     const int rank = comm.rank();
-    std::vector<launch::P2pSample> out;
+    std::vector<machine::P2pSample> out;
     const double perSize = seconds / static_cast<double>(std::max<std::size_t>(bytes.size(), 1));
     for (const std::uint64_t size : bytes) {
         std::vector<char> buffer(static_cast<std::size_t>(size), 1);
@@ -716,19 +716,19 @@ int runProbe(const ProbeOptions& options, int* argc, char*** argv, std::ostream&
 {
     std::unique_ptr<MpiComm> comm;
     try {
-        launch::CpuProfile profile;
+        machine::CpuProfile profile;
         profile.machine = blasMachineKey(options.threads);
         profile.kernel = loadedBlasCore();
         switch (options.mode) {
         case ProbeOptions::Mode::Info: {
-            launch::KernelChoice choice;
+            machine::KernelChoice choice;
             choice.openblasOwn = profile.machine.blasCore;
-            choice.candidates = launch::blasCoreCandidates(launch::hostCpuFeatures());
-            if (const auto cached = launch::cachedCpuProfile(profile.machine); cached && cached->kernelChoice) {
+            choice.candidates = machine::blasCoreCandidates(machine::hostCpuFeatures());
+            if (const auto cached = machine::cachedCpuProfile(profile.machine); cached && cached->kernelChoice) {
                 choice.measured = cached->kernelChoice->measured;
                 choice.winner = cached->kernelChoice->winner;
             }
-            const launch::BlasCoreDecision decision = preferredBlasCore(options.threads);
+            const machine::BlasCoreDecision decision = preferredBlasCore(options.threads);
             choice.chosen = decision.core;
             choice.reason = decision.reason;
             profile.kernelChoice = choice;
@@ -745,13 +745,13 @@ int runProbe(const ProbeOptions& options, int* argc, char*** argv, std::ostream&
         }
         case ProbeOptions::Mode::P2p: {
             comm = std::make_unique<MpiComm>(argc, argv);
-            const std::vector<launch::P2pSample> samples = measurePingPong(*comm, options.bytes, options.seconds);
+            const std::vector<machine::P2pSample> samples = measurePingPong(*comm, options.bytes, options.seconds);
             if (comm->rank() != 0)
                 return kExitOk;
-            launch::P2pProfile p2p;
+            machine::P2pProfile p2p;
             p2p.ranks = comm->size();
             p2p.samples = samples;
-            launch::fitP2p(p2p);
+            machine::fitP2p(p2p);
             profile.p2p = p2p;
             break;
         }

@@ -1,6 +1,6 @@
 #pragma once
 // dpstudio-worker's probe modes (docs/cpu-profile.md), which measure this machine for the CPU device
-// profile (launch/cpuprofile.h); `dpstudio devices --probe` (launch/cpuprobe.h) starts them and assembles
+// profile (machine/cpuprofile.h); `dpstudio devices --probe` (launch/cpuprobe.h) starts them and assembles
 // the profile:
 //   --probe-info [--threads N] [-o FILE]       the machine key, the kernel candidates, the measured winner
 //                                              cached for this machine and the current choice
@@ -16,7 +16,7 @@
 // the worker with another OPENBLAS_CORETYPE: the info mode reports OpenBLAS's own detection and the
 // compute mode measures the core it is started with.
 #include "comm.h"
-#include "launch/cpuprofile.h"
+#include "machine/cpuprofile.h"
 
 #include <cstdint>
 #include <iosfwd>
@@ -29,7 +29,7 @@ namespace dps::runtime {
 struct ProbeOptions {
     enum class Mode { Info, Compute, P2p, Transformer };
     Mode mode = Mode::Info;
-    std::vector<launch::ProbeShape> shapes; ///< --shapes (compute; required there)
+    std::vector<machine::ProbeShape> shapes; ///< --shapes (compute; required there)
     std::vector<std::uint64_t> bytes; ///< --bytes (p2p; default 8, 1 KiB, 64 KiB, 256 KiB, 1 MiB, 4 MiB)
     int threads = 1; ///< --threads N (≥ 1): BLAS threads
     double seconds = 1.0; ///< --seconds S (> 0, ≤ 600): the time to spend measuring, spread over shapes or sizes
@@ -52,8 +52,8 @@ std::string probeUsage();
 /// 2·h·f elements). A warm-up repetition, then repetitions until `seconds` / shapes have passed (at least 3,
 /// or 1 when the warm-up alone took that long); medians. `threads`: BLAS threads. Throws RuntimeError when
 /// the backend fails.
-std::vector<launch::ShapeMeasure> measureCompute(
-    const std::vector<launch::ProbeShape>& shapes, int threads, double seconds);
+std::vector<machine::ShapeMeasure> measureCompute(
+    const std::vector<machine::ProbeShape>& shapes, int threads, double seconds);
 
 /// Times stages of a transformer project on the CPU backend, each built as a run builds it (modelSpec,
 /// StageParams: the variant's partition, the embedding on the first stage, the head and loss on the last) and run
@@ -67,7 +67,7 @@ std::vector<launch::ShapeMeasure> measureCompute(
 /// the slowest member) and I, the mean W. `stages`: (variant index, stage), distinct keys only (the first of
 /// equal ones is timed). Throws FormatError for an index out of range or a model the engine does not run,
 /// RuntimeError when the backend fails.
-std::vector<launch::TransformerStageMeasure> measureTransformerStages(
+std::vector<machine::TransformerStageMeasure> measureTransformerStages(
     const Project& project, const std::vector<std::pair<int, int>>& stages, int threads, double seconds);
 
 /// Ping-pong between ranks 0 and 1 of `comm` (isend/irecv/wait, the calls a run makes) at each size:
@@ -75,7 +75,7 @@ std::vector<launch::TransformerStageMeasure> measureTransformerStages(
 /// the count agreed by broadcast. Collective over `comm` (ranks ≥ 2 only take part in the broadcasts).
 /// Returns on rank 0 the median one-way times (half a round trip), µs; empty on the other ranks. Throws
 /// RuntimeError with fewer than 2 ranks.
-std::vector<launch::P2pSample> measurePingPong(Comm& comm, const std::vector<std::uint64_t>& bytes, double seconds);
+std::vector<machine::P2pSample> measurePingPong(Comm& comm, const std::vector<std::uint64_t>& bytes, double seconds);
 
 /// Runs a probe mode and returns the exit status (0, or dps::kExitRunFailed with the reason on `err`).
 /// `argc`/`argv` go to MPI_Init (p2p mode).

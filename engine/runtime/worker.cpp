@@ -5,7 +5,7 @@
 #include "correctness.h"
 #include "cpubackend.h"
 #include "executor.h"
-#include "launch/cpuprofile.h"
+#include "machine/cpuprofile.h"
 #include "measuredoutput.h"
 #include "project/modelcost.h"
 #include "project/project.h"
@@ -482,9 +482,9 @@ ModelSpec modelSpec(const Project& project, const Variant& variant)
         spec.transformer = transformerOf(project.model, microbatchSizeOf(project, variant));
         // The model library does not record the router's gating: DeepSeek's presets use DeepSeek-V3's (sigmoid,
         // normalised over the top-k, × 2.5), every other MoE Mixtral's (softmax over the top-k). docs/layers.md. The
-        // rule is launch::transformerGatingOf's, which the CPU profile's transformer stages are keyed by.
-        spec.gating = launch::transformerGatingOf(project.model) == "deepseek-v3" ? layers::MoeGating::deepSeekV3()
-                                                                                  : layers::MoeGating::mixtral();
+        // rule is machine::transformerGatingOf's, which the CPU profile's transformer stages are keyed by.
+        spec.gating = machine::transformerGatingOf(project.model) == "deepseek-v3" ? layers::MoeGating::deepSeekV3()
+                                                                                   : layers::MoeGating::mixtral();
         return spec;
     }
     if (spec.hidden < 1 || spec.ffn < 1 || spec.tokens < 1)

@@ -2,12 +2,13 @@
 // cancellation, and that no process is left behind.
 #include "base/fileio.h"
 #include "base/format.h"
+#include "base/hostinfo.h"
 #include "launch/launcher.h"
-#include "launch/machinecosts.h"
+#include "machine/machinecosts.h"
 #include "project/predict.h"
-#include "trace/measured.h"
 #include "schedule/generator.h"
 #include "support/synthetic.h"
+#include "trace/measured.h"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@
 
 using namespace dps;
 using namespace dps::launch;
+using namespace dps::machine;
 namespace fs = std::filesystem;
 
 namespace {
@@ -188,15 +190,18 @@ TEST_F(Launcher, WithAProfileTheRunIsPredictedForThisMachineAndSaysSo)
     ASSERT_TRUE(machine.valid()) << machine.error;
     EXPECT_DOUBLE_EQ(machine.costs.stages[1].forwardUs, 21.0); // 10 + 1 + 10
     const fs::path measured = m_dir / "synthetic.json";
-    std::ofstream(measured) << serializeMeasured(test::syntheticTrace(*machine.schedule, machine.costs, 3));
+    MeasuredTrace ranHere = test::syntheticTrace(*machine.schedule, machine.costs, 3);
+    ranHere.host = hostName(); // a CPU run of this machine is what its profile predicts
+    ranHere.cpu = cpuModelName();
+    std::ofstream(measured) << serializeMeasured(ranHere);
     ::setenv("FAKE_MEASURED", measured.c_str(), 1);
     ASSERT_EQ(run(), kExitOk) << m_err.str();
-    EXPECT_NE(m_err.str().find("dpstudio: predicted for this machine (CPU profile " + file.string()
-                  + "): makespan " + formatTime(machine.makespanUs)),
+    const std::string label = "for this machine (CPU profile " + file.string() + "; "
+        + formatCountOf(std::size_t(profile.machine.cores), "core") + " shared by the ranks)";
+    EXPECT_NE(m_err.str().find("dpstudio: predicted " + label + ": makespan " + formatTime(machine.makespanUs)),
         std::string::npos)
         << m_err.str();
-    EXPECT_NE(m_out.str().find("prediction: for this machine (CPU profile " + file.string() + ")\n"), std::string::npos)
-        << m_out.str();
+    EXPECT_NE(m_out.str().find("prediction: " + label + "\n"), std::string::npos) << m_out.str();
     EXPECT_NE(m_out.str().find("makespan  "), std::string::npos);
     const std::string table = m_out.str();
     const std::size_t row = table.find("\nmakespan");

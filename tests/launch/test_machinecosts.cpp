@@ -1,7 +1,7 @@
 // The prediction for this machine: a hand-made CPU profile turned into stage costs (exact µs), laid over a
 // project's cost model, and predicted through predict().
 #include "launch/launcher.h"
-#include "launch/machinecosts.h"
+#include "machine/machinecosts.h"
 
 #include "base/errors.h"
 #include "project/predict.h"
@@ -14,6 +14,7 @@
 
 using namespace dps;
 using namespace dps::launch;
+using namespace dps::machine;
 
 namespace {
 

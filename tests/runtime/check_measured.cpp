@@ -131,7 +131,8 @@ void checkMeasured(const dps::Project& project, const dps::Variant& variant, con
         fail("steps: " + m["steps"].dump());
     if (m.value("median_step", -1) < 0 || m.value("median_step", -1) >= steps)
         fail("median_step " + m["median_step"].dump());
-    // The prediction of a CPU run, as `dpstudio run` makes it (engine/launch/report.h, predictRun), with curves.
+    // The prediction of a CPU run, as `dpstudio run` makes it (machine/costsource.h, predictWith of
+    // CostSource::projectRun), with curves.
     dps::PredictOptions options;
     options.fp32Tensors = true;
     const dps::Prediction prediction = dps::predict(project, variant, options);

@@ -1,6 +1,6 @@
-// The CPU device profile as data (engine/launch/cpuprofile.h): the file round-trips and refuses bad files
+// The CPU device profile as data (engine/machine/cpuprofile.h): the file round-trips and refuses bad files
 // naming the field, the machine key and the cache, the BLAS kernel rule, the p2p fit.
-#include "launch/cpuprofile.h"
+#include "machine/cpuprofile.h"
 
 #include "base/errors.h"
 #include "project/presets.h"
@@ -16,7 +16,7 @@
 namespace {
 
 using namespace dps;
-using namespace dps::launch;
+using namespace dps::machine;
 namespace fs = std::filesystem;
 
 MachineKey sampleKey()

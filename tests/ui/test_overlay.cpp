@@ -18,9 +18,12 @@
 #include "widgets/timelineview.h"
 
 #include "base/fileio.h"
+#include "base/format.h"
 #include "base/hostinfo.h"
-#include "launch/machinecosts.h"
+#include "launch/report.h"
+#include "machine/costsource.h"
 #include "project/predict.h"
+#include "trace/measured.h"
 
 #include <QApplication>
 #include <QDir>
@@ -384,14 +387,14 @@ TEST(Overlay, ACpuRunOfThisHostIsComparedWithThePredictionForThisMachine)
 {
     // This machine's profile in the tests' cache (testmain.cpp), at the tiny project's 8×64×256: every GEMM
     // 10 µs, every other call 1 µs.
-    dps::launch::CpuProfile profile;
+    dps::machine::CpuProfile profile;
     profile.machine.cpuModel = dps::cpuModelName();
     profile.machine.cores = dps::cpuCoreCount();
-    profile.machine.cpuFlagsHash = dps::launch::cpuFlagsHash(dps::cpuInfoField("flags"));
+    profile.machine.cpuFlagsHash = dps::machine::cpuFlagsHash(dps::cpuInfoField("flags"));
     profile.machine.blasCore = "Test";
     profile.machine.blasThreads = 1;
     profile.probedAt = "2026-01-01T00:00:00Z";
-    dps::launch::ShapeMeasure shape;
+    dps::machine::ShapeMeasure shape;
     shape.shape = { 8, 64, 256 };
     shape.repetitions = 3;
     shape.gemms = { { "F", false, true, 8, 256, 64, 0.0, 10.0 }, { "F", false, true, 8, 64, 256, 0.0, 10.0 },
@@ -401,8 +404,8 @@ TEST(Overlay, ACpuRunOfThisHostIsComparedWithThePredictionForThisMachine)
         { "mse_loss", 512, 6144, 1.0 }, { "grad_accumulate", 32768, 393216, 1.0 } };
     profile.shapes = { shape };
     std::error_code ec;
-    std::filesystem::remove_all(dps::launch::cpuProfileCacheDir(), ec); // e.g. a real run's probe: only ours
-    const std::filesystem::path cached = dps::launch::saveCpuProfileToCache(profile);
+    std::filesystem::remove_all(dps::machine::cpuProfileCacheDir(), ec); // e.g. a real run's probe: only ours
+    const std::filesystem::path cached = dps::machine::saveCpuProfileToCache(profile);
 
     // The tiny run, as if it had run here.
     QTemporaryDir dir;
@@ -422,13 +425,23 @@ TEST(Overlay, ACpuRunOfThisHostIsComparedWithThePredictionForThisMachine)
     ASSERT_TRUE(f.load(here));
     f.settle();
     const dps::Project project = dps::loadProject(kProject.toStdString());
-    const dps::launch::MachineCosts costs = dps::launch::machineCosts(profile, project, project.active(), "p");
+    const dps::machine::MachineCosts costs = dps::machine::machineCosts(profile, project, project.active(), "p");
     const dps::Prediction machine
-        = dps::predict(project, "dualpipev", dps::launch::machinePredictOptions(costs, project.costs, true));
+        = dps::predict(project, "dualpipev", dps::machine::machinePredictOptions(costs, project.costs, true));
     ASSERT_TRUE(machine.valid()) << machine.error;
     EXPECT_NE(machine.makespanUs, nominal);
     EXPECT_DOUBLE_EQ(f.window.snapshot()->makespanUs, machine.makespanUs);
-    EXPECT_EQ(f.window.snapshot()->predictionFor, "this machine (probed CPU profile, " + cached.string() + ")");
+    EXPECT_EQ(f.window.snapshot()->predictionFor,
+        "this machine (probed CPU profile, " + cached.string() + "; "
+            + dps::formatCountOf(std::size_t(dps::cpuCoreCount()), "core") + " shared by the ranks)");
+    // dpstudio run's report predicts the same run the same way.
+    const dps::MeasuredTrace ran = dps::loadMeasured(here.toStdString());
+    std::string label;
+    const dps::Prediction reported = dps::launch::predictMeasuredRun(project, "dualpipev", ran,
+        dps::machine::CostSource::thisMachine(*dps::machine::cachedMachineProfile(1)), &label);
+    EXPECT_DOUBLE_EQ(f.window.snapshot()->makespanUs, reported.makespanUs);
+    EXPECT_DOUBLE_EQ(f.window.snapshot()->peakMemoryBytes, reported.peakMemoryBytes);
+    EXPECT_EQ(f.window.snapshot()->predictionFor, label);
     EXPECT_TRUE(f.overlay()->comparisonText().contains(QStringLiteral("for this machine")))
         << f.overlay()->comparisonText().toStdString();
     const auto* row = f.overlay()->overlay().row("makespan");
@@ -441,4 +454,38 @@ TEST(Overlay, ACpuRunOfThisHostIsComparedWithThePredictionForThisMachine)
     EXPECT_TRUE(f.window.snapshot()->predictionFor.empty());
     EXPECT_DOUBLE_EQ(f.window.snapshot()->makespanUs, nominal);
     std::filesystem::remove(cached);
+}
+
+TEST(Overlay, ARunOfAnotherMachineIsPredictedAsTheRunReportPredictsIt)
+{
+    // A bf16 project whose run (on another host, the cpu backend) moved fp32 tensors: the overlay and dpstudio
+    // run's report both predict that run (fp32 tensors, the engine's rules), not the bf16 design.
+    QTemporaryDir dir;
+    dps::Project project = dps::loadProject(kProject.toStdString());
+    project.model.dtype = dps::DType::BF16;
+    const QString file = dir.filePath(QStringLiteral("bf16.dpstudio.json"));
+    dps::writeFileAtomic(file.toStdString(), dps::serializeProject(project));
+    dps::MeasuredTrace ran = dps::loadMeasured(kMeasured.toStdString());
+    ran.host = dps::hostName() + "-elsewhere";
+    ASSERT_EQ(ran.backend, "cpu");
+    const QString elsewhere = dir.filePath(QStringLiteral("elsewhere.measured.json"));
+    dps::writeFileAtomic(elsewhere.toStdString(), dps::serializeMeasured(ran));
+
+    OverlayFixture f;
+    ASSERT_TRUE(f.window.files()->openFile(file));
+    f.settle();
+    const double design = f.window.snapshot()->peakActivationBytes;
+    ASSERT_TRUE(f.load(elsewhere));
+    f.settle();
+    std::string label;
+    const dps::Prediction reported = dps::launch::predictMeasuredRun(
+        project, "dualpipev", ran, dps::machine::CostSource::projectRun("cpu"), &label);
+    EXPECT_DOUBLE_EQ(reported.peakActivationBytes, 2.0 * design); // fp32 activations of the run
+    EXPECT_DOUBLE_EQ(f.window.snapshot()->makespanUs, reported.makespanUs);
+    EXPECT_DOUBLE_EQ(f.window.snapshot()->peakMemoryBytes, reported.peakMemoryBytes);
+    EXPECT_DOUBLE_EQ(f.window.snapshot()->peakActivationBytes, reported.peakActivationBytes);
+    EXPECT_EQ(f.window.snapshot()->predictionFor, label);
+    const auto* row = f.overlay()->overlay().row("makespan");
+    ASSERT_NE(row, nullptr);
+    EXPECT_DOUBLE_EQ(row->predicted, reported.makespanUs);
 }

@@ -15,8 +15,9 @@ int main(int argc, char** argv)
     QDir().mkpath(runtime);
     QFile::setPermissions(runtime, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
     qputenv("XDG_RUNTIME_DIR", runtime.toUtf8());
-    // No CPU profile of the user's cache: a test that wants one writes it here (engine/launch/machinecosts.h).
-    const QString cache = QDir::tempPath() + QStringLiteral("/dps-ui-tests-cache-%1").arg(QCoreApplication::applicationPid());
+    // No CPU profile of the user's cache: a test that wants one writes it here (engine/machine/machinecosts.h).
+    const QString cache
+        = QDir::tempPath() + QStringLiteral("/dps-ui-tests-cache-%1").arg(QCoreApplication::applicationPid());
     QDir(cache).removeRecursively();
     QDir().mkpath(cache);
     qputenv("XDG_CACHE_HOME", cache.toUtf8());

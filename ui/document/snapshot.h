@@ -8,8 +8,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace dps::ui {
@@ -31,7 +31,7 @@ struct SimulationSnapshot : Prediction {
 using SnapshotPtr = std::shared_ptr<const SimulationSnapshot>;
 
 /// A prediction for something else than the project's devices (e.g. a CPU run on this machine,
-/// engine/launch/machinecosts.h): the options predict() takes and what the prediction is then for.
+/// engine/machine/machinecosts.h): the options predict() takes and what the prediction is then for.
 struct PredictionSetup {
     PredictOptions options;
     std::string label; ///< e.g. "this machine (CPU profile FILE)"

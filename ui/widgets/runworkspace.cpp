@@ -5,8 +5,10 @@
 #include "run/runhistory.h"
 #include "widgets/runhost.h"
 
+#include "base/errors.h"
+#include "base/fileio.h"
 #include "base/hostinfo.h"
-#include "launch/machinecosts.h"
+#include "machine/costsource.h"
 #include "sim/calibrate.h"
 #include "trace/measured.h"
 
@@ -14,7 +16,6 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
-#include <QSaveFile>
 
 namespace dps::ui {
 
@@ -140,39 +141,35 @@ void RunWorkspace::writeRunFile()
     if (info.runPath.isEmpty())
         return;
     QDir().mkpath(QFileInfo(info.runPath).absolutePath());
-    QSaveFile file(info.runPath);
-    const std::string text = serializeProject(m_host.document()->project());
-    if (!file.open(QIODevice::WriteOnly) || file.write(text.data(), static_cast<qint64>(text.size())) < 0
-        || !file.commit())
-        m_host.showMessage(
-            MessageBanner::Kind::Error, tr("Cannot write the project for the run to %1").arg(info.runPath));
+    try {
+        writeFileAtomic(info.runPath.toStdString(), serializeProject(m_host.document()->project()));
+    } catch (const Error& e) {
+        m_host.showMessage(MessageBanner::Kind::Error,
+            tr("Cannot write the project for the run to %1: %2").arg(info.runPath, QString::fromUtf8(e.what())));
+    }
     m_runPanel->setProject(info);
 }
 
-bool RunWorkspace::predictForMachineOf(const MeasuredTrace& trace)
+void RunWorkspace::predictAsRun(const MeasuredTrace& trace)
 {
-    if (trace.backend != "cpu" || trace.host != hostName() || trace.cpu != cpuModelName())
-        return false;
-    const std::optional<launch::MachineProfile> profile = launch::cachedMachineProfile(std::max(1, trace.threads));
-    if (!profile)
-        return false;
-    const std::string label = "this machine (" + profile->description() + ")";
+    std::optional<machine::MachineProfile> profile;
+    if (machine::measuredHere(trace))
+        profile = machine::cachedMachineProfile(std::max(1, trace.threads));
+    const machine::CostSource source = machine::costSourceOfRun(trace, std::move(profile));
     m_host.simulation()->setPredictionProvider(
-        [profile = *profile, label](const Project& project, const std::string& variant) -> std::optional<PredictionSetup> {
-            const launch::MachineCosts costs
-                = launch::machineCosts(profile.profile, project, findVariant(project, variant), profile.description());
-            return PredictionSetup { launch::machinePredictOptions(costs, project.costs, true), label };
+        [source](const Project& project, const std::string& variant) -> std::optional<PredictionSetup> {
+            machine::RunPredictionSetup setup = machine::runPredictionSetup(source, project, variant, true);
+            return PredictionSetup { std::move(setup.options), std::move(setup.label) };
         });
-    m_machineLabel = QString::fromStdString(label);
+    m_predictionLabel = QString::fromStdString(source.label(m_host.document()->project()));
     resimulate();
-    return true;
 }
 
 void RunWorkspace::predictForProject()
 {
-    if (m_machineLabel.isEmpty())
+    if (m_predictionLabel.isEmpty())
         return;
-    m_machineLabel.clear();
+    m_predictionLabel.clear();
     m_host.simulation()->setPredictionProvider({});
     resimulate();
 }
@@ -198,11 +195,9 @@ void RunWorkspace::onRunFinished(const QString& measuredPath)
 {
     if (loadMeasured(measuredPath))
         m_host.showMessage(MessageBanner::Kind::Info,
-            m_machineLabel.isEmpty()
-                ? tr("Run finished: the measurement is overlaid on the prediction (lower half of each row).")
-                : tr("Run finished: the measurement is overlaid on the prediction for %1, as dpstudio run "
-                     "reports it (lower half of each row); hide the run to predict for the project's devices.")
-                      .arg(m_machineLabel));
+            tr("Run finished: the measurement is overlaid on the prediction for %1, as dpstudio run reports it "
+               "(lower half of each row); hide the run to predict for the project's devices.")
+                .arg(m_predictionLabel));
     updateActions();
 }
 
@@ -223,7 +218,9 @@ void RunWorkspace::applyOverlay(const MeasuredOverlay& overlay)
     // machine's run, a GPU run, none) the project's devices.
     if (const auto trace = m_overlay->trace(); trace != m_decidedFor) {
         m_decidedFor = trace;
-        if (!trace || !predictForMachineOf(*trace))
+        if (trace)
+            predictAsRun(*trace);
+        else
             predictForProject();
     }
     m_host.showOverlay(overlay);

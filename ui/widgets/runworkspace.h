@@ -3,9 +3,10 @@
 // It gives the run what the window shows (a saved copy of unsaved edits), overlays each finished run (or
 // one re-opened from the history, or --measured) on the prediction, fits the cost model to it on request,
 // and hands the last run to the validated config. It works through a RunHost (the main window), which docks
-// runPanel() and overlayPanel() and offers the actions in its menu and tool bar. While a CPU run of this
-// machine is overlaid, the designer predicts for this machine as `dpstudio run` does (the cached CPU profile:
-// engine/launch/machinecosts.h), and says so; hiding the run predicts for the project's devices again.
+// runPanel() and overlayPanel() and offers the actions in its menu and tool bar. While a run is overlaid, the
+// designer predicts it as `dpstudio run`'s report does (machine/costsource.h costSourceOfRun: for this machine
+// from the cached CPU profile when it was a CPU run here), and says so; hiding the run predicts for the
+// project's devices again.
 #include "document/measuredoverlay.h"
 #include "run/preflight.h"
 #include "run/runpanel.h"
@@ -65,7 +66,7 @@ private:
     void onRunFailed(const QString& message);
     void applyOverlay(const MeasuredOverlay& overlay);
     void updateActions();
-    bool predictForMachineOf(const MeasuredTrace& trace);
+    void predictAsRun(const MeasuredTrace& trace);
     void predictForProject();
     void resimulate();
 
@@ -77,7 +78,7 @@ private:
     QAction* m_calibrate = nullptr;
     bool m_probed = false; ///< the devices probe ran once
     std::shared_ptr<const MeasuredTrace> m_decidedFor; ///< the overlaid run the prediction was chosen for
-    QString m_machineLabel; ///< what the prediction is for while a CPU run of this machine is overlaid; "" = the project's devices
+    QString m_predictionLabel; ///< what the prediction is for while a run is overlaid; "" = the project's devices
 };
 
 } // namespace dps::ui

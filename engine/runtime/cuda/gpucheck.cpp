@@ -38,7 +38,7 @@
 #include "base/hostinfo.h"
 #include "cudabackend.h"
 #include "gpuinfo.h"
-#include "launch/report.h"
+#include "machine/costsource.h"
 #include "project/presets.h"
 #include "project/project.h"
 #include "runtime/correctness.h"
@@ -83,6 +83,16 @@ void skippedRow(const std::string& check, const std::string& threshold, const st
 void reportedRow(const std::string& check, const std::string& measured)
 {
     std::cout << check << '\t' << measured << "\treported\tINFO\n";
+}
+
+/// The prediction of a run of `variant` (empty: the active one) on the cuda backend, as dpstudio run's report
+/// makes it for the project's devices (machine/costsource.h). Throws FormatError when it has no figures.
+Prediction predictCudaRun(const Project& project, const std::string& variant)
+{
+    Prediction p = machine::predictWith(machine::CostSource::projectRun("cuda"), project, variant, false);
+    if (!p.valid())
+        throw FormatError("variant '" + p.variantName + "': " + p.error);
+    return p;
 }
 
 /// Why the GPU rows cannot run: --skip's reason, else "no GPU" when none is visible; "" to run them.
@@ -650,8 +660,7 @@ int runCompare(const Args& args)
     const Project project = loadProject(args.required("project"));
     if (!args.get("first").empty()) {
         const MeasuredTrace first = loadMeasured(args.get("first"));
-        const SimResult predicted
-            = launch::predictRun(project, first.variant.empty() ? project.activeVariant : first.variant, "cuda").sim;
+        const SimResult predicted = predictCudaRun(project, first.variant).sim;
         double error = 0.0;
         const std::string text = versus(first.medianMakespanUs(), predicted.makespanUs, &error);
         reportedRow(
@@ -664,9 +673,7 @@ int runCompare(const Args& args)
     Project calibrated = project;
     applyCostsFile(calibrated.costs, parseCostsFile(readTextFile(args.required("costs")), args.get("costs")));
     const MeasuredTrace measured = loadMeasured(args.required("measured"));
-    const SimResult predicted
-        = launch::predictRun(calibrated, measured.variant.empty() ? calibrated.activeVariant : measured.variant, "cuda")
-              .sim;
+    const SimResult predicted = predictCudaRun(calibrated, measured.variant).sim;
     double error = 0.0;
     const std::string text = versus(measured.medianMakespanUs(), predicted.makespanUs, &error);
     row(calibratedCheck, text, "within 10%", std::abs(error) <= 0.10);

@@ -14,7 +14,7 @@
 #include <set>
 #include <tuple>
 
-namespace dps::launch {
+namespace dps::machine {
 
 namespace fs = std::filesystem;
 
@@ -347,49 +347,23 @@ std::string MachineProfile::description() const
     return (probed ? "probed CPU profile, " : "CPU profile ") + shown;
 }
 
-MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads, const std::string& profileFile,
-    double budgetS, std::ostream& log, const Project* project, const std::vector<std::string>& variants)
+void requireProfileShapes(const CpuProfile& profile, const std::vector<ProbeShape>& shapes, const std::string& source)
 {
-    MachineProfile result;
-    const bool transformer = project && project->model.kind == ModelKind::Transformer;
-    if (!profileFile.empty()) {
-        result.profile = loadCpuProfile(profileFile);
-        result.file = profileFile;
-        if (result.profile.machine.blasThreads != threads)
-            throw FormatError(profileFile + ": measured with " + std::to_string(result.profile.machine.blasThreads)
-                + " BLAS threads, the run uses " + std::to_string(threads));
-        if (transformer) {
-            for (const Variant& v : project->variants)
-                if (variants.empty() || std::find(variants.begin(), variants.end(), v.name) != variants.end())
-                    for (const TransformerStageKey& key : transformerStageKeys(*project, v))
-                        if (!result.profile.transformerStage(key))
-                            throw FormatError(profileFile + " has no transformer stage " + key.text()
-                                + ": probe it (dpstudio devices --probe --project P)");
-            return result;
-        }
-        for (const ProbeShape& shape : shapes)
-            (void)shapeOf(result.profile, shape, profileFile); // throws naming the shapes it holds
-        return result;
-    }
-    CpuProbeOptions options;
-    options.shapes = shapes;
-    options.threads = threads;
-    options.budgetS = budgetS;
-    options.extendCache = true;
-    if (transformer) {
-        options.project = *project;
-        options.variants = variants;
-    }
-    CpuProbeResult probe = probeCpu(options, log);
-    result.profile = std::move(probe.profile);
-    result.file = probe.cachePath.string();
-    result.probed = true;
-    result.fresh = !probe.fromCache;
-    for (const std::string& note : probe.notes)
-        log << "dpstudio: note: " << note << "\n";
-    if (result.file.empty())
-        result.file = "(not cached)";
-    return result;
+    for (const ProbeShape& shape : shapes)
+        (void)shapeOf(profile, shape, source); // throws naming the shapes it holds
+}
+
+void requireTransformerStages(const CpuProfile& profile, const Project& project,
+    const std::vector<std::string>& variants, const std::string& source)
+{
+    if (project.model.kind != ModelKind::Transformer)
+        return;
+    for (const Variant& v : project.variants)
+        if (variants.empty() || std::find(variants.begin(), variants.end(), v.name) != variants.end())
+            for (const TransformerStageKey& key : transformerStageKeys(project, v))
+                if (!profile.transformerStage(key))
+                    throw FormatError(source + " has no transformer stage " + key.text()
+                        + ": probe it (dpstudio devices --probe --project P)");
 }
 
 std::optional<MachineProfile> cachedMachineProfile(int threads)
@@ -474,4 +448,4 @@ std::string formatMachineCosts(const MachineCosts& costs)
     return text;
 }
 
-} // namespace dps::launch
+} // namespace dps::machine

@@ -19,7 +19,6 @@
 // Not counted: the replica gradient sum of DualPipe (RankExecutor::sumReplicaGradients runs after the step's
 // last action, outside the measured makespan), the first stage's input copy (one T×h memcpy) and the
 // executor's own bookkeeping (a few µs per action, tests/bench/run_bench.sh measures it).
-#include "cpuprobe.h"
 #include "cpuprofile.h"
 
 #include "project/predict.h"
@@ -30,7 +29,7 @@
 #include <string>
 #include <vector>
 
-namespace dps::launch {
+namespace dps::machine {
 
 /// One stage's times on this machine, µs, term by term (each term: the profile's median of the call × calls).
 struct MachineStageCost {
@@ -149,17 +148,14 @@ struct MachineProfile {
     std::string description() const;
 };
 
-/// The CPU profile to predict `shapes` (at least one) with on this machine, `threads` BLAS threads per rank:
-/// `profileFile` when given (read as it is); else the machine's cached profile when it holds every shape;
-/// else a probe (probeCpu, `budgetS` seconds of measuring; its progress lines to `log`) at these shapes and
-/// the ones the cache held (at most 8, these first), which replaces the cache file. With a transformer
-/// `project` (not null), the profile must also hold the transformer stages of `variants` of it (empty: every
-/// variant): the cached profile gets the missing ones measured and added (CpuProbeOptions::project), a named
-/// file must hold them. Throws IoError (a file that cannot be read, no worker), FormatError (a bad file, a
-/// profile of other shapes, stages or another BLAS thread count than `threads`: "<file>: measured with 2 BLAS
-/// threads, the run uses 1").
-MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads, const std::string& profileFile,
-    double budgetS, std::ostream& log, const Project* project = nullptr, const std::vector<std::string>& variants = {});
+/// Throws FormatError naming what `profile` holds instead when it lacks one of `shapes` ("<source> holds
+/// 256x512x2048, not the variant's 32x1024x4096: probe again …"); `source` names the profile.
+void requireProfileShapes(const CpuProfile& profile, const std::vector<ProbeShape>& shapes, const std::string& source);
+
+/// Throws FormatError ("<source> has no transformer stage EDM, T=64, ep 1: probe it …") when `profile` lacks a
+/// transformer stage of `variants` of `project` (empty: every variant). A block model needs none.
+void requireTransformerStages(const CpuProfile& profile, const Project& project,
+    const std::vector<std::string>& variants, const std::string& source);
 
 /// This machine's newest cached profile (by probed_at) for `threads` BLAS threads: of the cache folder's
 /// cpu-*.json files, those whose machine has this host's CPU model, online cores and /proc/cpuinfo flags
@@ -171,4 +167,4 @@ std::optional<MachineProfile> cachedMachineProfile(int threads);
 /// `dpstudio run` and docs. Never throws.
 std::string formatMachineCosts(const MachineCosts& costs);
 
-} // namespace dps::launch
+} // namespace dps::machine

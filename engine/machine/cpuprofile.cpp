@@ -16,7 +16,7 @@
 #include <set>
 #include <sstream>
 
-namespace dps::launch {
+namespace dps::machine {
 
 namespace fs = std::filesystem;
 using ordered = nlohmann::ordered_json;
@@ -836,4 +836,4 @@ std::string formatCpuProfile(const CpuProfile& p)
     return text;
 }
 
-} // namespace dps::launch
+} // namespace dps::machine

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace dps::launch {
+namespace dps::machine {
 
 /// The profile file's format_version (docs/cpu-profile.md); newer files are refused. Version 2 adds the
 /// `transformer_stages` section; a profile without it is written as version 1, which older builds still read.
@@ -292,4 +292,4 @@ std::string implausibleP2p(const P2pProfile& p2p);
 /// calls with time and FLOP/s, memory-bound ops with time and bytes/s), the p2p samples and fit.
 std::string formatCpuProfile(const CpuProfile& profile);
 
-} // namespace dps::launch
+} // namespace dps::machine
