@@ -4,6 +4,7 @@
 #include "launch/cpuprobe.h"
 #include "launch/devices.h"
 #include "launch/launcher.h"
+#include "launch/report.h"
 #include "sim/calibrate.h"
 #include "trace/measured.h"
 
@@ -50,17 +51,45 @@ int cmdDevices(const DevicesArgs& args)
     return kExitOk;
 }
 
+namespace {
+
+/// The project a calibration is checked on: --project, else the one the run recorded; none when neither.
+std::optional<Project> calibrationProject(const CalibrateArgs& args, const MeasuredTrace& trace)
+{
+    if (!args.project.empty())
+        return loadProject(args.project);
+    if (!trace.projectJson.empty())
+        return parseProject(trace.projectJson, "the project recorded in " + args.measured);
+    return std::nullopt;
+}
+
+} // namespace
+
 int cmdCalibrate(const CalibrateArgs& args)
 {
     const MeasuredTrace trace = loadMeasured(args.measured);
-    std::optional<Project> project;
-    if (!args.project.empty())
-        project = loadProject(args.project);
+    const std::optional<Project> project = calibrationProject(args, trace);
     const int stages = measuredStageCount(trace, project ? &*project : nullptr);
     const Calibration calibration = calibrate(measuredSlots(trace), stages);
-    writeOutput(args.output, serializeCostsFile(calibration.costs));
     const bool toStdout = args.output.empty() || args.output == "-";
-    (toStdout ? std::cerr : std::cout) << formatCalibration(calibration);
+    std::ostream& out = toStdout ? std::cerr : std::cout;
+    out << formatCalibration(calibration);
+    if (!project) {
+        out << "note: no project recorded in the run nor given (--project): the fit is not checked against the run\n";
+    } else {
+        // The fit laid over the project, predicted as the run executed it, against the run's own steps.
+        Project fitted = *project;
+        applyCostsFile(fitted.costs, calibration.costs);
+        const std::string variant = trace.variant.empty() || !project->find(trace.variant) ? "" : trace.variant;
+        const launch::FitCheck check
+            = launch::checkFit(launch::predictRun(fitted, variant, trace.backend).sim, trace, calibration.residuals);
+        out << launch::formatFitCheck(check);
+        if (!check.accepted()) {
+            std::cerr << "dpstudio: calibrate: the fit was refused (above); nothing written\n";
+            return kExitContent;
+        }
+    }
+    writeOutput(args.output, serializeCostsFile(calibration.costs));
     return kExitOk;
 }
 

@@ -168,6 +168,9 @@ int cmdRun(const launch::RunOptions& options);
 /// this machine's at the project's shapes (table or JSON on stdout, notes on stderr). Throws IoError (no
 /// worker, an unreadable project, -o not writable) and FormatError as launch::probeCpu.
 int cmdDevices(const DevicesArgs& args);
+/// `dpstudio calibrate`: fits the run (sim/calibrate.h), checks the fit on the run's own steps (launch::checkFit,
+/// with the project the run recorded or --project) and writes costs.json only when the check accepts it; 1 with
+/// the reason on stderr when it refuses. Throws IoError and FormatError for an unreadable or bad run or project.
 int cmdCalibrate(const CalibrateArgs& args);
 /// `dpstudio analyze`: a measured run's critical path (and the prediction's), per-rank shares, stragglers and
 /// variance (trace/runstats.h), and with --compare the per-action differences with another run, as text or JSON.

@@ -3,9 +3,9 @@
 #include "base/errors.h"
 #include "base/fileio.h"
 #include "base/format.h"
+#include "base/hostinfo.h"
 #include "process.h"
 #include "progress.h"
-#include "base/hostinfo.h"
 #include "project/modelcost.h"
 #include "project/predict.h"
 #include "report.h"
@@ -592,6 +592,10 @@ void Session::report(const PreparedRun& prepared)
             label += ", with the costs of " + m_options.costsFile;
         sink << formatComparison(compareRun(predicted.sim, measured), measured, label)
              << formatAllToAll(predicted, measured);
+        if (!m_options.costsFile.empty()) // a run after `calibrate`: has the machine moved since?
+            sink << formatCostsDrift(costsDrift(parseCostsFile(readTextFile(m_options.costsFile), m_options.costsFile),
+                                         measured, measuredStageCount(measured, &prepared.project)),
+                m_options.costsFile);
         sink.flush();
     } catch (const Error& e) {
         human(std::string("no predicted-vs-measured table: ") + e.what());
@@ -673,8 +677,9 @@ PreparedRun prepareRun(const RunOptions& options)
     // a mistake (dp 1000000), not a run.
     const int cores = std::max(1, cpuCoreCount());
     if (options.hostfile.empty() && run.processes > 64 * cores)
-        throw ConstraintError("run.processes", "variant \"" + variant.name + "\": " + std::to_string(run.schedule.ranks)
-                + " ranks × dp " + std::to_string(std::max(1, variant.dp)) + " = " + std::to_string(run.processes)
+        throw ConstraintError("run.processes",
+            "variant \"" + variant.name + "\": " + std::to_string(run.schedule.ranks) + " ranks × dp "
+                + std::to_string(std::max(1, variant.dp)) + " = " + std::to_string(run.processes)
                 + " processes on this machine's " + std::to_string(cores)
                 + " cores (at most 64 per core without --hostfile)");
     if (!options.hostfile.empty())
