@@ -94,25 +94,49 @@ std::string makespanAgainstSteps(double predictedUs, const MeasuredTrace& measur
 
 bool CostsDrift::changed() const
 {
-    return compared > 0 && std::abs(median) > runSpread;
+    bool rankMoved = false;
+    for (const auto& [rank, share] : byRank)
+        rankMoved = rankMoved || std::abs(share) > runSpread;
+    return compared > 0 && (std::abs(median) > runSpread || rankMoved);
 }
+
+namespace {
+
+/// The rank that ran each stage in `measured` (−1: none), by stage, `stages` long.
+std::vector<int> stageRanks(const MeasuredTrace& measured, int stages)
+{
+    std::vector<int> rankOf(static_cast<std::size_t>(std::max(stages, 0)), -1);
+    for (const MeasuredRank& r : measured.ranks)
+        for (const MeasuredAction& a : r.actions)
+            for (int i = 0; i < a.action.size(); ++i)
+                if (const int s = a.action.at(i).stage; s >= 0 && s < stages)
+                    rankOf[static_cast<std::size_t>(s)] = r.rank;
+    return rankOf;
+}
+
+} // namespace
 
 CostsDrift costsDrift(const CostsFile& used, const MeasuredTrace& measured, int stages)
 {
     const Calibration now = calibrate(measuredSlots(measured), stages);
+    const std::vector<int> rankOf = stageRanks(measured, stages);
     std::vector<double> shares;
-    const auto compare = [&](const std::optional<double>& was, const std::optional<double>& is) {
-        if (was && is && *was > 0.0)
-            shares.push_back(*is / *was - 1.0);
-    };
+    std::map<int, std::vector<double>> rankShares;
     for (std::size_t s = 0; s < used.stages.size() && s < now.costs.stages.size(); ++s) {
         const StageCostOverride& a = used.stages[s];
         const StageCostOverride& b = now.costs.stages[s];
+        const auto compare = [&](const std::optional<double>& was, const std::optional<double>& is) {
+            if (!was || !is || *was <= 0.0)
+                return;
+            shares.push_back(*is / *was - 1.0);
+            if (s < rankOf.size() && rankOf[s] >= 0)
+                rankShares[rankOf[s]].push_back(shares.back());
+        };
         compare(a.forwardUs, b.forwardUs);
         compare(a.inputGradUs, b.inputGradUs);
         compare(a.weightGradUs, b.weightGradUs);
         compare(a.backwardUs, b.backwardUs);
-        compare(a.overlapUs, b.overlapUs);
+        compare(a.overlapUs, b.overlapUs); // keyed by the forward stage, whose rank runs the slot
     }
     CostsDrift drift;
     drift.compared = static_cast<int>(shares.size());
@@ -124,6 +148,8 @@ CostsDrift costsDrift(const CostsFile& used, const MeasuredTrace& measured, int 
     drift.median = spread.medianUs;
     drift.least = spread.minUs;
     drift.greatest = spread.maxUs;
+    for (auto& [rank, values] : rankShares)
+        drift.byRank.emplace_back(rank, spreadOf(std::move(values)).medianUs);
     return drift;
 }
 
@@ -131,10 +157,13 @@ std::string formatCostsDrift(const CostsDrift& drift, const std::string& costsNa
 {
     if (drift.compared == 0)
         return {};
+    std::string ranks;
+    for (const auto& [rank, share] : drift.byRank)
+        ranks += "; rank " + std::to_string(rank) + " " + formatSignedPercent(share);
     return "machine against " + costsName + ": this run's slots took " + formatSignedPercent(drift.median)
         + " (median of " + formatCountOf(static_cast<std::size_t>(drift.compared), "fitted time") + ", "
-        + formatSignedPercent(drift.least) + " … " + formatSignedPercent(drift.greatest) + "); its steps vary by "
-        + formatPercent(drift.runSpread)
+        + formatSignedPercent(drift.least) + " … " + formatSignedPercent(drift.greatest) + ranks
+        + "); its steps vary by " + formatPercent(drift.runSpread)
         + (drift.changed() ? ": the machine changed since the calibration run (other load, another clock), so "
                              "the calibrated prediction no longer holds: recalibrate on a quiet machine"
                            : ": the machine is as calibrated")

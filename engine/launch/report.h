@@ -82,7 +82,11 @@ struct CostsDrift {
     double least = 0.0; ///< the smallest share
     double greatest = 0.0; ///< the largest share
     double runSpread = 0.0; ///< this run's step makespans, (max − min) ÷ median
-    /// The machine changed: the slots moved by more than the run's own steps vary (|median| > runSpread).
+    /// Per rank that ran a compared time, in rank order: (rank, median share of the times of its stages). The
+    /// ranks of a CPU run are bound to cores, and other work on the machine slows one core more than another.
+    std::vector<std::pair<int, double>> byRank;
+    /// The machine changed: the slots, or one rank's, moved by more than the run's own steps vary (|median| or
+    /// some rank's |share| > runSpread).
     bool changed() const;
 };
 
@@ -90,9 +94,10 @@ struct CostsDrift {
 /// (measuredStageCount). compared = 0 when they share no time. Never throws.
 CostsDrift costsDrift(const CostsFile& used, const MeasuredTrace& measured, int stages);
 
-/// One line: "machine against COSTS: this run's slots took +21.3 % (median of 16 times, +2.1 … +30 %); its steps
-/// vary by 4.1 %: the machine changed since the calibration run (other load, another clock): recalibrate"
-/// or "…: the machine is as calibrated". "" when compared is 0. Never throws.
+/// One line: "machine against COSTS: this run's slots took +21.3 % (median of 16 fitted times, +2.1 % … +30 %;
+/// rank 0 +1 %, rank 1 +25 %); its steps vary by 4.1 %: the machine changed since the calibration run (other
+/// load, another clock), so …: recalibrate on a quiet machine" or "…: the machine is as calibrated". "" when
+/// compared is 0. Never throws.
 std::string formatCostsDrift(const CostsDrift& drift, const std::string& costsName);
 
 /// A calibration (the fit of a run) tried on the run it came from: the fitted costs predicted against the

@@ -157,9 +157,20 @@ TEST(Report, DriftComparesTheRunsOwnFitWithTheCosts)
     EXPECT_DOUBLE_EQ(drift.runSpread, 0.0);
     EXPECT_TRUE(drift.changed());
     EXPECT_EQ(launch::formatCostsDrift(drift, "c.json"),
-        "machine against c.json: this run's slots took -20 % (median of 4 fitted times, -20 % … -20 %); its steps "
-        "vary by 0 %: the machine changed since the calibration run (other load, another clock), so the calibrated "
-        "prediction no longer holds: recalibrate on a quiet machine\n");
+        "machine against c.json: this run's slots took -20 % (median of 4 fitted times, -20 % … -20 %; rank 0 -20 %; "
+        "rank 1 -20 %); its steps vary by 0 %: the machine changed since the calibration run (other load, another "
+        "clock), so the calibrated prediction no longer holds: recalibrate on a quiet machine\n");
+    // Only rank 1's stage (stage 1) off: the ranks say which core moved.
+    CostsFile oneRank = slower;
+    oneRank.stages[0].forwardUs = 1.0;
+    oneRank.stages[0].backwardUs = 2.0;
+    drift = launch::costsDrift(oneRank, stepsOf(schedule, { modelled, modelled, modelled }), 2);
+    EXPECT_DOUBLE_EQ(drift.median, -0.1); // of 0, 0, −0.2, −0.2
+    ASSERT_EQ(drift.byRank.size(), 2u);
+    EXPECT_EQ(drift.byRank[0], std::make_pair(0, 0.0));
+    EXPECT_EQ(drift.byRank[1].first, 1);
+    EXPECT_DOUBLE_EQ(drift.byRank[1].second, -0.2);
+    EXPECT_TRUE(drift.changed());
 
     const CostModel slow = oneFOneB(schedule, 1);
     drift = launch::costsDrift(slower, stepsOf(schedule, { modelled, modelled, modelled, slow, slow }), 2);
