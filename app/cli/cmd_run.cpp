@@ -76,6 +76,9 @@ int cmdCalibrate(const CalibrateArgs& args)
     out << formatCalibration(calibration);
     if (!project) {
         out << "note: no project recorded in the run nor given (--project): the fit is not checked against the run\n";
+    } else if (!trace.source.empty()) {
+        out << "note: an imported profile (" << describeSource(trace.source)
+            << ") times its waits inside its slots: the fit is not checked against the run\n";
     } else {
         // The fit laid over the project, predicted as the run executed it, against the run's own steps.
         Project fitted = *project;
@@ -84,10 +87,13 @@ int cmdCalibrate(const CalibrateArgs& args)
         const launch::FitCheck check
             = launch::checkFit(launch::predictRun(fitted, variant, trace.backend).sim, trace, calibration.residuals);
         out << launch::formatFitCheck(check);
-        if (!check.accepted()) {
-            std::cerr << "dpstudio: calibrate: the fit was refused (above); nothing written\n";
+        if (!check.accepted() && !args.keepRefused) {
+            std::cerr
+                << "dpstudio: calibrate: the fit was refused (above); nothing written (--keep-refused writes it)\n";
             return kExitContent;
         }
+        if (!check.accepted())
+            std::cerr << "dpstudio: calibrate: the fit was refused (above); written anyway (--keep-refused)\n";
     }
     writeOutput(args.output, serializeCostsFile(calibration.costs));
     return kExitOk;
