@@ -102,15 +102,21 @@ bool CostsDrift::changed() const
 
 namespace {
 
-/// The rank that ran each stage in `measured` (−1: none), by stage, `stages` long.
+/// The rank that ran each stage in `measured`, by stage, `stages` long: −1 when none did, or when several did
+/// (DualPipe runs a stage on two ranks, one per direction): its times then count for no rank.
 std::vector<int> stageRanks(const MeasuredTrace& measured, int stages)
 {
-    std::vector<int> rankOf(static_cast<std::size_t>(std::max(stages, 0)), -1);
+    constexpr int kNone = -2;
+    std::vector<int> rankOf(static_cast<std::size_t>(std::max(stages, 0)), kNone);
     for (const MeasuredRank& r : measured.ranks)
         for (const MeasuredAction& a : r.actions)
             for (int i = 0; i < a.action.size(); ++i)
-                if (const int s = a.action.at(i).stage; s >= 0 && s < stages)
-                    rankOf[static_cast<std::size_t>(s)] = r.rank;
+                if (const int s = a.action.at(i).stage; s >= 0 && s < stages) {
+                    int& owner = rankOf[static_cast<std::size_t>(s)];
+                    owner = owner == kNone || owner == r.rank ? r.rank : -1;
+                }
+    for (int& owner : rankOf)
+        owner = owner == kNone ? -1 : owner;
     return rankOf;
 }
 

@@ -82,8 +82,9 @@ struct CostsDrift {
     double least = 0.0; ///< the smallest share
     double greatest = 0.0; ///< the largest share
     double runSpread = 0.0; ///< this run's step makespans, (max − min) ÷ median
-    /// Per rank that ran a compared time, in rank order: (rank, median share of the times of its stages). The
-    /// ranks of a CPU run are bound to cores, and other work on the machine slows one core more than another.
+    /// Per rank that ran a compared time, in rank order: (rank, median share of the times of its stages; a stage
+    /// run on several ranks, as DualPipe's, counts for none). The ranks of a CPU run are bound to cores, and other
+    /// work on the machine slows one core more than another.
     std::vector<std::pair<int, double>> byRank;
     /// The machine changed: the slots, or one rank's, moved by more than the run's own steps vary (|median| or
     /// some rank's |share| > runSpread).
