@@ -181,6 +181,23 @@ TEST(Report, DriftComparesTheRunsOwnFitWithTheCosts)
     EXPECT_EQ(launch::formatCostsDrift(launch::CostsDrift {}, "c.json"), "");
 }
 
+// DualPipe runs each stage on two ranks (one per direction): its times count for no rank, only overall.
+TEST(Report, DriftOfAStageOnSeveralRanksCountsForNoRank)
+{
+    const Schedule schedule = generate({ ScheduleKind::DualPipe, 4, 8, 0 });
+    const CostModel model = uniformCostModel(schedule.stages, test::fiw(2, 1, 1));
+    const MeasuredTrace trace = test::syntheticTrace(schedule, model, 3);
+    CostsFile same;
+    same.stages.resize(static_cast<std::size_t>(schedule.stages));
+    for (StageCostOverride& s : same.stages)
+        s.forwardUs = 2.0;
+    const launch::CostsDrift drift = launch::costsDrift(same, trace, schedule.stages);
+    EXPECT_EQ(drift.compared, schedule.stages);
+    EXPECT_EQ(drift.median, 0.0);
+    EXPECT_TRUE(drift.byRank.empty());
+    EXPECT_FALSE(drift.changed());
+}
+
 TEST(Report, ErrorsAreRelativeToThePrediction)
 {
     const Schedule schedule = generate({ ScheduleKind::OneFOneB, 2, 4, 0 });
