@@ -85,13 +85,11 @@ void fitOverlap(const std::vector<MeasuredSlot>& slots, Calibration& c)
         if (forward && backward && *forward + *backward > 0.0)
             ratios.push_back(a.busyUs() / (*forward + *backward));
     }
-    int samples = 0;
     for (std::size_t s = 0; s < stages.size(); ++s) {
         stages[s].overlapUs = medianOf(byForward[s]);
         c.samples[s][4] = static_cast<int>(byForward[s].size());
-        samples += c.samples[s][4];
     }
-    c.overlapSamples = samples;
+    c.overlapSamples = static_cast<int>(ratios.size());
     if (!ratios.empty())
         c.costs.overlapFactor = rounded(median(ratios), 1e4);
 }

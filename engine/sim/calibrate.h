@@ -34,7 +34,7 @@ struct Calibration {
     /// samples[stage][k]: slots measured, k in OpKind order (F, I, W, B), then 4: overlapped slots whose
     /// forward half is the stage
     std::vector<std::array<int, 5>> samples;
-    int overlapSamples = 0; ///< overlapped slots used for the overlap factor and the F&B times
+    int overlapSamples = 0; ///< overlapped slots used for the overlap factor
     int p2pSamples = 0; ///< messages the consumer waited for
     int p2pSizes = 0; ///< distinct message sizes among them
     std::vector<std::string> notes; ///< what could not be fitted and what was kept instead
