@@ -1,6 +1,7 @@
 // dpstudio run, devices, calibrate: thin glue over engine/launch (and the calibration of engine/sim).
 #include "commands.h"
 
+#include "base/errors.h"
 #include "launch/cpuprobe.h"
 #include "launch/devices.h"
 #include "launch/launcher.h"
@@ -63,6 +64,31 @@ std::optional<Project> calibrationProject(const CalibrateArgs& args, const Measu
     return std::nullopt;
 }
 
+/// The fit laid over `project`, predicted as the run executed it, against the run's own steps (launch::checkFit),
+/// printed to `out`; none (with a note saying why) for an imported profile, whose waits are inside its slots, or
+/// a run the project cannot predict.
+std::optional<launch::FitCheck> checkCalibration(
+    const Project& project, const MeasuredTrace& trace, const Calibration& calibration, std::ostream& out)
+{
+    if (!trace.source.empty()) {
+        out << "note: an imported profile (" << describeSource(trace.source)
+            << ") times its waits inside its slots: the fit is not checked against the run\n";
+        return std::nullopt;
+    }
+    Project fitted = project;
+    applyCostsFile(fitted.costs, calibration.costs);
+    const std::string variant = trace.variant.empty() || !project.find(trace.variant) ? "" : trace.variant;
+    try {
+        const launch::FitCheck check
+            = launch::checkFit(launch::predictRun(fitted, variant, trace.backend).sim, trace, calibration.residuals);
+        out << launch::formatFitCheck(check);
+        return check;
+    } catch (const Error& e) {
+        out << "note: the fit is not checked against the run: " << e.what() << "\n";
+        return std::nullopt;
+    }
+}
+
 } // namespace
 
 int cmdCalibrate(const CalibrateArgs& args)
@@ -74,27 +100,16 @@ int cmdCalibrate(const CalibrateArgs& args)
     const bool toStdout = args.output.empty() || args.output == "-";
     std::ostream& out = toStdout ? std::cerr : std::cout;
     out << formatCalibration(calibration);
-    if (!project) {
+    const std::optional<launch::FitCheck> check
+        = project ? checkCalibration(*project, trace, calibration, out) : std::nullopt;
+    if (!project)
         out << "note: no project recorded in the run nor given (--project): the fit is not checked against the run\n";
-    } else if (!trace.source.empty()) {
-        out << "note: an imported profile (" << describeSource(trace.source)
-            << ") times its waits inside its slots: the fit is not checked against the run\n";
-    } else {
-        // The fit laid over the project, predicted as the run executed it, against the run's own steps.
-        Project fitted = *project;
-        applyCostsFile(fitted.costs, calibration.costs);
-        const std::string variant = trace.variant.empty() || !project->find(trace.variant) ? "" : trace.variant;
-        const launch::FitCheck check
-            = launch::checkFit(launch::predictRun(fitted, variant, trace.backend).sim, trace, calibration.residuals);
-        out << launch::formatFitCheck(check);
-        if (!check.accepted() && !args.keepRefused) {
-            std::cerr
-                << "dpstudio: calibrate: the fit was refused (above); nothing written (--keep-refused writes it)\n";
-            return kExitContent;
-        }
-        if (!check.accepted())
-            std::cerr << "dpstudio: calibrate: the fit was refused (above); written anyway (--keep-refused)\n";
+    if (check && !check->accepted() && !args.keepRefused) {
+        std::cerr << "dpstudio: calibrate: the fit was refused (above); nothing written (--keep-refused writes it)\n";
+        return kExitContent;
     }
+    if (check && !check->accepted())
+        std::cerr << "dpstudio: calibrate: the fit was refused (above); written anyway (--keep-refused)\n";
     writeOutput(args.output, serializeCostsFile(calibration.costs));
     return kExitOk;
 }

@@ -58,8 +58,8 @@ Spread stepMakespans(const MeasuredTrace& trace);
 /// In step s: busy = Σ (end − start − wait) of the rank's slots of s, idle = the step's makespan − busy, the
 /// time before its first slot, between its slots (waits and the executor's own gaps) and after its last slot
 /// up to the step's end. This is the simulator's RankResult::idleUs (makespan − Σ slot time, a slot starting
-/// when its inputs have arrived) of one step; each figure here is its Spread over the steps, so one slow step
-/// moves the median by nothing.
+/// when its inputs have arrived) of one step; each figure here is its Spread over the steps, whose median one
+/// unusual step moves little.
 struct RankIdle {
     int rank = 0;
     Spread busy; ///< µs
