@@ -128,6 +128,7 @@ struct CalibrateArgs {
     std::string measured;
     std::string project; ///< optional: the project the run came from (default: the one recorded)
     std::string output;
+    bool keepRefused = false; ///< --keep-refused: write a fit its check refuses (exit 0, the reason printed)
 };
 
 struct AnalyzeArgs {
@@ -168,6 +169,10 @@ int cmdRun(const launch::RunOptions& options);
 /// this machine's at the project's shapes (table or JSON on stdout, notes on stderr). Throws IoError (no
 /// worker, an unreadable project, -o not writable) and FormatError as launch::probeCpu.
 int cmdDevices(const DevicesArgs& args);
+/// `dpstudio calibrate`: fits the run (sim/calibrate.h), checks the fit on the run's own steps (launch::checkFit,
+/// with the project the run recorded or --project; not for an imported profile, whose waits are inside its
+/// slots) and writes costs.json only when the check accepts it or --keep-refused; 1 with the reason when it
+/// refuses. Throws IoError and FormatError for an unreadable or bad run or project.
 int cmdCalibrate(const CalibrateArgs& args);
 /// `dpstudio analyze`: a measured run's critical path (and the prediction's), per-rank shares, stragglers and
 /// variance (trace/runstats.h), and with --compare the per-action differences with another run, as text or JSON.

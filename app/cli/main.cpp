@@ -277,6 +277,8 @@ int main(int argc, char** argv)
     cCal->add_option("measured", cal.measured, "measured.json from `dpstudio run`")->required();
     cCal->add_option("--project", cal.project, "the project the run came from (default: recorded in the file)");
     cCal->add_option("-o,--output", cal.output, "costs.json to write")->required();
+    cCal->add_flag("--keep-refused", cal.keepRefused,
+        "write the fit even when its check on the run refuses it (the reason is still printed)");
 
     AnalyzeArgs ana;
     auto* cAna = app.add_subcommand("analyze", "critical path, its share per rank, stragglers and variance of a run");

@@ -591,6 +591,10 @@ void Session::report(const PreparedRun& prepared)
             label += ", with the costs of " + m_options.costsFile;
         sink << formatComparison(compareRun(predicted.sim, measured), measured, "for " + label)
              << formatAllToAll(predicted, measured);
+        if (!m_options.costsFile.empty()) // a run after `calibrate`: has the machine moved since?
+            sink << formatCostsDrift(costsDrift(parseCostsFile(readTextFile(m_options.costsFile), m_options.costsFile),
+                                         measured, measuredStageCount(measured, &prepared.project)),
+                m_options.costsFile);
         sink.flush();
     } catch (const Error& e) {
         human(std::string("no predicted-vs-measured table: ") + e.what());

@@ -50,7 +50,7 @@ void fitStages(const Durations& d, Calibration& c)
         s.weightGradUs = medianOf(kinds[static_cast<std::size_t>(OpKind::W)]);
         s.backwardUs = medianOf(kinds[static_cast<std::size_t>(OpKind::B)]);
         c.costs.stages.push_back(s);
-        std::array<int, 4> counts {};
+        std::array<int, 5> counts {};
         for (std::size_t k = 0; k < 4; ++k)
             counts[k] = static_cast<int>(kinds[k].size());
         c.samples.push_back(counts);
@@ -70,22 +70,58 @@ std::optional<double> backwardTime(const StageCostOverride& s)
 
 void fitOverlap(const std::vector<MeasuredSlot>& slots, Calibration& c)
 {
-    const auto& stages = c.costs.stages;
+    auto& stages = c.costs.stages;
     auto inRange = [&](int s) { return s >= 0 && static_cast<std::size_t>(s) < stages.size(); };
     std::vector<double> ratios;
+    std::vector<std::vector<double>> byForward(stages.size()); // busy of the overlapped slots, by forward stage
     for (const MeasuredSlot& a : slots) {
         const Op& f = a.action.op;
         const Op& b = a.action.backward;
         if (!a.action.overlapped || !inRange(f.stage) || !inRange(b.stage))
             continue;
+        byForward[static_cast<std::size_t>(f.stage)].push_back(a.busyUs());
         const auto forward = stages[static_cast<std::size_t>(f.stage)].forwardUs;
         const auto backward = backwardTime(stages[static_cast<std::size_t>(b.stage)]);
         if (forward && backward && *forward + *backward > 0.0)
             ratios.push_back(a.busyUs() / (*forward + *backward));
     }
+    for (std::size_t s = 0; s < stages.size(); ++s) {
+        stages[s].overlapUs = medianOf(byForward[s]);
+        c.samples[s][4] = static_cast<int>(byForward[s].size());
+    }
     c.overlapSamples = static_cast<int>(ratios.size());
     if (!ratios.empty())
         c.costs.overlapFactor = rounded(median(ratios), 1e4);
+}
+
+/// The fitted time a slot stands for: its F&B time, or its op's kind of its stage; unset when not fitted.
+std::optional<double> fittedTime(const MeasuredSlot& a, const Calibration& c)
+{
+    const auto& stages = c.costs.stages;
+    const Op& op = a.action.op;
+    if (op.stage < 0 || static_cast<std::size_t>(op.stage) >= stages.size())
+        return std::nullopt;
+    const StageCostOverride& s = stages[static_cast<std::size_t>(op.stage)];
+    if (a.action.overlapped)
+        return s.overlapUs;
+    switch (op.kind) {
+    case OpKind::F:
+        return s.forwardUs;
+    case OpKind::I:
+        return s.inputGradUs;
+    case OpKind::W:
+        return s.weightGradUs;
+    case OpKind::B:
+        return s.backwardUs;
+    }
+    return std::nullopt;
+}
+
+void keepResiduals(const std::vector<MeasuredSlot>& slots, Calibration& c)
+{
+    for (const MeasuredSlot& a : slots)
+        if (const auto fitted = fittedTime(a, c); fitted && *fitted > 0.0)
+            c.residuals.push_back(a.busyUs() / *fitted - 1.0);
 }
 
 // ------------------------------------------------------------------------------------------ p2p
@@ -229,19 +265,21 @@ Calibration calibrate(const std::vector<MeasuredSlot>& slots, int stages)
     if (c.overlapSamples == 0 && !c.costs.overlapFactor)
         c.notes.push_back("no overlapped slot could be fitted: overlap factor kept");
     fitP2p(slots, stages, c);
+    keepResiduals(slots, c);
     return c;
 }
 
 std::string formatCalibration(const Calibration& c)
 {
     std::string text = "stage " + padded("F", 11, true) + " " + padded("I", 11, true) + " " + padded("W", 11, true)
-        + " " + padded("B", 11, true) + "   samples F/I/W/B\n";
+        + " " + padded("B", 11, true) + " " + padded("F&B", 11, true) + "   samples F/I/W/B/F&B\n";
     for (std::size_t s = 0; s < c.costs.stages.size(); ++s) {
         const StageCostOverride& o = c.costs.stages[s];
         const auto& n = c.samples[s];
         text += padded(std::to_string(s), 5, true) + " " + timeCell(o.forwardUs) + " " + timeCell(o.inputGradUs) + " "
-            + timeCell(o.weightGradUs) + " " + timeCell(o.backwardUs) + "   " + std::to_string(n[0]) + "/"
-            + std::to_string(n[1]) + "/" + std::to_string(n[2]) + "/" + std::to_string(n[3]) + "\n";
+            + timeCell(o.weightGradUs) + " " + timeCell(o.backwardUs) + " " + timeCell(o.overlapUs) + "   "
+            + std::to_string(n[0]) + "/" + std::to_string(n[1]) + "/" + std::to_string(n[2]) + "/"
+            + std::to_string(n[3]) + "/" + std::to_string(n[4]) + "\n";
     }
     text += "overlap factor: " + (c.costs.overlapFactor ? formatNumber(*c.costs.overlapFactor, 4) : "-") + " ("
         + std::to_string(c.overlapSamples) + " overlapped slots)\n";

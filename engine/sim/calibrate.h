@@ -31,11 +31,16 @@ struct MeasuredSlot {
 /// The fit and how much data each number rests on.
 struct Calibration {
     CostsFile costs; ///< per-stage F/I/W/B (µs), overlap factor, p2p latency (µs) and bandwidth (bytes/µs)
-    std::vector<std::array<int, 4>> samples; ///< samples[stage][kind]: slots measured, kind in OpKind order
+    /// samples[stage][k]: slots measured, k in OpKind order (F, I, W, B), then 4: overlapped slots whose
+    /// forward half is the stage
+    std::vector<std::array<int, 5>> samples;
     int overlapSamples = 0; ///< overlapped slots used for the overlap factor
     int p2pSamples = 0; ///< messages the consumer waited for
     int p2pSizes = 0; ///< distinct message sizes among them
     std::vector<std::string> notes; ///< what could not be fitted and what was kept instead
+    /// The fit's residuals: for every slot a fitted time stands for (a single op of a fitted kind, an
+    /// overlapped slot of a fitted F&B time), in slot order, its busy time ÷ that fitted time − 1.
+    std::vector<double> residuals;
 };
 
 /// Median of the values (mean of the middle two for an even count); 0 for none. Never throws.
@@ -49,6 +54,9 @@ int slotStageCount(const std::vector<MeasuredSlot>& slots);
 ///   (end − start − wait) of the single-op slots of that kind; a kind never run alone is left unset.
 /// - overlap_factor: median over overlapped slots of busy ÷ (F of the forward stage + B of the backward
 ///   stage), from the fitted values (B = I + W where B never ran alone), as CostModel::overlapTime uses it.
+/// - fb_us (StageCostOverride::overlapUs) of each stage: the median busy time of the overlapped slots whose
+///   forward half is that stage (the key CostModel::overlapTime reads a typed F&B time by), so that slots of
+///   different pairs keep their own times (DualPipeV's (0F;3B) and (3F;0B) differ by stage 0's shorter B).
 /// - p2p: for each single-op slot that waited for a message from another rank and started before the
 ///   producing slot (same step) ended, the transfer time start + wait − end of the producing slot (a slot
 ///   that started later found the message there: its wait is the receive call's, not the transfer's); the
@@ -60,7 +68,7 @@ int slotStageCount(const std::vector<MeasuredSlot>& slots);
 /// Never throws.
 Calibration calibrate(const std::vector<MeasuredSlot>& slots, int stages = 0);
 
-/// Human summary: a table with one line per stage (F, I, W, B as formatTime of base/format.h, "-" when
+/// Human summary: a table with one line per stage (F, I, W, B, F&B as formatTime of base/format.h, "-" when
 /// not fitted, and the sample counts), then the overlap factor, latency, bandwidth and the notes.
 /// Never throws.
 std::string formatCalibration(const Calibration& calibration);

@@ -111,7 +111,46 @@ Spread spreadOf(std::vector<double> values)
     s.medianUs = quantile(values, 0.5);
     s.p10Us = quantile(values, 0.1);
     s.p90Us = quantile(values, 0.9);
+    s.minUs = values.front();
+    s.maxUs = values.back();
     return s;
+}
+
+Spread stepMakespans(const MeasuredTrace& trace)
+{
+    std::vector<double> makespans;
+    for (const MeasuredStep& s : trace.steps)
+        makespans.push_back(s.makespanUs);
+    return spreadOf(std::move(makespans));
+}
+
+std::vector<RankIdle> measuredIdle(const MeasuredTrace& trace)
+{
+    std::map<int, std::map<int, double>> busyOf; // rank → step → Σ busy
+    for (const MeasuredRank& r : trace.ranks) {
+        auto& steps = busyOf[r.rank];
+        for (const MeasuredStep& s : trace.steps)
+            steps[s.step] += 0.0;
+        for (const MeasuredAction& a : r.actions)
+            steps[a.step] += a.busyUs();
+    }
+    std::map<int, double> makespanOf;
+    for (const MeasuredStep& s : trace.steps)
+        makespanOf[s.step] = s.makespanUs;
+    std::vector<RankIdle> result;
+    for (const auto& [rank, steps] : busyOf) {
+        std::vector<double> busy;
+        std::vector<double> idle;
+        for (const auto& [step, us] : steps) {
+            const auto it = makespanOf.find(step);
+            if (it == makespanOf.end())
+                continue; // actions of a step the trace does not list
+            busy.push_back(us);
+            idle.push_back(it->second - us);
+        }
+        result.push_back({ rank, spreadOf(std::move(busy)), spreadOf(std::move(idle)) });
+    }
+    return result;
 }
 
 std::vector<std::string> RunStats::stragglerNames() const

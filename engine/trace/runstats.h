@@ -41,11 +41,34 @@ struct Spread {
     double medianUs = 0.0;
     double p10Us = 0.0;
     double p90Us = 0.0;
+    double minUs = 0.0; ///< the least sample
+    double maxUs = 0.0; ///< the greatest sample
     double spreadUs() const { return p90Us - p10Us; } ///< p90 − p10 (µs)
+    double rangeUs() const { return maxUs - minUs; } ///< max − min (µs)
 };
 
 /// Spread of `values` (µs), as Spread describes. Never throws.
 Spread spreadOf(std::vector<double> values);
+
+/// The measured steps' makespans (steps[].makespan_us: the latest end over all ranks of each step), as a
+/// Spread: median, p10, p90, least and greatest (µs). Never throws.
+Spread stepMakespans(const MeasuredTrace& trace);
+
+/// One rank's busy and idle time over the measured steps (docs/running.md, "Idle, measured and predicted").
+/// In step s: busy = Σ (end − start − wait) of the rank's slots of s, idle = the step's makespan − busy, the
+/// time before its first slot, between its slots (waits and the executor's own gaps) and after its last slot
+/// up to the step's end. This is the simulator's RankResult::idleUs (makespan − Σ slot time, a slot starting
+/// when its inputs have arrived) of one step; each figure here is its Spread over the steps, whose median one
+/// unusual step moves little.
+struct RankIdle {
+    int rank = 0;
+    Spread busy; ///< µs
+    Spread idle; ///< µs
+};
+
+/// Per rank, in rank order, busy and idle over every measured step as RankIdle describes; a step the trace
+/// lists (steps[]) without actions of the rank counts its whole makespan as idle. Never throws.
+std::vector<RankIdle> measuredIdle(const MeasuredTrace& trace);
 
 /// One rank's statistics over the measured steps.
 struct RankStats {

@@ -21,6 +21,183 @@ TEST(Report, MeasuredIdleIsMakespanMinusBusy)
     }
 }
 
+namespace {
+
+/// 1F1B on 2 ranks, 2 microbatches (rank 0: 0F0 0F1 0B0 0B1, rank 1: 1F0 1B0 1F1 1B1), F = 1 and B = 2 µs,
+/// except stage `slow` (−1: none) at F = 2, B = 4.
+CostModel oneFOneB(const Schedule& schedule, int slow)
+{
+    CostModel model = uniformCostModel(schedule.stages, test::fiw(1, 1, 1));
+    if (slow >= 0) {
+        StageCost& s = model.stages[static_cast<std::size_t>(slow)];
+        s.forwardUs = 2;
+        s.inputGradUs = 2;
+        s.weightGradUs = 2;
+    }
+    return model;
+}
+
+/// One measured step per model, steps numbered in order, steps[] and median_step as the worker sets them.
+MeasuredTrace stepsOf(const Schedule& schedule, const std::vector<CostModel>& models)
+{
+    MeasuredTrace trace = test::syntheticTrace(schedule, models.front(), 1);
+    for (std::size_t s = 1; s < models.size(); ++s) {
+        const MeasuredTrace next = test::syntheticTrace(schedule, models[s], 1);
+        for (std::size_t r = 0; r < trace.ranks.size(); ++r)
+            for (MeasuredAction a : next.ranks[r].actions) {
+                a.step = static_cast<int>(s);
+                trace.ranks[r].actions.push_back(a);
+            }
+    }
+    setStepsFromActions(trace);
+    return trace;
+}
+
+} // namespace
+
+// The hand-made case of docs/running.md ("Idle, measured and predicted"). By hand, with the simulator's rules:
+//   A (as modelled): 0F0 0–1, 0F1 1–2, 1F0 1–2, 1B0 2–4, 1F1 4–5, 1B1 5–7, 0B0 4–6, 0B1 7–9: makespan 9,
+//     busy 6 and 6, idle 3 and 3;
+//   B (stage 1 slow): 1F0 1–3, 1B0 3–7, 1F1 7–9, 1B1 9–13, 0B0 7–9, 0B1 13–15: makespan 15, idle 9 and 3;
+//   C (stage 0 slow): 0F0 0–2, 0F1 2–4, 1F0 2–3, 1B0 3–5, 1F1 5–6, 1B1 6–8, 0B0 5–9, 0B1 9–13: makespan 13,
+//     idle 1 and 7.
+// The median step is C (13 µs): its idle alone says rank 1 idles 7 µs, 133 % more than modelled. Over the
+// steps each rank's median idle is 3 µs, the model's exactly.
+TEST(Report, MeasuredIdleIsEachRanksMedianOverTheSteps)
+{
+    const Schedule schedule = generate({ ScheduleKind::OneFOneB, 2, 2, 0 });
+    ASSERT_EQ(toString(schedule.order[0][2]), "0B0");
+    ASSERT_EQ(toString(schedule.order[1][1]), "1B0");
+    const std::vector<CostModel> models { oneFOneB(schedule, -1), oneFOneB(schedule, 1), oneFOneB(schedule, 0) };
+    const MeasuredTrace trace = stepsOf(schedule, models);
+    ASSERT_EQ(trace.steps.size(), 3u);
+    EXPECT_EQ(trace.steps[0].makespanUs, 9.0);
+    EXPECT_EQ(trace.steps[1].makespanUs, 15.0);
+    EXPECT_EQ(trace.steps[2].makespanUs, 13.0);
+    EXPECT_EQ(trace.medianStep, 2);
+
+    const SimResult modelled = simulate(schedule, models[0]);
+    EXPECT_EQ(modelled.ranks[0].idleUs, 3.0);
+    EXPECT_EQ(modelled.ranks[1].idleUs, 3.0);
+    const auto summary = launch::summarizeMeasured(trace);
+    ASSERT_EQ(summary.size(), 2u);
+    EXPECT_EQ(summary[0].idleUs, 3.0);
+    EXPECT_EQ(summary[0].idleMinUs, 1.0);
+    EXPECT_EQ(summary[0].idleMaxUs, 9.0);
+    EXPECT_EQ(summary[1].idleUs, 3.0);
+    EXPECT_EQ(summary[1].idleMinUs, 3.0);
+    EXPECT_EQ(summary[1].idleMaxUs, 7.0);
+    EXPECT_EQ(summary[0].busyUs, 6.0); // busy 6, 6, 12
+    EXPECT_EQ(summary[1].busyUs, 6.0); // busy 6, 12, 6
+
+    const auto rows = launch::compareRun(modelled, trace);
+    EXPECT_EQ(rows[0].measured, 13.0); // the median step's makespan
+    ASSERT_TRUE(rows[0].stepRange);
+    EXPECT_EQ(*rows[0].stepRange, std::make_pair(9.0, 15.0));
+    EXPECT_EQ(rows[1].label, "rank 0 idle");
+    EXPECT_EQ(*rows[1].relativeError(), 0.0);
+    EXPECT_EQ(*rows[4].relativeError(), 0.0);
+    const std::string table = launch::formatComparison(rows, trace);
+    EXPECT_NE(table.find("makespan 9 µs–15 µs"), std::string::npos) << table;
+    EXPECT_NE(table.find("1 µs–9 µs"), std::string::npos) << table;
+    EXPECT_NE(table.find("predicted makespan: within the measured steps (9 µs–15 µs)"), std::string::npos) << table;
+}
+
+TEST(Report, PredictedMakespanAgainstTheSteps)
+{
+    const Schedule schedule = generate({ ScheduleKind::OneFOneB, 2, 2, 0 });
+    const MeasuredTrace trace
+        = stepsOf(schedule, { oneFOneB(schedule, -1), oneFOneB(schedule, 1), oneFOneB(schedule, 0) });
+    EXPECT_EQ(launch::makespanAgainstSteps(7.2, trace), "20 % below the fastest measured step (9 µs)");
+    EXPECT_EQ(launch::makespanAgainstSteps(18, trace), "20 % above the slowest measured step (15 µs)");
+    EXPECT_EQ(launch::makespanAgainstSteps(9, trace), "within the measured steps (9 µs–15 µs)");
+    EXPECT_EQ(launch::makespanAgainstSteps(9, MeasuredTrace {}), "");
+}
+
+// The fit of a run tried on the run: the steps are 9, 15 and 13 µs (median 13, range 6).
+TEST(Report, FitIsRefusedWhenItsResidualExceedsTheStepsSpread)
+{
+    const Schedule schedule = generate({ ScheduleKind::OneFOneB, 2, 2, 0 });
+    const MeasuredTrace trace
+        = stepsOf(schedule, { oneFOneB(schedule, -1), oneFOneB(schedule, 1), oneFOneB(schedule, 0) });
+    SimResult refit = simulate(schedule, oneFOneB(schedule, -1)); // 9 µs: 4 below the median, within 6
+    launch::FitCheck check = launch::checkFit(refit, trace, { -0.1, 0.0, 0.2 });
+    EXPECT_EQ(check.residualUs, -4.0);
+    EXPECT_EQ(check.toleranceUs, 6.0);
+    EXPECT_TRUE(check.accepted());
+    EXPECT_EQ(check.slotResiduals.count, 3);
+    EXPECT_EQ(check.idleUs[1], std::make_pair(3.0, 3.0));
+    EXPECT_EQ(launch::formatFitCheck(check).find("refused"), std::string::npos);
+    refit.makespanUs = 19.5; // 6.5 above the median: more than the steps vary
+    check = launch::checkFit(refit, trace, {});
+    EXPECT_FALSE(check.accepted());
+    EXPECT_NE(launch::formatFitCheck(check).find("refused: the fit's makespan is 6.5 µs from the median step, more "
+                                                 "than the run's steps vary (6 µs"),
+        std::string::npos)
+        << launch::formatFitCheck(check);
+}
+
+// A run with --costs against the costs: its own fit over the costs', per time. The steps' own fit (medians over
+// the steps) is the modelled costs, F 1 and B 2 µs on both stages, so against costs of F 1.25 and B 2.5 µs every
+// time is 20 % shorter. Three steps as modelled do not vary at all: the machine changed. With a fourth and fifth
+// step of stage 1 slow (15 µs against 9) the steps vary by 6 ÷ 9 = 67 %, and 20 % is within that.
+TEST(Report, DriftComparesTheRunsOwnFitWithTheCosts)
+{
+    const Schedule schedule = generate({ ScheduleKind::OneFOneB, 2, 2, 0 });
+    const CostModel modelled = oneFOneB(schedule, -1);
+    CostsFile slower;
+    slower.stages.resize(2);
+    for (StageCostOverride& s : slower.stages) {
+        s.forwardUs = 1.25;
+        s.backwardUs = 2.5;
+    }
+    launch::CostsDrift drift = launch::costsDrift(slower, stepsOf(schedule, { modelled, modelled, modelled }), 2);
+    EXPECT_EQ(drift.compared, 4);
+    EXPECT_DOUBLE_EQ(drift.median, -0.2);
+    EXPECT_DOUBLE_EQ(drift.runSpread, 0.0);
+    EXPECT_TRUE(drift.changed());
+    EXPECT_EQ(launch::formatCostsDrift(drift, "c.json"),
+        "machine against c.json: this run's slots took -20 % (median of 4 fitted times, -20 % … -20 %; rank 0 -20 %; "
+        "rank 1 -20 %); its steps vary by 0 %: the machine changed since the calibration run (other load, another "
+        "clock), so the calibrated prediction no longer holds: recalibrate on a quiet machine\n");
+    // Only rank 1's stage (stage 1) off: the ranks say which core moved.
+    CostsFile oneRank = slower;
+    oneRank.stages[0].forwardUs = 1.0;
+    oneRank.stages[0].backwardUs = 2.0;
+    drift = launch::costsDrift(oneRank, stepsOf(schedule, { modelled, modelled, modelled }), 2);
+    EXPECT_DOUBLE_EQ(drift.median, -0.1); // of 0, 0, −0.2, −0.2
+    ASSERT_EQ(drift.byRank.size(), 2u);
+    EXPECT_EQ(drift.byRank[0], std::make_pair(0, 0.0));
+    EXPECT_EQ(drift.byRank[1].first, 1);
+    EXPECT_DOUBLE_EQ(drift.byRank[1].second, -0.2);
+    EXPECT_TRUE(drift.changed());
+
+    const CostModel slow = oneFOneB(schedule, 1);
+    drift = launch::costsDrift(slower, stepsOf(schedule, { modelled, modelled, modelled, slow, slow }), 2);
+    EXPECT_DOUBLE_EQ(drift.median, -0.2);
+    EXPECT_DOUBLE_EQ(drift.runSpread, 6.0 / 9.0);
+    EXPECT_FALSE(drift.changed());
+    EXPECT_NE(launch::formatCostsDrift(drift, "c.json").find("the machine is as calibrated"), std::string::npos);
+    EXPECT_EQ(launch::formatCostsDrift(launch::CostsDrift {}, "c.json"), "");
+}
+
+// DualPipe runs each stage on two ranks (one per direction): its times count for no rank, only overall.
+TEST(Report, DriftOfAStageOnSeveralRanksCountsForNoRank)
+{
+    const Schedule schedule = generate({ ScheduleKind::DualPipe, 4, 8, 0 });
+    const CostModel model = uniformCostModel(schedule.stages, test::fiw(2, 1, 1));
+    const MeasuredTrace trace = test::syntheticTrace(schedule, model, 3);
+    CostsFile same;
+    same.stages.resize(static_cast<std::size_t>(schedule.stages));
+    for (StageCostOverride& s : same.stages)
+        s.forwardUs = 2.0;
+    const launch::CostsDrift drift = launch::costsDrift(same, trace, schedule.stages);
+    EXPECT_EQ(drift.compared, schedule.stages);
+    EXPECT_EQ(drift.median, 0.0);
+    EXPECT_TRUE(drift.byRank.empty());
+    EXPECT_FALSE(drift.changed());
+}
+
 TEST(Report, ErrorsAreRelativeToThePrediction)
 {
     const Schedule schedule = generate({ ScheduleKind::OneFOneB, 2, 4, 0 });

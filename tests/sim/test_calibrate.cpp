@@ -1,7 +1,7 @@
 // Calibration: measured slots made from a known cost model give that model back.
-#include "sim/calibrate.h"
 #include "project/project.h"
 #include "schedule/generator.h"
+#include "sim/calibrate.h"
 #include "sim/simulator.h"
 #include "support/synthetic.h"
 #include "trace/measured.h"
@@ -74,6 +74,35 @@ TEST(Calibrate, RecoversKnownFIWAndBExactly)
     ASSERT_TRUE(c.costs.overlapFactor);
     EXPECT_EQ(*c.costs.overlapFactor, 0.75);
     EXPECT_GT(c.overlapSamples, 0);
+    // F&B of each forward stage: DualPipeV on 2 ranks pairs the forward of stage s with the backward of 3 − s,
+    // 0.75 × (F + I + W): (0F;3B) 0.75 × (40 + 76) = 87 µs, (3F;0B) 0.75 × (52 + 52) = 78 µs.
+    for (int s = 0; s < 4; ++s) {
+        SCOPED_TRACE("stage " + std::to_string(s));
+        const StageCostOverride& o = c.costs.stages[static_cast<std::size_t>(s)];
+        ASSERT_TRUE(o.overlapUs);
+        EXPECT_EQ(*o.overlapUs,
+            0.75 * (model.stages[static_cast<std::size_t>(s)].forwardUs + model.stages[std::size_t(3 - s)].backward()));
+        EXPECT_GT(c.samples[static_cast<std::size_t>(s)][4], 0);
+    }
+    EXPECT_EQ(*c.costs.stages[0].overlapUs, 87.0);
+    EXPECT_EQ(*c.costs.stages[3].overlapUs, 78.0);
+    // Every slot is its fitted time exactly: all residuals 0, one per slot of the 3 steps.
+    EXPECT_EQ(c.residuals.size(), 3 * (schedule.order[0].size() + schedule.order[1].size()));
+    for (double r : c.residuals)
+        EXPECT_EQ(r, 0.0);
+}
+
+TEST(Calibrate, KeepsEachSlotsResidualAgainstItsFit)
+{
+    // Three 0F slots of 10, 10 and 12 µs (median 10) and an overlapped slot of 30 µs, its own fit.
+    const std::vector<MeasuredSlot> slots { slot(0, "0F0", 0, 10), slot(0, "0F1", 10, 20), slot(0, "0F2", 20, 32),
+        slot(0, "(0F3;0B0)OVERLAP_F_B", 32, 62) };
+    const Calibration c = calibrate(slots, 1);
+    ASSERT_EQ(c.residuals.size(), 4u);
+    EXPECT_EQ(c.residuals[0], 0.0);
+    EXPECT_EQ(c.residuals[1], 0.0);
+    EXPECT_NEAR(c.residuals[2], 0.2, 1e-12);
+    EXPECT_EQ(c.residuals[3], 0.0);
 }
 
 TEST(Calibrate, RecoversLatencyAndBandwidthFromWaitedMessages)
@@ -148,8 +177,8 @@ TEST(Calibrate, FitsHandMadeSlotsWithoutATrace)
     EXPECT_FALSE(c.costs.stages[0].backwardUs);
     EXPECT_EQ(c.costs.stages[1].forwardUs, 16.0);
     EXPECT_EQ(c.costs.stages[1].backwardUs, 30.0);
-    EXPECT_EQ(c.samples[0], (std::array<int, 4> { 1, 1, 1, 0 }));
-    EXPECT_EQ(c.samples[1], (std::array<int, 4> { 1, 0, 0, 1 }));
+    EXPECT_EQ(c.samples[0], (std::array<int, 5> { 1, 1, 1, 0, 0 }));
+    EXPECT_EQ(c.samples[1], (std::array<int, 5> { 1, 0, 0, 1, 0 }));
     EXPECT_EQ(c.p2pSamples, 2);
     EXPECT_EQ(c.p2pSizes, 1);
     EXPECT_EQ(c.costs.latencyUs, 0.0); // median of 2.5 and −3.5 = −0.5, clamped
@@ -184,9 +213,9 @@ TEST(Calibrate, FormatsTheFitWithTheOneTimeRule)
     };
     const Calibration c = calibrate(slots, 2);
     EXPECT_EQ(formatCalibration(c),
-        "stage           F           I           W           B   samples F/I/W/B\n"
-        "    0       10 µs           -           -       30 µs   1/0/0/1\n"
-        "    1     1.51 ms           -           -       30 µs   1/0/0/1\n"
+        "stage           F           I           W           B         F&B   samples F/I/W/B/F&B\n"
+        "    0       10 µs           -           -       30 µs       30 µs   1/0/0/1/1\n"
+        "    1     1.51 ms           -           -       30 µs           -   1/0/0/1/0\n"
         "overlap factor: 0.75 (1 overlapped slots)\n"
         "p2p latency: 11.25 µs, bandwidth: unlimited (2 messages, 1 sizes)\n"
         "note: one message size: its whole transfer time taken as latency, bandwidth unlimited\n");
@@ -197,7 +226,7 @@ TEST(Calibrate, NeverThrowsOnNothingMeasured)
     const Calibration c = calibrate({}, 0);
     EXPECT_TRUE(c.costs.stages.empty());
     EXPECT_EQ(formatCalibration(c),
-        "stage           F           I           W           B   samples F/I/W/B\n"
+        "stage           F           I           W           B         F&B   samples F/I/W/B/F&B\n"
         "overlap factor: - (0 overlapped slots)\n"
         "p2p latency: -, bandwidth: - (0 messages, 0 sizes)\n"
         "note: no overlapped slot could be fitted: overlap factor kept\n"

@@ -155,6 +155,10 @@ MeasuredOverlay buildOverlay(
         addRank(o, predicted, *blocks, r);
     if (o.makespanUs <= 0.0)
         o.makespanUs = blocks->endUs();
+    if (step < 0) // the median view: each rank's idle is its median over the steps, as `dpstudio run` reports it
+        for (const RankIdle& r : measuredIdle(*o.trace))
+            if (r.rank >= 0 && r.rank < ranks && r.idle.count > 0)
+                o.idleUs[static_cast<std::size_t>(r.rank)] = std::max(0.0, r.idle.medianUs);
     o.blocks = std::move(blocks);
     std::stable_sort(o.slips.begin(), o.slips.end(),
         [](const StartSlip& a, const StartSlip& b) { return std::abs(a.slipUs()) > std::abs(b.slipUs()); });

@@ -52,7 +52,7 @@ struct MeasuredOverlay {
     int matched = 0; ///< measured blocks matched to a predicted one
     int unmatched = 0; ///< measured blocks with no predicted counterpart (another order or variant)
     double makespanUs = 0.0;
-    std::vector<double> idleUs; ///< per rank: makespan − Σ busy
+    std::vector<double> idleUs; ///< per rank: makespan − Σ busy (the median view: median over the steps)
     std::vector<double> peakMemoryBytes; ///< per rank, over the step
     std::vector<std::vector<MeasuredMemoryPoint>> memory; ///< per rank
     std::vector<StartSlip> slips; ///< largest |slip| first
@@ -79,7 +79,9 @@ TimelineBlock measuredBlock(
 std::vector<int> measuredSteps(const MeasuredTrace& trace);
 
 /// Lays step `step` (-1: the median step) of `trace` over `predicted`. Measured actions are matched to
-/// predicted blocks of the same rank by action, in order. Slips are the 50 largest by magnitude.
+/// predicted blocks of the same rank by action, in order. Slips are the 50 largest by magnitude. Each rank's idle
+/// is the step's makespan less its busy time; for -1 it is the median over all steps of that (measuredIdle), as
+/// `dpstudio run` reports it, since one step's idle moves with the step's noise.
 MeasuredOverlay buildOverlay(
     std::shared_ptr<const MeasuredTrace> trace, const std::string& path, int step, const SimulationSnapshot& predicted);
 
