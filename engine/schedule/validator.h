@@ -35,7 +35,8 @@ struct ValidationReport {
 /// Runs every check: shape (stage/microbatch ranges, ranks), duplicates, counts (one F and one backward
 /// — B, or I with its W — per stage and microbatch), per-rank order (backward after its F, W after its I,
 /// every I has a later W on its rank), placement consistency (all ops of one (stage, microbatch) on one
-/// rank, matching the placement), the kind's size constraints when it names a kind, and deadlock
+/// rank, matching the placement; an overlapped pair whose backward half belongs to another rank is
+/// shape.overlap-ranks), the kind's size constraints when it names a kind, and deadlock
 /// (replay with blocking receives; when stuck, one diagnostic per blocked rank naming the action it waits
 /// on and what it waits for, with inCycle marking the ranks of the wait-for cycle). Deadlock is checked
 /// only when the structural checks pass. O(ops).

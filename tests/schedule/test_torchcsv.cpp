@@ -229,3 +229,17 @@ TEST(CommCheck, MissingCommsAreNamedOnce)
     EXPECT_EQ(r.diagnostics[0].rank, 1);
     EXPECT_EQ(r.diagnostics[0].position, 2);
 }
+
+TEST(CommCheck, OverlapHalvesOnTwoRanksInAComputeOnlyCsv)
+{
+    const ValidationReport r = validate(readCsv(sample("bad_overlap_ranks.csv")).schedule);
+    const Diagnostic* d = findRule(r, "shape.overlap-ranks");
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->rank, 0);
+    EXPECT_EQ(d->position, 2);
+    EXPECT_EQ(d->action, "(0F2;1B0)OVERLAP_F_B");
+    EXPECT_NE(
+        d->message.find("1B0 belongs on rank 1, where the placement puts stage 1, microbatch 0"), std::string::npos)
+        << d->message;
+    EXPECT_EQ(findRule(r, "placement.inconsistent"), nullptr);
+}
