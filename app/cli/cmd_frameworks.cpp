@@ -38,6 +38,16 @@ TorchSchedule readTorchFile(const std::string& file, const std::string& text)
     }
 }
 
+/// validate(TorchSchedule), naming the file in a parse error (numbers too far beyond the file's ops).
+ValidationReport validateFile(const std::string& file, const TorchSchedule& schedule)
+{
+    try {
+        return validate(schedule);
+    } catch (const ParseError& e) {
+        throw ParseError(file + ": " + e.what(), e.row(), e.column());
+    }
+}
+
 /// The torchtitan CSV beside its config: the config's path with the extension .csv.
 std::string csvBeside(const std::string& config)
 {
@@ -48,7 +58,7 @@ std::string csvBeside(const std::string& config)
 
 int validateTorchCsv(const ValidateArgs& args, const std::string& text)
 {
-    const ValidationReport report = validate(readTorchFile(args.file, text));
+    const ValidationReport report = validateFile(args.file, readTorchFile(args.file, text));
     if (args.json) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& d : report.diagnostics)
@@ -85,7 +95,7 @@ int cmdLower(const LowerArgs& args)
             return kExitContent;
         out = lowerToComms(schedule, LoweringOptions { !args.noFsdp, 3, !args.noReduceGrad });
     }
-    if (!reportFindings(args.input, validate(out)))
+    if (!reportFindings(args.input, validateFile(args.input, out)))
         return kExitContent;
     writeOutput(args.output, writeTorchCsv(out));
     return kExitOk;

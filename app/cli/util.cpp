@@ -68,11 +68,14 @@ CsvImport readScheduleCsv(const std::string& file, const std::string& text, cons
         } catch (const ParseError& e) {
             throw ParseError(file + ": " + e.what(), e.row(), e.column());
         }
-        const ValidationReport report = validate(comms);
-        if (!report.valid())
-            throw ParseError(
-                file + ": " + format(report.diagnostics.front()) + " (`dpstudio validate` lists every finding)");
-        imported.schedule = computeSchedule(comms);
+        try {
+            const ValidationReport report = validate(comms);
+            if (!report.valid())
+                throw ParseError(format(report.diagnostics.front()) + " (`dpstudio validate` lists every finding)");
+            imported.schedule = computeSchedule(comms);
+        } catch (const ParseError& e) {
+            throw ParseError(file + ": " + e.what(), e.row(), e.column());
+        }
         return imported;
     }
     try {

@@ -197,6 +197,11 @@ void CommCheck::checkPointToPoint(const CommOp& c, Cell at)
 {
     const Link link = linkOf(c);
     const std::string text = toString(c);
+    if (m_compute.stages == 0) {
+        add("comm.range", at, text,
+            text + " names stage " + std::to_string(c.stage) + ", but the file has no compute actions");
+        return;
+    }
     if (!inRange(c.stage, c.microbatch) || link.peerStage < 0 || link.peerStage >= m_compute.stages) {
         add("comm.range", at, text,
             text + " names no pair of stages: stages run 0.." + std::to_string(m_compute.stages - 1)
