@@ -597,6 +597,8 @@ int cmdExport(const ExportArgs& args)
         return exportTrace(args, project, variant, label);
     if (args.format == "validated-config")
         return exportValidatedConfig(args, project, variant);
+    if (args.format == "torchtitan" || args.format == "megatron" || args.format == "torch-comms-csv")
+        return exportFramework(args, project, variant);
     project.activeVariant = variant.name;
     writeOutput(args.output, serializeProject(project));
     return kExitOk;

@@ -114,6 +114,8 @@ int cmdValidate(const ValidateArgs& args)
         }
         if (!any)
             throw FormatError(args.file + ": --variant: no variant named '" + args.variant + "'");
+    } else if (csvHasComms(text)) {
+        return validateTorchCsv(args, text);
     } else {
         const CsvImport imported = readScheduleCsv(args.file, text, args.dialect);
         const ValidationReport report = validate(imported.schedule);

@@ -196,6 +196,38 @@ int cmdModelInfo(const ModelInfoArgs& args);
 /// "" for the block model. Throws FormatError as placementOf (transformercost.h).
 std::string modelSummary(const Project& project, const Variant& variant);
 
+/// `dpstudio lower`: a compute-only CSV or a project's variant lowered to PyTorch's compute_comms CSV
+/// (lowering.h); a compute_comms CSV is checked and written back. Exit 1, nothing written, for an invalid
+/// schedule (the findings on stderr).
+struct LowerArgs {
+    std::string input; ///< a schedule CSV or a project file
+    std::string variant; ///< project only; empty = the active one
+    std::string output; ///< -o FILE; empty = stdout
+    bool noFsdp = false; ///< --no-fsdp: no UNSHARD/RESHARD
+    bool noReduceGrad = false; ///< --no-reduce-grad
+};
+int cmdLower(const LowerArgs& args);
+
+/// `dpstudio partition`: a variant's layer partition from a Megatron layout string or torchtitan's
+/// layers-per-stage settings (frameworkexport.h), saved to the project (or -o). Throws ParseError naming the
+/// character of a bad layout, ConstraintError for settings giving another stage count; nothing written.
+struct PartitionArgs {
+    std::string project;
+    std::string variant;
+    std::string output;
+    std::string megatronLayout; ///< --megatron-layout
+    std::optional<int> layersPerStage; ///< --layers-per-stage (torchtitan)
+    int firstLess = 1; ///< --first-stage-less-layers
+    int lastLess = 1; ///< --last-stage-less-layers
+};
+int cmdPartition(const PartitionArgs& args);
+
+/// `dpstudio export --format torchtitan|megatron|torch-comms-csv` (frameworkexport.h, lowering.h): exit 1
+/// with the framework's refusal on stderr when it cannot run the variant, nothing written.
+int exportFramework(const ExportArgs& args, const Project& project, const Variant& variant);
+/// `dpstudio validate` of a CSV with communication actions (validate(TorchSchedule)).
+int validateTorchCsv(const ValidateArgs& args, const std::string& text);
+
 /// The variant `name` names (empty: the active one); an unknown name is a FormatError naming the file and
 /// the flag ("FILE: --variant: no variant named 'x' (variants: a, b)").
 const Variant& variantOf(const Project& project, const std::string& name, const std::string& file);

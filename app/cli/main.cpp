@@ -176,16 +176,45 @@ int main(int argc, char** argv)
 
     ExportArgs exp;
     auto* cExp = app.add_subcommand(
-        "export", "export a variant as PyTorch CSV, Chrome trace, project JSON or validated config");
+        "export", "export a variant as PyTorch CSV, Chrome trace, project JSON, validated config or framework config");
     cExp->add_option("project", exp.project, "project file")->required();
     cExp->add_option("--variant", exp.variant, "variant (default: the active one)");
-    cExp->add_option("--format", exp.format, "torch-csv, chrome-trace, json, validated-config")
+    cExp->add_option("--format", exp.format,
+            "torch-csv, torch-comms-csv (with sends and receives), chrome-trace, json, validated-config, torchtitan "
+            "(-o CONFIG.toml, the CSV beside it), megatron")
         ->required()
-        ->check(CLI::IsMember({ "torch-csv", "chrome-trace", "json", "validated-config" }));
+        ->check(CLI::IsMember({ "torch-csv", "torch-comms-csv", "chrome-trace", "json", "validated-config",
+            "torchtitan", "megatron" }));
     auto* oOut = cExp->add_option("-o,--output", exp.output, "output file");
     auto* oPer = cExp->add_option("--per-rank", exp.perRankDir, "chrome-trace: one file per rank in DIR");
     oOut->excludes(oPer);
     cExp->add_option("--measured", exp.measured, "validated-config: include this run's measured.json");
+
+    LowerArgs low;
+    auto* cLow
+        = app.add_subcommand("lower", "add PyTorch's communication actions to a schedule (compute_comms CSV)");
+    cLow->add_option("input", low.input, "compute-only CSV or project file")->required();
+    cLow->add_option("--variant", low.variant, "project: this variant (default: the active one)");
+    cLow->add_option("-o,--output", low.output, "write to FILE instead of stdout");
+    cLow->add_flag("--no-fsdp", low.noFsdp, "no UNSHARD/RESHARD actions");
+    cLow->add_flag("--no-reduce-grad", low.noReduceGrad, "no REDUCE_GRAD actions");
+
+    PartitionArgs part;
+    int partLps = 0;
+    auto* cPart
+        = app.add_subcommand("partition", "set a variant's layers per stage from a Megatron or torchtitan config");
+    cPart->add_option("project", part.project, "project file")->required();
+    cPart->add_option("--variant", part.variant, "variant (default: the active one)");
+    auto* oLayout
+        = cPart->add_option("--megatron-layout", part.megatronLayout, "--pipeline-model-parallel-layout string");
+    auto* oLps = cPart->add_option("--layers-per-stage", partLps, "torchtitan's pipeline_parallel_layers_per_stage")
+                     ->check(countValue(1));
+    auto* oFirst = cPart->add_option("--first-stage-less-layers", part.firstLess, "torchtitan's (default 1)")
+                       ->check(countValue(0));
+    auto* oLast = cPart->add_option("--last-stage-less-layers", part.lastLess, "torchtitan's (default 1)")
+                      ->check(countValue(0));
+    oLayout->excludes(oLps)->excludes(oFirst)->excludes(oLast);
+    cPart->add_option("-o,--output", part.output, "write the project here instead of in place");
 
     InitArgs ini;
     std::string iniSchedule, iniDtype;
@@ -347,6 +376,12 @@ int main(int argc, char** argv)
             return cmdExport(exp);
         if (*cPlan)
             return cmdPlan(plan);
+        if (*cLow)
+            return cmdLower(low);
+        if (*cPart) {
+            setIf(oLps, partLps, part.layersPerStage);
+            return cmdPartition(part);
+        }
         if (*cIni) {
             setIf(oSched, iniSchedule, ini.schedule);
             setIf(oRanks, iniRanks, ini.ranks);

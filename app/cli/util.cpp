@@ -3,6 +3,7 @@
 #include "base/errors.h"
 #include "base/fileio.h"
 #include "project/predict.h"
+#include "schedule/validator.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -60,6 +61,23 @@ CsvImport readScheduleCsv(const std::string& file, const std::string& text, cons
         throw ParseError(file + ": not a text file (a NUL byte at offset " + std::to_string(nul)
             + "); expected a schedule CSV, one row of actions per rank");
     CsvImport imported;
+    if (csvHasComms(text)) { // PyTorch's compute_comms form: its compute actions, once the whole is sound
+        TorchSchedule comms;
+        try {
+            comms = readTorchCsv(text);
+        } catch (const ParseError& e) {
+            throw ParseError(file + ": " + e.what(), e.row(), e.column());
+        }
+        try {
+            const ValidationReport report = validate(comms);
+            if (!report.valid())
+                throw ParseError(format(report.diagnostics.front()) + " (`dpstudio validate` lists every finding)");
+            imported.schedule = computeSchedule(comms);
+        } catch (const ParseError& e) {
+            throw ParseError(file + ": " + e.what(), e.row(), e.column());
+        }
+        return imported;
+    }
     try {
         imported = readCsv(text,
             dialect == "current"    ? CsvDialect::Current

@@ -3,6 +3,7 @@
 #include "base/errors.h"
 
 #include <charconv>
+#include <iterator>
 
 namespace dps {
 
@@ -142,6 +143,107 @@ Action parseAction(std::string_view raw, Dialect dialect)
     if (b.kind != OpKind::B && b.kind != OpKind::I)
         fail(text, "the second half of an OVERLAP_F_B pair must be a backward (B or I)");
     return Action::overlap(f, b);
+}
+
+namespace {
+
+constexpr std::string_view kCommNames[]
+    = { "SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD" };
+
+bool commKindOf(std::string_view letters, CommKind& kind)
+{
+    for (std::size_t i = 0; i < std::size(kCommNames); ++i) {
+        if (letters == kCommNames[i]) {
+            kind = static_cast<CommKind>(i);
+            return true;
+        }
+    }
+    return false;
+}
+
+int parseNumber(std::string_view text, std::string_view digits, const char* what)
+{
+    int value = 0;
+    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc() || ptr != digits.data() + digits.size())
+        fail(text, std::string(what) + " is out of range");
+    return value;
+}
+
+CommOp parseComm(std::string_view text, std::string_view stage, CommKind kind, std::string_view mb)
+{
+    CommOp op { kind, parseNumber(text, stage, "stage"), -1 };
+    for (char c : mb)
+        if (!isDigit(c))
+            fail(text, "microbatch must be a number");
+    if (commHasMicrobatch(kind) && mb.empty())
+        fail(text,
+            std::string(commKindName(kind)) + " needs a microbatch, e.g. 0" + std::string(commKindName(kind)) + "3");
+    if (!commHasMicrobatch(kind) && !mb.empty())
+        fail(text,
+            std::string(commKindName(kind)) + " acts on a whole stage and takes no microbatch, e.g. 0"
+                + std::string(commKindName(kind)));
+    if (!mb.empty())
+        op.microbatch = parseNumber(text, mb, "microbatch");
+    return op;
+}
+
+} // namespace
+
+std::string_view commKindName(CommKind kind)
+{
+    return kCommNames[static_cast<std::size_t>(kind)];
+}
+
+bool commHasMicrobatch(CommKind kind)
+{
+    return isPointToPoint(kind);
+}
+
+std::string toString(const CommOp& op)
+{
+    std::string s = std::to_string(op.stage);
+    s += commKindName(op.kind);
+    if (op.microbatch >= 0)
+        s += std::to_string(op.microbatch);
+    return s;
+}
+
+std::string toString(const Step& step)
+{
+    switch (step.type) {
+    case Step::Type::Compute:
+        return toString(step.compute);
+    case Step::Type::Comm:
+        return toString(step.comm);
+    case Step::Type::Idle:
+        break;
+    }
+    return {};
+}
+
+Step parseStep(std::string_view raw)
+{
+    const std::string_view text = trim(raw);
+    if (text.empty())
+        return Step::idle();
+    if (text.front() == '(')
+        return Step::of(parseAction(text));
+    std::size_t i = 0;
+    while (i < text.size() && isDigit(text[i]))
+        ++i;
+    std::size_t j = i;
+    while (j < text.size() && !isDigit(text[j]))
+        ++j;
+    const std::string_view letters = text.substr(i, j - i);
+    CommKind kind {};
+    if (i > 0 && commKindOf(letters, kind))
+        return Step::of(parseComm(text, text.substr(0, i), kind, text.substr(j)));
+    if (i > 0 && letters != "F" && letters != "I" && letters != "W" && letters != "B")
+        fail(text,
+            "unknown kind '" + shown(letters)
+                + "' (expected F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD or REDUCE_GRAD)");
+    return Step::of(Action::single(parseOp(text)));
 }
 
 } // namespace dps

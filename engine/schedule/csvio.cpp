@@ -392,4 +392,89 @@ bool csvNeedsExtension(const Schedule& schedule)
     return false;
 }
 
+bool csvHasComms(std::string_view text)
+{
+    for (const std::string_view name : { "SEND_", "RECV_", "UNSHARD", "RESHARD", "REDUCE_GRAD" })
+        if (text.find(name) != std::string_view::npos)
+            return true;
+    return false;
+}
+
+TorchSchedule readTorchCsv(std::string_view text)
+{
+    if (text.substr(0, 3) == "\xEF\xBB\xBF")
+        text.remove_prefix(3);
+    TorchSchedule result;
+    const std::size_t firstNl = text.find('\n');
+    result.lineEnd = firstNl != std::string_view::npos && firstNl > 0 && text[firstNl - 1] == '\r' ? "\r\n" : "\n";
+    if (firstNl == std::string_view::npos)
+        result.lineEnd = "\r\n";
+    std::size_t start = 0;
+    for (int row = 1; start < text.size(); ++row) {
+        const std::size_t nl = text.find('\n', start);
+        std::string_view line = text.substr(start, nl == std::string_view::npos ? text.npos : nl - start);
+        start = nl == std::string_view::npos ? text.size() : nl + 1;
+        if (!line.empty() && line.back() == '\r')
+            line.remove_suffix(1);
+        auto& cells = result.rows.emplace_back();
+        for (std::size_t from = 0, column = 1; !line.empty() && from <= line.size(); ++column) {
+            const std::size_t comma = line.find(',', from);
+            std::string_view cell = trim(line.substr(from, comma == line.npos ? line.npos : comma - from));
+            from = comma == line.npos ? line.size() + 1 : comma + 1;
+            if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"')
+                cell = trim(cell.substr(1, cell.size() - 2));
+            try {
+                cells.push_back(parseStep(cell));
+            } catch (const ParseError& e) {
+                throw ParseError("row " + std::to_string(row) + ", column " + std::to_string(column) + ": " + e.what(),
+                    row, static_cast<int>(column));
+            }
+        }
+    }
+    return result;
+}
+
+std::string writeTorchCsv(const TorchSchedule& schedule)
+{
+    std::string out;
+    for (const auto& row : schedule.rows) {
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            if (i > 0)
+                out += ',';
+            if (row[i].isCompute())
+                appendAction(out, row[i].compute);
+            else if (row[i].isComm())
+                out += toString(row[i].comm);
+        }
+        out += schedule.lineEnd;
+    }
+    return out;
+}
+
+Schedule computeSchedule(const TorchSchedule& schedule)
+{
+    Schedule compute;
+    compute.order.resize(schedule.rows.size());
+    for (std::size_t r = 0; r < schedule.rows.size(); ++r)
+        for (const Step& step : schedule.rows[r])
+            if (step.isCompute())
+                compute.order[r].push_back(step.compute);
+    // The sizes and placement follow from the compute cells exactly as for a compute-only file.
+    Schedule s = readCsv(writeCsv(compute), CsvDialect::Current).schedule;
+    s.ranks = static_cast<int>(schedule.rows.size()); // a last rank of only idle cells is still a rank
+    s.order.resize(schedule.rows.size());
+    return s;
+}
+
+TorchSchedule torchScheduleOf(const Schedule& schedule, std::string lineEnd)
+{
+    TorchSchedule out;
+    out.lineEnd = std::move(lineEnd);
+    out.rows.resize(schedule.order.size());
+    for (std::size_t r = 0; r < schedule.order.size(); ++r)
+        for (const Action& a : schedule.order[r])
+            out.rows[r].push_back(Step::of(a));
+    return out;
+}
+
 } // namespace dps

@@ -33,4 +33,25 @@ std::string writeCsv(const Schedule& schedule);
 /// loader refuses.
 bool csvNeedsExtension(const Schedule& schedule);
 
+/// Whether CSV text uses PyTorch's communication actions (SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD,
+/// REDUCE_GRAD): then it is read with readTorchCsv, not readCsv.
+bool csvHasComms(std::string_view text);
+
+/// Reads either of PyTorch's CSV formats cell by cell (compute_only or compute_comms; the current dialect):
+/// empty cells are idle steps, rows are ranks, the line end is kept. Throws ParseError with the 1-based
+/// row and column of a cell that is not an action ("row 2, column 5: '1SEND_X0' is not an action: ...").
+TorchSchedule readTorchCsv(std::string_view text);
+
+/// Writes the cells as PyTorch's _dump_csv does (Python's csv.writer): cells joined by ',', every row ended
+/// by the schedule's line end, idle steps as empty cells. readTorchCsv then writeTorchCsv gives back the
+/// same bytes for any file in that form.
+std::string writeTorchCsv(const TorchSchedule& schedule);
+
+/// The compute actions of a TorchSchedule in their order (idle and communication steps dropped), with sizes
+/// and placement inferred as readCsv does. Throws ParseError as readCsv.
+Schedule computeSchedule(const TorchSchedule& schedule);
+
+/// A schedule's compute actions as a compute_only TorchSchedule (no idle steps).
+TorchSchedule torchScheduleOf(const Schedule& schedule, std::string lineEnd = "\r\n");
+
 } // namespace dps

@@ -91,4 +91,13 @@ std::string toText(const Schedule& schedule)
     return out;
 }
 
+bool TorchSchedule::hasComms() const
+{
+    for (const auto& row : rows)
+        for (const Step& step : row)
+            if (step.isComm())
+                return true;
+    return false;
+}
+
 } // namespace dps

@@ -40,6 +40,18 @@ struct Schedule {
     std::size_t opCount() const;
 };
 
+/// A schedule in PyTorch's whole action language, cell by cell as its CSV holds it: rows[r] = rank r's
+/// steps in order, compute, communication and idle. The compute_only format has compute and idle cells;
+/// compute_comms (what PyTorch's _PipelineScheduleRuntime runs) adds sends, receives, UNSHARD, RESHARD
+/// and REDUCE_GRAD.
+struct TorchSchedule {
+    std::vector<std::vector<Step>> rows;
+    std::string lineEnd = "\r\n"; ///< the CSV's line end: Python's csv.writer (PyTorch's _dump_csv) writes CRLF
+
+    /// Whether any cell is a communication or sharding action (the compute_comms format).
+    bool hasComms() const;
+};
+
 /// Text form: one line per rank, "rank 0: 0F0 0F1 ... (0F3;3B5)OVERLAP_F_B ...".
 std::string toText(const Schedule& schedule);
 

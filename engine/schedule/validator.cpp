@@ -4,8 +4,8 @@
 // findings. Then the deadlock replay, then the kind's size rules.
 //
 // Rule ids (stable): shape.rank-count, shape.sizes, shape.placement, shape.stage-range,
-// shape.microbatch-range, shape.overlap-pair; counts.duplicate, counts.b-and-i, counts.missing-microbatch,
-// counts.missing-forward, counts.missing-backward, counts.i-without-w, counts.w-without-i;
+// shape.microbatch-range, shape.overlap-pair, shape.overlap-ranks; counts.duplicate, counts.b-and-i,
+// counts.missing-microbatch, counts.missing-forward, counts.missing-backward, counts.i-without-w, counts.w-without-i;
 // order.backward-before-forward, order.w-before-i; placement.inconsistent; deadlock;
 // constraint.<rule of ConstraintError>, constraint.stage-count, constraint.invalid. A rule with more than
 // 100 findings reports the first 100 and one "... and N more" line.
@@ -16,6 +16,7 @@
 
 #include "base/errors.h"
 #include "generator.h"
+#include "waitgraph.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -218,6 +219,7 @@ private:
     }
     void reportRange(const Op& op, int rank, int position);
     void reportPlacement(const Op& op, int rank, int position);
+    void reportOverlapRanks(const Action& a, int rank, int position);
     void recordOp(const Op& op, int rank, int position, std::int32_t slot);
     void recordBackward(const Op& op, int rank, int position, std::int32_t slot);
     void checkCounts();
@@ -369,8 +371,12 @@ void Validator::scanRank(int r)
                 reportRange(op, r, p);
                 continue;
             }
-            if (m_placementUsable && placedRank(op) != r)
-                reportPlacement(op, r, p);
+            if (m_placementUsable && placedRank(op) != r) {
+                if (k == 1 && placedRank(a.op) == r)
+                    reportOverlapRanks(a, r, p);
+                else
+                    reportPlacement(op, r, p);
+            }
             recordOp(op, r, p, base + p);
         }
     }
@@ -406,6 +412,19 @@ void Validator::reportPlacement(const Op& op, int rank, int position)
         = placed < 0 ? "has no rank for " + pair : "puts " + pair + " on rank " + std::to_string(placed);
     m_sink.add(Diagnostic { Severity::Error, rank, position, toString(op), "placement.inconsistent",
         toString(op) + " is on rank " + std::to_string(rank) + " but the placement " + expected });
+}
+
+/// An overlapped pair whose forward half is on its rank and whose backward half belongs to another.
+void Validator::reportOverlapRanks(const Action& a, int rank, int position)
+{
+    m_ops.info[index(a.backward.stage, a.backward.microbatch)] |= kMisplaced;
+    if (!m_sink.wants("shape.overlap-ranks"))
+        return;
+    m_sink.add(Diagnostic { Severity::Error, rank, position, toString(a), "shape.overlap-ranks",
+        "the halves of " + toString(a) + " are on different ranks: " + toString(a.op) + " runs on rank "
+            + std::to_string(rank) + ", but " + toString(a.backward) + " belongs on rank "
+            + std::to_string(placedRank(a.backward)) + ", where the placement puts "
+            + stageMb(a.backward.stage, a.backward.microbatch) });
 }
 
 void Validator::recordOp(const Op& op, int rank, int position, std::int32_t slot)
@@ -717,35 +736,6 @@ std::vector<int> Replay::waitTargets() const
             target[static_cast<std::size_t>(r)] = rankOf(need.stage, need.microbatch);
     }
     return target;
-}
-
-/// The cycles of the functional graph rank → target (-1 = no edge).
-std::vector<std::vector<int>> findCycles(const std::vector<int>& target)
-{
-    std::vector<std::uint8_t> state(target.size(), 0); // 0 new, 1 on the current walk, 2 done
-    std::vector<std::vector<int>> cycles;
-    for (std::size_t start = 0; start < target.size(); ++start) {
-        std::vector<int> walk;
-        int r = static_cast<int>(start);
-        while (r >= 0 && state[static_cast<std::size_t>(r)] == 0) {
-            state[static_cast<std::size_t>(r)] = 1;
-            walk.push_back(r);
-            r = target[static_cast<std::size_t>(r)];
-        }
-        if (r >= 0 && state[static_cast<std::size_t>(r)] == 1)
-            cycles.emplace_back(std::find(walk.begin(), walk.end(), r), walk.end());
-        for (int w : walk)
-            state[static_cast<std::size_t>(w)] = 2;
-    }
-    return cycles;
-}
-
-std::string cycleText(const std::vector<int>& cycle)
-{
-    std::string s;
-    for (int r : cycle)
-        s += "rank " + std::to_string(r) + " -> ";
-    return s + "rank " + std::to_string(cycle.front());
 }
 
 void Replay::report()

@@ -35,10 +35,28 @@ struct ValidationReport {
 /// Runs every check: shape (stage/microbatch ranges, ranks), duplicates, counts (one F and one backward
 /// — B, or I with its W — per stage and microbatch), per-rank order (backward after its F, W after its I,
 /// every I has a later W on its rank), placement consistency (all ops of one (stage, microbatch) on one
-/// rank, matching the placement), the kind's size constraints when it names a kind, and deadlock
+/// rank, matching the placement; an overlapped pair whose backward half belongs to another rank is
+/// shape.overlap-ranks), the kind's size constraints when it names a kind, and deadlock
 /// (replay with blocking receives; when stuck, one diagnostic per blocked rank naming the action it waits
 /// on and what it waits for, with inCycle marking the ranks of the wait-for cycle). Deadlock is checked
 /// only when the structural checks pass. O(ops).
 ValidationReport validate(const Schedule& schedule);
+
+/// Checks a schedule in PyTorch's whole action language (positions are cell indices of the CSV row):
+/// - an OVERLAP_F_B pair whose backward half belongs to another rank (shape.overlap-ranks);
+/// - every check of validate(Schedule) on its compute actions;
+/// - with communication actions: each send and receive on its stage's rank, towards a stage on another
+///   rank, with its partner on the partner's rank (comm.send-without-recv, comm.recv-without-send,
+///   comm.wrong-rank, comm.same-rank, comm.duplicate, comm.range), a send after the op that produces its
+///   tensor and a receive before the op that uses it (order.send-before-compute, order.recv-after-compute),
+///   every cross-rank activation and gradient sent and received (comm.missing), UNSHARD, RESHARD and
+///   REDUCE_GRAD of a stage of the rank (comm.wrong-rank);
+/// - then deadlock by the order of sends and receives (deadlock.comm-order): each rank's sends and
+///   receives are served in their order on one communicator, a send or receive starts once the rank's
+///   compute before it is done and completes when its partner has reached the matching op, and a compute
+///   op waits for the receive of its input. One diagnostic per stuck rank names the op its communicator is
+///   at and what the partner's communicator is at, with the wait-for cycle.
+/// Throws ParseError as computeSchedule (absurd stage or microbatch numbers).
+ValidationReport validate(const TorchSchedule& schedule);
 
 } // namespace dps
