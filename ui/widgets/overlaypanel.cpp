@@ -107,6 +107,34 @@ OverlayPanel::OverlayPanel(QWidget* parent)
 
 void OverlayPanel::setupUi()
 {
+    createControls();
+    auto* choose = new QHBoxLayout;
+    choose->addWidget(new QLabel(tr("Run:")));
+    choose->addWidget(m_runBox, 1);
+    auto* step = new QHBoxLayout;
+    step->addWidget(new QLabel(tr("Step:")));
+    step->addWidget(m_stepBox, 1);
+    auto* compare = new QHBoxLayout;
+    compare->addWidget(new QLabel(tr("Compare with:")));
+    compare->addWidget(m_otherBox, 1);
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(m_calibrate);
+    buttons->addWidget(m_clear);
+    buttons->addStretch(1);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    layout->addWidget(m_header);
+    layout->addLayout(choose);
+    layout->addLayout(step);
+    layout->addLayout(compare);
+    layout->addLayout(buttons);
+    layout->addWidget(m_comparison);
+    layout->addWidget(createTabs(), 1);
+    connectControls();
+}
+
+void OverlayPanel::createControls()
+{
     m_header = new QLabel;
     m_header->setWordWrap(true);
     m_header->setTextFormat(Qt::RichText);
@@ -138,27 +166,10 @@ void OverlayPanel::setupUi()
     m_slips->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_slips->setSelectionMode(QAbstractItemView::SingleSelection);
     m_slips->setToolTip(tr("The actions that started furthest from their predicted start; click one to select it"));
-    auto* choose = new QHBoxLayout;
-    choose->addWidget(new QLabel(tr("Run:")));
-    choose->addWidget(m_runBox, 1);
-    auto* step = new QHBoxLayout;
-    step->addWidget(new QLabel(tr("Step:")));
-    step->addWidget(m_stepBox, 1);
-    auto* compare = new QHBoxLayout;
-    compare->addWidget(new QLabel(tr("Compare with:")));
-    compare->addWidget(m_otherBox, 1);
-    auto* buttons = new QHBoxLayout;
-    buttons->addWidget(m_calibrate);
-    buttons->addWidget(m_clear);
-    buttons->addStretch(1);
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(6, 6, 6, 6);
-    layout->addWidget(m_header);
-    layout->addLayout(choose);
-    layout->addLayout(step);
-    layout->addLayout(compare);
-    layout->addLayout(buttons);
-    layout->addWidget(m_comparison);
+}
+
+QTabWidget* OverlayPanel::createTabs()
+{
     m_pathLabel = new QLabel;
     m_pathLabel->setWordWrap(true);
     m_pathLabel->setTextFormat(Qt::RichText);
@@ -197,7 +208,11 @@ void OverlayPanel::setupUi()
     diffLayout->addLayout(diffTop);
     diffLayout->addWidget(m_diffs, 1);
     tabs->addTab(diffPage, tr("Run diff"));
-    layout->addWidget(tabs, 1);
+    return tabs;
+}
+
+void OverlayPanel::connectControls()
+{
     connect(m_stepBox, qOverload<int>(&QComboBox::activated), this,
         [this](int index) { setStep(m_stepBox->itemData(index).toInt()); });
     connect(m_runBox, qOverload<int>(&QComboBox::activated), this, &OverlayPanel::chooseRun);
