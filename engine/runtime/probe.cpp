@@ -12,6 +12,7 @@
 
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "base/stats.h"
 #include "protocol/exitcodes.h"
 
 #include <algorithm>
@@ -37,15 +38,6 @@ using Clock = std::chrono::steady_clock;
 double microsecondsSince(Clock::time_point start)
 {
     return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values)
-{
-    if (values.empty())
-        return 0.0;
-    std::sort(values.begin(), values.end());
-    const std::size_t mid = values.size() / 2;
-    return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 /// µs of CPU time this thread has used (CLOCK_THREAD_CPUTIME_ID: while it ran, in user and kernel mode).

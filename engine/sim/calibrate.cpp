@@ -194,19 +194,6 @@ std::string bandwidthText(const std::optional<double>& bytesPerUs)
 
 } // namespace
 
-double median(std::vector<double> values)
-{
-    if (values.empty())
-        return 0.0;
-    const std::size_t mid = values.size() / 2;
-    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-    const double upper = values[mid];
-    if (values.size() % 2 == 1)
-        return upper;
-    const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
-    return (lower + upper) / 2.0;
-}
-
 int slotStageCount(const std::vector<MeasuredSlot>& slots)
 {
     int largest = -1;

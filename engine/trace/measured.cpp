@@ -4,6 +4,7 @@
 #include "base/fileio.h"
 #include "base/format.h"
 #include "base/json.h"
+#include "base/stats.h"
 #include "project/project.h"
 
 #include <nlohmann/json.hpp>
@@ -396,7 +397,7 @@ void setStepsFromActions(MeasuredTrace& trace)
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
         [&](int a, int b) { return makespans[static_cast<std::size_t>(a)] < makespans[static_cast<std::size_t>(b)]; });
-    trace.medianStep = order.empty() ? 0 : order[(order.size() - 1) / 2];
+    trace.medianStep = order.empty() ? 0 : order[medianIndex(order.size())];
 }
 
 std::string describeSource(const MeasuredSource& source)

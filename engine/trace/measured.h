@@ -123,7 +123,7 @@ struct MeasuredTrace {
 
 /// Sets `steps` from the ranks' actions as the worker defines them: the makespan of each measured step
 /// 0 … (largest step) is the latest end over all ranks (µs; 0 for a step with no action), and `medianStep`
-/// the step whose makespan is the median (the lower of the middle two for an even count; 0 for none).
+/// the step whose makespan is the median (the lower of the middle two for an even count, medianIndex; 0 for none).
 /// Never throws.
 void setStepsFromActions(MeasuredTrace& trace);
 

@@ -1,7 +1,7 @@
 // Calibration: measured slots made from a known cost model give that model back.
-#include "sim/calibrate.h"
 #include "project/project.h"
 #include "schedule/generator.h"
+#include "sim/calibrate.h"
 #include "sim/simulator.h"
 #include "support/synthetic.h"
 #include "trace/measured.h"
@@ -50,7 +50,7 @@ TEST(Calibrate, MedianOfOddAndEvenCounts)
 {
     EXPECT_DOUBLE_EQ(median({}), 0.0);
     EXPECT_DOUBLE_EQ(median({ 5, 1, 3 }), 3.0);
-    EXPECT_DOUBLE_EQ(median({ 4, 1, 3, 2 }), 2.5);
+    EXPECT_DOUBLE_EQ(median({ 4, 1, 3, 2 }), 2.0); // the low median (base/stats.h)
 }
 
 TEST(Calibrate, RecoversKnownFIWAndBExactly)

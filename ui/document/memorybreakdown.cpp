@@ -1,6 +1,7 @@
 #include "document/memorybreakdown.h"
 
 #include "base/format.h"
+#include "base/stats.h"
 
 #include <algorithm>
 
@@ -44,19 +45,6 @@ std::vector<RankMemoryParts> memoryParts(const SimulationSnapshot& snapshot)
     }
     return result;
 }
-
-namespace {
-
-double median(std::vector<double> values)
-{
-    if (values.empty())
-        return 0.0;
-    std::sort(values.begin(), values.end());
-    const std::size_t n = values.size();
-    return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
-}
-
-} // namespace
 
 HeaviestRank heaviestRank(const std::vector<RankMemoryParts>& ranks)
 {
