@@ -1,5 +1,6 @@
 #include "trace/kinetofile.h"
 
+#include "base/checked.h"
 #include "base/errors.h"
 #include "base/fileio.h"
 #include "base/json.h"
@@ -271,7 +272,7 @@ void readSpanEvent(const json& e, const std::string& name, const std::vector<Pro
     if (!(ts == ts) || !(dur == dur) || dur < 0)
         return;
     // A span's times must stay exact numbers through the run's arithmetic (µs; 2^53 µs ≈ 285 years).
-    constexpr double kMaxUs = 9007199254740992.0;
+    constexpr double kMaxUs = kMaxExactDouble;
     if (!(std::fabs(ts) < kMaxUs) || !(dur < kMaxUs) || !(std::fabs(ts + dur) < kMaxUs))
         throw FormatError(file.path.string() + ": event \"" + name + "\": ts " + std::to_string(ts) + " µs and dur "
             + std::to_string(dur) + " µs are beyond 2^53 µs (the largest exact time)");
