@@ -41,16 +41,6 @@ int usage(const std::string& message)
 
 // ---------------------------------------------------------------------------------- inputs
 
-ScheduleKind kindOrThrow(const std::string& name, const std::string& flag)
-{
-    const auto kind = parseKind(name);
-    if (!kind || *kind == ScheduleKind::Custom)
-        throw ConstraintError("kind.unknown",
-            flag + ": unknown schedule '" + name
-                + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
-    return *kind;
-}
-
 CostsFile loadCosts(const std::string& path)
 {
     return parseCostsFile(readTextFile(path), path);
@@ -220,8 +210,8 @@ Simulated fromCsv(const std::string& file, const std::string& text, const Simula
 
 Simulated fromKind(const SimulateArgs& args)
 {
-    Schedule schedule
-        = generate({ kindOrThrow(args.schedule, "--schedule"), args.ranks, args.microbatches, args.stagesPerRank });
+    Schedule schedule = generate(
+        { parseGeneratedKind(args.schedule, "--schedule"), args.ranks, args.microbatches, args.stagesPerRank });
     const std::string label = std::string(kindName(schedule.kind)) + " " + std::to_string(args.ranks) + " ranks × "
         + std::to_string(args.microbatches) + " microbatches";
     CostModel costs = unitCosts(schedule.stages, args.costs);
@@ -440,7 +430,7 @@ std::vector<VariantComparison> compareRows(
             variants.emplace_back(v);
     } else {
         for (const auto& name : args.schedules) {
-            const ScheduleKind kind = kindOrThrow(name, "--schedules");
+            const ScheduleKind kind = parseGeneratedKind(name, "--schedules");
             try {
                 variants.emplace_back(variantForKind(project, kind, project.active()));
             } catch (const Error& e) {
@@ -700,7 +690,7 @@ void applyModelFlags(ModelDesc& m, const InitArgs& a)
 /// microbatches (default 20), stages per rank.
 Variant variantFromFlags(const Project& base, const InitArgs& a)
 {
-    const ScheduleKind kind = a.schedule ? kindOrThrow(*a.schedule, "--schedule") : ScheduleKind::DualPipe;
+    const ScheduleKind kind = a.schedule ? parseGeneratedKind(*a.schedule, "--schedule") : ScheduleKind::DualPipe;
     Variant like = base.active();
     like.layerPartition.clear(); // the model may have changed: split its layers evenly
     Variant v = variantForKind(base, kind, like);

@@ -16,16 +16,6 @@ namespace dps::cli {
 
 namespace {
 
-ScheduleKind kindOrThrow(const std::string& name)
-{
-    auto kind = parseKind(name);
-    if (!kind || *kind == ScheduleKind::Custom)
-        throw ConstraintError("kind.unknown",
-            "--schedule: unknown schedule '" + name
-                + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
-    return *kind;
-}
-
 nlohmann::json diagnosticsJson(const ValidationReport& report)
 {
     nlohmann::json list = nlohmann::json::array();
@@ -56,7 +46,7 @@ bool printReport(const std::string& label, const Schedule& schedule, const Valid
 int cmdGenerate(const GenerateArgs& args)
 {
     GenerateOptions options;
-    options.kind = kindOrThrow(args.schedule);
+    options.kind = parseGeneratedKind(args.schedule, "--schedule");
     options.ranks = args.ranks;
     options.microbatches = args.microbatches;
     options.stagesPerRank = args.stagesPerRank;

@@ -5,6 +5,7 @@
 #include "base/errors.h"
 #include "launch/launcher.h"
 #include "project/presets.h"
+#include "schedule/schedule.h"
 
 #include <CLI/CLI.hpp>
 
@@ -483,7 +484,7 @@ int main(int argc, char** argv)
     app.require_subcommand(1);
     app.set_version_flag("--version", "dpstudio 0.1.0");
 
-    const std::string kinds = "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe, dualpipev";
+    const std::string kinds = generatedKindNames(", ");
     const std::vector<Subcommand> commands { addGenerate(app, kinds), addValidate(app), addSimulate(app, kinds),
         addCompare(app), addExport(app), addInit(app, kinds), addRun(app), addPresets(app), addModelInfo(app),
         addDevices(app), addCalibrate(app), addAnalyze(app), addPlan(app), addImportTrace(app) };

@@ -549,9 +549,7 @@ ScheduleKind readKind(const JsonReader& r)
     const std::string name = r.string("kind");
     const auto kind = parseKind(name);
     if (!kind)
-        r.fail("kind",
-            "unknown schedule kind \"" + name
-                + "\" (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe, dualpipev or custom)");
+        r.fail("kind", "unknown schedule kind \"" + name + "\" (expected " + generatedKindNames(", ") + " or custom)");
     return *kind;
 }
 
