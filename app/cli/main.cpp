@@ -5,6 +5,7 @@
 #include "base/errors.h"
 #include "launch/launcher.h"
 #include "project/presets.h"
+#include "protocol/backends.h"
 #include "schedule/schedule.h"
 
 #include <CLI/CLI.hpp>
@@ -311,7 +312,8 @@ Subcommand addRun(CLI::App& app)
     auto* cRun = app.add_subcommand("run", "run a project's schedule for real over MPI and measure it");
     cRun->add_option("project", run->project, "project file (*.dpstudio.json)")->required();
     cRun->add_option("--variant", run->variant, "variant (default: the active one)");
-    cRun->add_option("--backend", run->backend, "auto, cpu, cuda")->check(CLI::IsMember({ "auto", "cpu", "cuda" }));
+    cRun->add_option("--backend", run->backend, backendNameList(", "))
+        ->check(CLI::IsMember(std::vector<std::string>(kBackendNames.begin(), kBackendNames.end())));
     cRun->add_option("--steps", run->steps, "measured steps (default 3)")->check(countValue(1));
     cRun->add_option("--warmup", run->warmup, "warm-up steps, not measured (default 1)")->check(countValue(0));
     cRun->add_option("--hostfile", run->hostfile, "Open MPI hostfile for several machines (TCP between hosts)");

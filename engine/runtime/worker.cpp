@@ -1,5 +1,6 @@
 #include "worker.h"
 #include "base/fileio.h"
+#include "protocol/backends.h"
 
 #include "base/hostinfo.h"
 #include "correctness.h"
@@ -197,8 +198,8 @@ struct SetupFailure {
 /// Throws UsageError unless `requested` is a backend name the worker knows.
 void checkBackendName(const std::string& requested)
 {
-    if (requested != "auto" && requested != "cpu" && requested != "cuda")
-        throw UsageError("--backend: expected cpu, cuda or auto, got '" + requested + "'");
+    if (!isBackendName(requested))
+        throw UsageError("--backend: expected " + backendNameList() + ", got '" + requested + "'");
 }
 
 /// `replicas`: the variant's data-parallel replicas (dp); the job must have schedule ranks × replicas processes.
