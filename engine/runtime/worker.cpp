@@ -304,7 +304,7 @@ SetupFailure classify(const std::function<void()>& body)
     } catch (const IoError& e) {
         return { kExitRunFailed, e.what() };
     } catch (const UsageError& e) {
-        return { kExitRunFailed, e.what() };
+        return { kExitUsage, e.what() };
     } catch (const RuntimeError& e) {
         return { kExitRunFailed, e.what() };
     } catch (const Error& e) {
