@@ -1,4 +1,5 @@
-// dpstudio presets and model-info (issue 12: the model library), and the model line of simulate's text.
+// dpstudio presets and model-info (the model library: presets.h, modelinfo.h), and the model line of simulate's
+// text.
 #include "commands.h"
 
 #include "base/errors.h"

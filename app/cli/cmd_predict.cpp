@@ -801,7 +801,7 @@ Project projectFromPreset(const InitArgs& a)
     if (a.recompute)
         p.model.recompute = recomputeFromFlag(*a.recompute);
     Variant v = variantFromFlags(p, a);
-    // A tiny MoE runs its EP group on data-parallel replicas (issue 16: dp >= ep), so dp defaults to ep there.
+    // A tiny MoE runs its EP group on data-parallel replicas (the runtime needs dp >= ep), so dp defaults to ep there.
     v.dp = a.dp.value_or(a.scale.value_or("full") == "tiny" ? p.model.transformer.moe.ep : 1);
     p.variants = { v };
     p.activeVariant = v.name;
