@@ -608,16 +608,6 @@ int exportTrace(const ExportArgs& args, const Project& project, const Variant& v
     return kExitOk;
 }
 
-/// The fields of a measured run (measured.json of `dpstudio run`) a validated config records.
-ValidatedRun validatedRun(const std::string& file, const MeasuredTrace& m)
-{
-    const MeasuredCorrectness& c = m.correctness;
-    ValidatedRun run { file, m.host, m.cpu, {}, m.backend, m.comm, m.mpiVersion, m.variant,
-        static_cast<int>(m.ranks.size()), m.medianStep, m.medianMakespanUs(), c.passed, c.maxLossError, c.maxGradError,
-        c.lossThreshold, c.gradThreshold, c.message, c.checked, describeSource(m.source) };
-    return run;
-}
-
 int exportValidatedConfig(const ExportArgs& args, const Project& project, const Variant& variant)
 {
     const Prediction p = predict(project, variant, PredictOptions::peaksOnly());
@@ -627,7 +617,7 @@ int exportValidatedConfig(const ExportArgs& args, const Project& project, const 
     }
     std::optional<ValidatedRun> run;
     if (!args.measured.empty())
-        run = validatedRun(args.measured, loadMeasured(args.measured));
+        run = validatedRunOf(loadMeasured(args.measured), args.measured);
     const ValidatedConfig config = buildValidatedConfig(project, p, run);
     writeOutput(args.output, config.text);
     for (const auto& r : config.reasons)

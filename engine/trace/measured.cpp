@@ -450,4 +450,12 @@ int measuredStageCount(const MeasuredTrace& trace, const Project* project)
     return stageCount(variant ? *variant : project->active());
 }
 
+ValidatedRun validatedRunOf(const MeasuredTrace& m, const std::string& file)
+{
+    const MeasuredCorrectness& c = m.correctness;
+    return { file, m.host, m.cpu, {}, m.backend, m.comm, m.mpiVersion, m.variant, static_cast<int>(m.ranks.size()),
+        m.medianStep, m.medianMakespanUs(), c.passed, c.maxLossError, c.maxGradError, c.lossThreshold, c.gradThreshold,
+        c.message, c.checked, describeSource(m.source) };
+}
+
 } // namespace dps
