@@ -168,17 +168,12 @@ json diffJson(const RunDiff& d, const std::string& other)
     return o;
 }
 
-std::string signedTime(double us)
-{
-    return (us < 0 ? "-" : "+") + formatTime(us < 0 ? -us : us);
-}
-
 std::string diffText(const RunDiff& d, const std::string& other, bool all)
 {
     constexpr std::size_t kRows = 20;
     std::ostringstream out;
     out << "Against " << other << " step " << d.stepB << ": makespan " << formatTime(d.makespanB) << " against "
-        << formatTime(d.makespanA) << " (" << signedTime(d.makespanB - d.makespanA) << ")";
+        << formatTime(d.makespanA) << " (" << formatSignedTime(d.makespanB - d.makespanA) << ")";
     if (d.onlyInA + d.onlyInB > 0)
         out << "; " << d.onlyInA << " actions only in this run, " << d.onlyInB << " only in the other";
     out << "\n";
@@ -188,8 +183,8 @@ std::string diffText(const RunDiff& d, const std::string& other, bool all)
     std::vector<std::vector<std::string>> rows { { "action", "rank", "start", "Δ start", "Δ duration" } };
     for (std::size_t i = 0; i < n; ++i) {
         const ActionDiff& x = d.actions[i];
-        rows.push_back({ toString(x.action), std::to_string(x.rank), formatTime(x.startA), signedTime(x.startDeltaUs()),
-            signedTime(x.durationDeltaUs()) });
+        rows.push_back({ toString(x.action), std::to_string(x.rank), formatTime(x.startA),
+            formatSignedTime(x.startDeltaUs()), formatSignedTime(x.durationDeltaUs()) });
     }
     out << formatTable(rows);
     return out.str();
