@@ -154,8 +154,8 @@ std::string modelSummary(const Project& project, const Variant& variant)
             + " replicas per rank: " + std::to_string(laidOut) + " devices";
     if (c.gpusPerNode > 0) {
         const long long nodes = (laidOut + c.gpusPerNode - 1) / c.gpusPerNode;
-        where += (placement.replicas > variant.dp ? " on " : ", ") + std::to_string(nodes)
-            + (nodes == 1 ? " node" : " nodes");
+        where += (placement.replicas > variant.dp ? " on " : ", ")
+            + formatCountOf(static_cast<std::size_t>(nodes), "node");
     }
     line += " (" + where + ")";
     if (!t.isMoe()) {

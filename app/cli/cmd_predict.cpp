@@ -253,8 +253,8 @@ void printInvalid(const std::string& label, const ValidationReport& report)
 {
     for (const auto& d : report.diagnostics)
         std::cerr << label << ": " << format(d) << "\n";
-    std::cerr << "dpstudio: " << label << ": invalid schedule (" << report.errorCount()
-              << (report.errorCount() == 1 ? " error" : " errors") << "): not simulated\n";
+    std::cerr << "dpstudio: " << label << ": invalid schedule (" << formatCountOf(report.errorCount(), "error")
+              << "): not simulated\n";
 }
 
 /// Prints why a prediction has no figures (a variant that cannot be built, an invalid schedule, a deadlock)

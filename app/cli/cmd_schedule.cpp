@@ -1,10 +1,11 @@
 // dpstudio generate, dpstudio validate.
 #include "commands.h"
 
-#include "project/project.h"
-#include "schedule/csvio.h"
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "base/format.h"
+#include "project/project.h"
+#include "schedule/csvio.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_json.h"
 #include "schedule/validator.h"
@@ -36,8 +37,7 @@ bool printReport(const std::string& label, const Schedule& schedule, const Valid
                   << schedule.stages << " stages, " << schedule.microbatches << " microbatches, "
                   << schedule.slotCount() << " slots)\n";
     else
-        std::cout << label << ": invalid (" << report.errorCount() << " error" << (report.errorCount() == 1 ? "" : "s")
-                  << ")\n";
+        std::cout << label << ": invalid (" << formatCountOf(report.errorCount(), "error") << ")\n";
     return report.valid();
 }
 

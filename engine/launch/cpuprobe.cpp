@@ -203,7 +203,7 @@ bool addTransformerStages(CpuProfile& profile, const CpuProbeOptions& options, c
     const double seconds = std::min(budget * 0.7, 1.0 * static_cast<double>(missing.size()));
     const char* userCore = std::getenv("OPENBLAS_CORETYPE");
     const bool setCore = !(userCore && *userCore) && !profile.kernel.empty();
-    log << "dpstudio: timing " << missing.size() << " transformer stage" << (missing.size() == 1 ? "" : "s") << " ("
+    log << "dpstudio: timing " << formatCountOf(missing.size(), "transformer stage") << " ("
         << (profile.kernel.empty() ? std::string("OpenBLAS's own") : profile.kernel) << " kernels, "
         << secondsText(seconds) << " s)\n"
         << std::flush;

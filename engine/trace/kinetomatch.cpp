@@ -206,7 +206,8 @@ public:
             std::string steps;
             for (std::size_t step : at.second)
                 steps += (steps.empty() ? "" : ", ") + std::to_string(step);
-            problems_[at.first] += " (the same in step" + std::string(at.second.size() == 1 ? " " : "s ") + steps + ")";
+            problems_[at.first]
+                += " (the same in " + std::string(at.second.size() == 1 ? "step " : "steps ") + steps + ")";
         }
     }
 

@@ -411,7 +411,7 @@ std::string describeSource(const MeasuredSource& source)
         details += (details.empty() ? "" : ", ") + *part + (part == &source.layout ? " layout" : "");
     }
     if (!source.files.empty())
-        details += "; " + std::to_string(source.files.size()) + (source.files.size() == 1 ? " file" : " files");
+        details += "; " + formatCountOf(source.files.size(), "file");
     return source.kind + (details.empty() ? std::string() : " (" + details + ")");
 }
 

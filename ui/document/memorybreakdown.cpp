@@ -97,7 +97,7 @@ std::string describeHeaviest(const HeaviestRank& h)
         return "every rank peaks at " + formatBytes(h.peakBytes);
     std::string text = "rank " + std::to_string(h.rank) + " heaviest";
     if (h.sharedWith > 0)
-        text += ", with " + std::to_string(h.sharedWith) + (h.sharedWith == 1 ? " other rank" : " other ranks");
+        text += ", with " + formatCountOf(static_cast<std::size_t>(h.sharedWith), "other rank");
     text += ": peak " + formatBytes(h.peakBytes) + ", +" + formatBytes(h.excessBytes) + " over the "
         + (h.referenceRank < 0 ? std::string("median rank") : "lightest, rank " + std::to_string(h.referenceRank));
     std::string parts;
