@@ -21,6 +21,7 @@
 namespace dps {
 
 using detail::JsonReader;
+using detail::readStageOverrides;
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
