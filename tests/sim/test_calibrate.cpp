@@ -152,7 +152,7 @@ TEST(Calibrate, FitsHandMadeSlotsWithoutATrace)
     EXPECT_EQ(c.samples[1], (std::array<int, 4> { 1, 0, 0, 1 }));
     EXPECT_EQ(c.p2pSamples, 2);
     EXPECT_EQ(c.p2pSizes, 1);
-    EXPECT_EQ(c.costs.latencyUs, 0.0); // median of 2.5 and −3.5 = −0.5, clamped
+    EXPECT_EQ(c.costs.latencyUs, 0.0); // the low median of 2.5 and −3.5 = −3.5, clamped
     EXPECT_EQ(c.costs.bandwidthBytesPerUs, 0.0);
     EXPECT_FALSE(c.costs.overlapFactor);
     EXPECT_EQ(c.overlapSamples, 0);
