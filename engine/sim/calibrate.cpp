@@ -231,10 +231,11 @@ std::string formatCalibration(const Calibration& c)
             + std::to_string(n[1]) + "/" + std::to_string(n[2]) + "/" + std::to_string(n[3]) + "\n";
     }
     text += "overlap factor: " + (c.costs.overlapFactor ? formatNumber(*c.costs.overlapFactor, 4) : "-") + " ("
-        + std::to_string(c.overlapSamples) + " overlapped slots)\n";
+        + formatCountOf(static_cast<std::size_t>(c.overlapSamples), "overlapped slot") + ")\n";
     text += "p2p latency: " + (c.costs.latencyUs ? formatTime(*c.costs.latencyUs) : "-")
-        + ", bandwidth: " + bandwidthText(c.costs.bandwidthBytesPerUs) + " (" + std::to_string(c.p2pSamples)
-        + " messages, " + std::to_string(c.p2pSizes) + " sizes)\n";
+        + ", bandwidth: " + bandwidthText(c.costs.bandwidthBytesPerUs) + " ("
+        + formatCountOf(static_cast<std::size_t>(c.p2pSamples), "message") + ", "
+        + formatCountOf(static_cast<std::size_t>(c.p2pSizes), "size") + ")\n";
     for (const std::string& note : c.notes)
         text += "note: " + note + "\n";
     return text;

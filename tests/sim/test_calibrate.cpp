@@ -180,6 +180,7 @@ TEST(Calibrate, FormatsTheFitWithTheOneTimeRule)
         slot(1, "1F0", 0, 1520.25, 12.5, 2000), // arrives at 12.5: transfer 2.5 µs; busy 1507.75 µs
         slot(1, "1B0", 1520.25, 1550.25), // busy 30 µs
         slot(0, "0B0", 10, 1600.25, 1560.25, 2000), // arrives at 1570.25: transfer 20 µs; busy 30 µs
+        // The latency: the low median of the transfers 2.5 and 20 µs (one message size).
         slot(0, "(0F1;1B1)OVERLAP_F_B", 1600.25, 1630.25), // busy 30 = 0.75 × (F0 10 + B1 30)
     };
     const Calibration c = calibrate(slots, 2);
@@ -187,8 +188,8 @@ TEST(Calibrate, FormatsTheFitWithTheOneTimeRule)
         "stage           F           I           W           B   samples F/I/W/B\n"
         "    0       10 µs           -           -       30 µs   1/0/0/1\n"
         "    1     1.51 ms           -           -       30 µs   1/0/0/1\n"
-        "overlap factor: 0.75 (1 overlapped slots)\n"
-        "p2p latency: 11.25 µs, bandwidth: unlimited (2 messages, 1 sizes)\n"
+        "overlap factor: 0.75 (1 overlapped slot)\n"
+        "p2p latency: 2.5 µs, bandwidth: unlimited (2 messages, 1 size)\n"
         "note: one message size: its whole transfer time taken as latency, bandwidth unlimited\n");
 }
 
