@@ -23,11 +23,6 @@ namespace dps::ui {
 
 namespace {
 
-QString signedTimeText(double us)
-{
-    return QString::fromStdString(formatSignedTime(us));
-}
-
 QString runLabel(const RunHistory& history, int row)
 {
     const RunRecord& r = history.run(row);
@@ -349,7 +344,7 @@ void OverlayPanel::fillSlips()
     for (int row = 0; row < m_slips->rowCount(); ++row) {
         const StartSlip& s = m_overlay.slips[row];
         const QStringList cells { QString::fromStdString(s.action), QString::number(s.rank),
-            signedTimeText(s.slipUs()) };
+            formatSignedTime(s.slipUs()) };
         const QString tip = tr("predicted start %1, measured start %2")
                                 .arg(formatTime(s.predictedStartUs), formatTime(s.measuredStartUs));
         for (int column = 0; column < cells.size(); ++column) {
@@ -417,7 +412,7 @@ void OverlayPanel::updateComparison()
     if (m_other) {
         const double us = m_other->medianMakespanUs();
         text += tr(" · other run <b>%1</b> (%2 vs this run)")
-                    .arg(formatTime(us), signedTimeText(us - m_trace->medianMakespanUs()));
+                    .arg(formatTime(us), formatSignedTime(us - m_trace->medianMakespanUs()));
     }
     m_comparison->setText(text);
 }
@@ -529,7 +524,7 @@ void OverlayPanel::fillDiff()
                        .arg(m_diff.stepB)
                        .arg(formatTime(m_diff.makespanB))
                        .arg(m_diff.stepA)
-                       .arg(formatTime(m_diff.makespanA), signedTimeText(m_diff.makespanB - m_diff.makespanA));
+                       .arg(formatTime(m_diff.makespanA), formatSignedTime(m_diff.makespanB - m_diff.makespanA));
     if (m_diff.onlyInA + m_diff.onlyInB > 0)
         text += tr("<br>%1 actions only in this run, %2 only in the other").arg(m_diff.onlyInA).arg(m_diff.onlyInB);
     m_diffLabel->setText(text);
@@ -541,8 +536,8 @@ void OverlayPanel::fillDiff()
             = tr("this run: start %1, %2 · other run: start %3, %4")
                   .arg(formatTime(d.startA), formatTime(d.durationA), formatTime(d.startB), formatTime(d.durationB));
         setRow(m_diffs, row,
-            { QString::fromStdString(toString(d.action)), QString::number(d.rank), signedTimeText(d.startDeltaUs()),
-                signedTimeText(d.durationDeltaUs()) },
+            { QString::fromStdString(toString(d.action)), QString::number(d.rank), formatSignedTime(d.startDeltaUs()),
+                formatSignedTime(d.durationDeltaUs()) },
             tip);
     }
 }
