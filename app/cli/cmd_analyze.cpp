@@ -168,17 +168,12 @@ json diffJson(const RunDiff& d, const std::string& other)
     return o;
 }
 
-std::string signedTime(double us)
-{
-    return (us < 0 ? "-" : "+") + formatTime(us < 0 ? -us : us);
-}
-
 std::string diffText(const RunDiff& d, const std::string& other, bool all)
 {
     constexpr std::size_t kRows = 20;
     std::ostringstream out;
     out << "Against " << other << " step " << d.stepB << ": makespan " << formatTime(d.makespanB) << " against "
-        << formatTime(d.makespanA) << " (" << signedTime(d.makespanB - d.makespanA) << ")";
+        << formatTime(d.makespanA) << " (" << formatSignedTime(d.makespanB - d.makespanA) << ")";
     if (d.onlyInA + d.onlyInB > 0)
         out << "; " << d.onlyInA << " actions only in this run, " << d.onlyInB << " only in the other";
     out << "\n";
@@ -188,8 +183,8 @@ std::string diffText(const RunDiff& d, const std::string& other, bool all)
     std::vector<std::vector<std::string>> rows { { "action", "rank", "start", "Δ start", "Δ duration" } };
     for (std::size_t i = 0; i < n; ++i) {
         const ActionDiff& x = d.actions[i];
-        rows.push_back({ toString(x.action), std::to_string(x.rank), formatTime(x.startA), signedTime(x.startDeltaUs()),
-            signedTime(x.durationDeltaUs()) });
+        rows.push_back({ toString(x.action), std::to_string(x.rank), formatTime(x.startA),
+            formatSignedTime(x.startDeltaUs()), formatSignedTime(x.durationDeltaUs()) });
     }
     out << formatTable(rows);
     return out.str();
@@ -223,89 +218,114 @@ std::string scheduleMismatch(const MeasuredTrace& trace, int step, const Schedul
     return {};
 }
 
+/// Throws FormatError when the run has no action in `step`.
+void requireStep(const MeasuredTrace& trace, int step, const std::string& file)
+{
+    for (const MeasuredRank& r : trace.ranks)
+        for (const MeasuredAction& a : r.actions)
+            if (a.step == step)
+                return;
+    throw FormatError(file + ": --step: the run has no measured step " + std::to_string(step));
+}
+
+/// --compare: the per-action diff against the other run's median step (a warning when it ran another schedule).
+std::optional<RunDiff> compareRuns(const AnalyzeArgs& args, const MeasuredTrace& trace, int step)
+{
+    if (args.compare.empty())
+        return std::nullopt;
+    const MeasuredTrace other = loadMeasured(args.compare);
+    if (actionsPerRank(other, other.medianStep) != actionsPerRank(trace, step))
+        std::cerr << "warning: " << args.compare << " ran another schedule (" << other.ranks.size()
+                  << " ranks, variant " << (other.variant.empty() ? "?" : other.variant) << ") than " << args.measured
+                  << " (" << trace.ranks.size() << " ranks, variant " << (trace.variant.empty() ? "?" : trace.variant)
+                  << "): the per-action diff pairs only the actions both have\n";
+    return diffRuns(trace, step, other, other.medianStep);
+}
+
+/// The prediction's critical path, or why there is none, and which project and variant it is of.
+struct PredictedPath {
+    std::optional<CriticalPath> path;
+    std::string note; ///< why there is no path (the prediction's error)
+    std::string projectLabel;
+    std::string variant;
+};
+
+/// The prediction's critical path: the project given, else the one the run recorded (none without either);
+/// a warning when the run is not of that variant's schedule.
+PredictedPath predictedPath(const AnalyzeArgs& args, const MeasuredTrace& trace, int step)
+{
+    PredictedPath out;
+    std::optional<Project> project;
+    if (!args.project.empty()) {
+        project = loadProject(args.project);
+        out.projectLabel = args.project;
+    } else if (!trace.projectJson.empty()) {
+        project = parseProject(trace.projectJson, args.measured + ": project");
+        out.projectLabel = "the project recorded in " + args.measured;
+    }
+    if (!project)
+        return out;
+    const std::string& name = args.variant.empty() ? trace.variant : args.variant;
+    out.variant = variantOf(*project, name, args.project.empty() ? args.measured : args.project).name;
+    const Prediction prediction = predict(*project, out.variant);
+    if (prediction.schedule)
+        if (const std::string mismatch = scheduleMismatch(trace, step, *prediction.schedule); !mismatch.empty())
+            std::cerr << "warning: " << args.measured << " is not a run of variant " << out.variant << " of "
+                      << out.projectLabel << ": " << mismatch << "\n";
+    if (prediction.valid() && prediction.schedule)
+        out.path = criticalPath(*prediction.schedule, prediction.sim, prediction.costs);
+    else
+        out.note = prediction.error;
+    return out;
+}
+
+json statsJson(const RunStats& stats)
+{
+    json st;
+    st["steps"] = stats.steps;
+    st["threshold"] = stats.threshold;
+    st["spread"] = "p10-p90";
+    json ranks = json::array();
+    for (const RankStats& r : stats.ranks) {
+        json x { { "rank", r.rank } };
+        json kinds;
+        for (int k = 0; k < 5; ++k)
+            if (r.byKind[k].count > 0)
+                kinds[slotKindName(static_cast<SlotKind>(k))] = spreadJson(r.byKind[k]);
+        x["busy_by_kind"] = kinds;
+        x["compute_per_step"] = spreadJson(r.stepCompute);
+        x["excess"] = r.excess;
+        x["straggler"] = r.straggler;
+        ranks.push_back(x);
+    }
+    st["ranks"] = ranks;
+    st["stragglers"] = stats.stragglerNames();
+    return st;
+}
+
 } // namespace
 
 int cmdAnalyze(const AnalyzeArgs& args)
 {
     const MeasuredTrace trace = loadMeasured(args.measured);
     const int step = args.step.value_or(trace.medianStep);
-    bool found = false;
-    for (const MeasuredRank& r : trace.ranks)
-        for (const MeasuredAction& a : r.actions)
-            found = found || a.step == step;
-    if (!found)
-        throw FormatError(args.measured + ": --step: the run has no measured step " + std::to_string(step));
+    requireStep(trace, step, args.measured);
     const CriticalPath measuredPath = measuredCriticalPath(trace, step);
     const RunStats stats = runStats(trace, args.threshold);
-    std::optional<RunDiff> diff;
-    if (!args.compare.empty()) {
-        const MeasuredTrace other = loadMeasured(args.compare);
-        if (actionsPerRank(other, other.medianStep) != actionsPerRank(trace, step))
-            std::cerr << "warning: " << args.compare << " ran another schedule (" << other.ranks.size()
-                      << " ranks, variant " << (other.variant.empty() ? "?" : other.variant) << ") than "
-                      << args.measured << " (" << trace.ranks.size() << " ranks, variant "
-                      << (trace.variant.empty() ? "?" : trace.variant)
-                      << "): the per-action diff pairs only the actions both have\n";
-        diff = diffRuns(trace, step, other, other.medianStep);
-    }
-
-    // The prediction's critical path: the project given, else the one the run recorded.
-    std::optional<Project> project;
-    std::string projectLabel;
-    if (!args.project.empty()) {
-        project = loadProject(args.project);
-        projectLabel = args.project;
-    } else if (!trace.projectJson.empty()) {
-        project = parseProject(trace.projectJson, args.measured + ": project");
-        projectLabel = "the project recorded in " + args.measured;
-    }
-    std::optional<CriticalPath> predictedPath;
-    std::string predictedNote;
-    std::string variantName;
-    if (project) {
-        const std::string& name = args.variant.empty() ? trace.variant : args.variant;
-        variantName = variantOf(*project, name, args.project.empty() ? args.measured : args.project).name;
-        const Prediction prediction = predict(*project, variantName);
-        if (prediction.schedule)
-            if (const std::string mismatch = scheduleMismatch(trace, step, *prediction.schedule); !mismatch.empty())
-                std::cerr << "warning: " << args.measured << " is not a run of variant " << variantName << " of "
-                          << projectLabel << ": " << mismatch << "\n";
-        if (prediction.valid() && prediction.schedule)
-            predictedPath = criticalPath(*prediction.schedule, prediction.sim, prediction.costs);
-        else
-            predictedNote = prediction.error;
-    }
+    const std::optional<RunDiff> diff = compareRuns(args, trace, step);
+    const PredictedPath predicted = predictedPath(args, trace, step);
 
     if (args.json) {
         json o;
         o["measured"] = args.measured;
         o["step"] = step;
         o["critical_path"] = pathJson(measuredPath, true);
-        if (predictedPath) {
-            json p = pathJson(*predictedPath, args.list);
-            p["variant"] = variantName;
+        if (predicted.path) {
+            json p = pathJson(*predicted.path, args.list);
+            p["variant"] = predicted.variant;
             o["predicted_critical_path"] = p;
         }
-        json st;
-        st["steps"] = stats.steps;
-        st["threshold"] = stats.threshold;
-        st["spread"] = "p10-p90";
-        json ranks = json::array();
-        for (const RankStats& r : stats.ranks) {
-            json x { { "rank", r.rank } };
-            json kinds;
-            for (int k = 0; k < 5; ++k)
-                if (r.byKind[k].count > 0)
-                    kinds[slotKindName(static_cast<SlotKind>(k))] = spreadJson(r.byKind[k]);
-            x["busy_by_kind"] = kinds;
-            x["compute_per_step"] = spreadJson(r.stepCompute);
-            x["excess"] = r.excess;
-            x["straggler"] = r.straggler;
-            ranks.push_back(x);
-        }
-        st["ranks"] = ranks;
-        st["stragglers"] = stats.stragglerNames();
-        o["stragglers"] = st;
+        o["stragglers"] = statsJson(stats);
         if (diff)
             o["diff"] = diffJson(*diff, args.compare);
         std::cout << o.dump(2) << "\n";
@@ -315,13 +335,13 @@ int cmdAnalyze(const AnalyzeArgs& args)
     std::cout << pathText(
         "Critical path of measured step " + std::to_string(step) + (step == trace.medianStep ? " (the median)" : ""),
         measuredPath, args.list);
-    if (predictedPath)
+    if (predicted.path)
         std::cout << "\n"
-                  << pathText("Predicted critical path (" + projectLabel + ", variant " + variantName
+                  << pathText("Predicted critical path (" + predicted.projectLabel + ", variant " + predicted.variant
                              + ", the project's devices)",
-                         *predictedPath, false);
-    else if (!predictedNote.empty())
-        std::cout << "\nNo predicted critical path: " << predictedNote << "\n";
+                         *predicted.path, false);
+    else if (!predicted.note.empty())
+        std::cout << "\nNo predicted critical path: " << predicted.note << "\n";
     std::cout << "\n" << statsText(stats);
     if (diff)
         std::cout << "\n" << diffText(*diff, args.compare, args.list);

@@ -1,4 +1,5 @@
-// dpstudio presets and model-info (issue 12: the model library), and the model line of simulate's text.
+// dpstudio presets and model-info (the model library: presets.h, modelinfo.h), and the model line of simulate's
+// text.
 #include "commands.h"
 
 #include "base/errors.h"
@@ -153,8 +154,8 @@ std::string modelSummary(const Project& project, const Variant& variant)
             + " replicas per rank: " + std::to_string(laidOut) + " devices";
     if (c.gpusPerNode > 0) {
         const long long nodes = (laidOut + c.gpusPerNode - 1) / c.gpusPerNode;
-        where += (placement.replicas > variant.dp ? " on " : ", ") + std::to_string(nodes)
-            + (nodes == 1 ? " node" : " nodes");
+        where += (placement.replicas > variant.dp ? " on " : ", ")
+            + formatCountOf(static_cast<std::size_t>(nodes), "node");
     }
     line += " (" + where + ")";
     if (!t.isMoe()) {

@@ -153,8 +153,7 @@ int cmdPlan(const PlanArgs& args)
     for (const std::string& name : args.kinds) {
         const auto kind = parseKind(name);
         if (!kind || *kind == ScheduleKind::Custom)
-            return planUsage("--kinds: unknown schedule '" + name
-                + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
+            return planUsage("--kinds: unknown schedule '" + name + "' (expected " + generatedKindNames() + ")");
         if (std::find(request.kinds.begin(), request.kinds.end(), *kind) == request.kinds.end())
             request.kinds.push_back(*kind); // each kind once: "dualpipe,dualpipe" searches it once
     }

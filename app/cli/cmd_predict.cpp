@@ -42,16 +42,6 @@ int usage(const std::string& message)
 
 // ---------------------------------------------------------------------------------- inputs
 
-ScheduleKind kindOrThrow(const std::string& name, const std::string& flag)
-{
-    const auto kind = parseKind(name);
-    if (!kind || *kind == ScheduleKind::Custom)
-        throw ConstraintError("kind.unknown",
-            flag + ": unknown schedule '" + name
-                + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
-    return *kind;
-}
-
 const char* const kUnitCosts = "unit costs (F = I = W = 1, B = 2, F&B = 3, free links)";
 
 /// The source of the flags' costs: their costs file (--costs) and the costs typed for every stage (--cost-*);
@@ -159,8 +149,8 @@ Simulated fromCsv(const std::string& file, const std::string& text, const Simula
 
 Simulated fromKind(const SimulateArgs& args)
 {
-    Schedule schedule
-        = generate({ kindOrThrow(args.schedule, "--schedule"), args.ranks, args.microbatches, args.stagesPerRank });
+    Schedule schedule = generate(
+        { parseGeneratedKind(args.schedule, "--schedule"), args.ranks, args.microbatches, args.stagesPerRank });
     const std::string label = std::string(kindName(schedule.kind)) + " " + std::to_string(args.ranks) + " ranks × "
         + std::to_string(args.microbatches) + " microbatches";
     const machine::CostSource source = flagsSource(args.costs);
@@ -202,8 +192,8 @@ void printInvalid(const std::string& label, const ValidationReport& report)
 {
     for (const auto& d : report.diagnostics)
         std::cerr << label << ": " << format(d) << "\n";
-    std::cerr << "dpstudio: " << label << ": invalid schedule (" << report.errorCount()
-              << (report.errorCount() == 1 ? " error" : " errors") << "): not simulated\n";
+    std::cerr << "dpstudio: " << label << ": invalid schedule (" << formatCountOf(report.errorCount(), "error")
+              << "): not simulated\n";
 }
 
 /// Prints why a prediction has no figures (a variant that cannot be built, an invalid schedule, a deadlock)
@@ -376,7 +366,7 @@ std::vector<VariantComparison> compareRows(
             variants.emplace_back(v);
     } else {
         for (const auto& name : args.schedules) {
-            const ScheduleKind kind = kindOrThrow(name, "--schedules");
+            const ScheduleKind kind = parseGeneratedKind(name, "--schedules");
             try {
                 variants.emplace_back(variantForKind(project, kind, project.active()));
             } catch (const Error& e) {
@@ -551,16 +541,6 @@ int exportTrace(const ExportArgs& args, const Project& project, const Variant& v
     return kExitOk;
 }
 
-/// The fields of a measured run (measured.json of `dpstudio run`) a validated config records.
-ValidatedRun validatedRun(const std::string& file, const MeasuredTrace& m)
-{
-    const MeasuredCorrectness& c = m.correctness;
-    ValidatedRun run { file, m.host, m.cpu, {}, m.backend, m.comm, m.mpiVersion, m.variant,
-        static_cast<int>(m.ranks.size()), m.medianStep, m.medianMakespanUs(), c.passed, c.maxLossError, c.maxGradError,
-        c.lossThreshold, c.gradThreshold, c.message, c.checked, describeSource(m.source) };
-    return run;
-}
-
 int exportValidatedConfig(const ExportArgs& args, const Project& project, const Variant& variant)
 {
     const Prediction p = predict(project, variant, PredictOptions::peaksOnly());
@@ -570,7 +550,7 @@ int exportValidatedConfig(const ExportArgs& args, const Project& project, const 
     }
     std::optional<ValidatedRun> run;
     if (!args.measured.empty())
-        run = validatedRun(args.measured, loadMeasured(args.measured));
+        run = validatedRunOf(loadMeasured(args.measured), args.measured);
     const ValidatedConfig config = buildValidatedConfig(project, p, run);
     writeOutput(args.output, config.text);
     for (const auto& r : config.reasons)
@@ -635,7 +615,7 @@ void applyModelFlags(ModelDesc& m, const InitArgs& a)
 /// microbatches (default 20), stages per rank.
 Variant variantFromFlags(const Project& base, const InitArgs& a)
 {
-    const ScheduleKind kind = a.schedule ? kindOrThrow(*a.schedule, "--schedule") : ScheduleKind::DualPipe;
+    const ScheduleKind kind = a.schedule ? parseGeneratedKind(*a.schedule, "--schedule") : ScheduleKind::DualPipe;
     Variant like = base.active();
     like.layerPartition.clear(); // the model may have changed: split its layers evenly
     Variant v = variantForKind(base, kind, like);
@@ -746,7 +726,7 @@ Project projectFromPreset(const InitArgs& a)
     if (a.recompute)
         p.model.recompute = recomputeFromFlag(*a.recompute);
     Variant v = variantFromFlags(p, a);
-    // A tiny MoE runs its EP group on data-parallel replicas (issue 16: dp >= ep), so dp defaults to ep there.
+    // A tiny MoE runs its EP group on data-parallel replicas (the runtime needs dp >= ep), so dp defaults to ep there.
     v.dp = a.dp.value_or(a.scale.value_or("full") == "tiny" ? p.model.transformer.moe.ep : 1);
     p.variants = { v };
     p.activeVariant = v.name;

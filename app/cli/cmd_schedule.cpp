@@ -1,10 +1,11 @@
 // dpstudio generate, dpstudio validate.
 #include "commands.h"
 
-#include "project/project.h"
-#include "schedule/csvio.h"
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "base/format.h"
+#include "project/project.h"
+#include "schedule/csvio.h"
 #include "schedule/generator.h"
 #include "schedule/schedule_json.h"
 #include "schedule/validator.h"
@@ -15,16 +16,6 @@
 namespace dps::cli {
 
 namespace {
-
-ScheduleKind kindOrThrow(const std::string& name)
-{
-    auto kind = parseKind(name);
-    if (!kind || *kind == ScheduleKind::Custom)
-        throw ConstraintError("kind.unknown",
-            "--schedule: unknown schedule '" + name
-                + "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev)");
-    return *kind;
-}
 
 nlohmann::json diagnosticsJson(const ValidationReport& report)
 {
@@ -46,8 +37,7 @@ bool printReport(const std::string& label, const Schedule& schedule, const Valid
                   << schedule.stages << " stages, " << schedule.microbatches << " microbatches, "
                   << schedule.slotCount() << " slots)\n";
     else
-        std::cout << label << ": invalid (" << report.errorCount() << " error" << (report.errorCount() == 1 ? "" : "s")
-                  << ")\n";
+        std::cout << label << ": invalid (" << formatCountOf(report.errorCount(), "error") << ")\n";
     return report.valid();
 }
 
@@ -56,7 +46,7 @@ bool printReport(const std::string& label, const Schedule& schedule, const Valid
 int cmdGenerate(const GenerateArgs& args)
 {
     GenerateOptions options;
-    options.kind = kindOrThrow(args.schedule);
+    options.kind = parseGeneratedKind(args.schedule, "--schedule");
     options.ranks = args.ranks;
     options.microbatches = args.microbatches;
     options.stagesPerRank = args.stagesPerRank;

@@ -96,7 +96,7 @@ struct InitArgs {
     std::optional<int> ranks, microbatches, stagesPerRank, layers, hidden, ffn, seqLen, microbatchSize;
     std::optional<std::string> dtype;
     bool force = false;
-    // From a preset (issue 12): --model PRESET --device PRESET [--nodes N --gpus-per-node G] [--dp D]
+    // From a preset (project/presets.h): --model PRESET --device PRESET [--nodes N --gpus-per-node G] [--dp D]
     // [--recompute none|selective|full]; the last five go with --model.
     std::optional<std::string> model, device, recompute;
     std::optional<int> nodes, gpusPerNode, dp;
@@ -142,7 +142,7 @@ struct AnalyzeArgs {
     bool json = false;
 };
 
-/// `dpstudio import-trace` (issue 14, docs/profile-import.md).
+/// `dpstudio import-trace`: PyTorch profiler traces as a measured run (docs/profile-import.md).
 struct ImportTraceArgs {
     std::vector<std::string> traces; ///< files (.json, .json.gz) and folders of them, one file per rank
     std::string project; ///< --project P: check against its schedule and record it (optional)

@@ -19,8 +19,13 @@ struct SizeBound {
     std::string_view text; ///< e.g. "2^53 (the largest exact count)"
 };
 
+/// 2^53: a double holds every integer up to it exactly, so counts, byte sizes and µs times are kept within it
+/// (as a double: kMaxExactDouble).
+inline constexpr std::int64_t kMaxExactInteger = std::int64_t(1) << 53;
+inline constexpr double kMaxExactDouble = static_cast<double>(kMaxExactInteger);
+
 /// Counts and byte sizes a double holds exactly: every integer up to 2^53.
-inline constexpr SizeBound kExactCount { std::int64_t(1) << 53, "2^53 (the largest exact count)" };
+inline constexpr SizeBound kExactCount { kMaxExactInteger, "2^53 (the largest exact count)" };
 /// Sizes that become an `int` downstream (a GEMM dimension, a stage count): up to 2^31 − 1.
 inline constexpr SizeBound kIntRange { INT_MAX, "2^31 − 1 (the largest int)" };
 

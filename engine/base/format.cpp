@@ -32,6 +32,20 @@ std::string formatTime(double us)
     return formatNumber(us / 1e6, 3) + " s";
 }
 
+std::string formatSignedTime(double us)
+{
+    if (!std::isfinite(us))
+        return "n/a";
+    return (us < 0 ? "-" : "+") + formatTime(std::fabs(us));
+}
+
+std::string formatSignificant(double value, int digits)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.*g", std::clamp(digits, 1, 17), value);
+    return buffer;
+}
+
 std::string formatBytes(double bytes)
 {
     if (!std::isfinite(bytes))

@@ -15,6 +15,11 @@ namespace dps {
 std::string formatNumber(double value, int decimals = 3);
 /// A time given in µs: "66 µs", "12.35 ms", "2.365 s". Not finite: "n/a".
 std::string formatTime(double us);
+/// A time difference given in µs, with its sign: "+66 µs", "-1.5 ms", "+0 µs". Not finite: "n/a".
+std::string formatSignedTime(double us);
+/// `value` with `digits` significant digits, in exponent form when very small or large (printf's %g):
+/// 0.0312 → "0.0312", 1.5e-7 → "1.5e-07" (relative errors and their thresholds).
+std::string formatSignificant(double value, int digits = 3);
 /// A size given in bytes: "512 B", "1.5 KiB", "45.5 MiB", "7.45 GiB".
 std::string formatBytes(double bytes);
 /// A fraction as a percentage with up to 2 decimals: 0.0909 → "9.09 %".

@@ -205,7 +205,7 @@ bool addTransformerStages(CpuProfile& profile, const CpuProbeOptions& options, c
     const double seconds = std::min(budget * 0.7, 1.0 * static_cast<double>(missing.size()));
     const char* userCore = std::getenv("OPENBLAS_CORETYPE");
     const bool setCore = !(userCore && *userCore) && !profile.kernel.empty();
-    log << "dpstudio: timing " << missing.size() << " transformer stage" << (missing.size() == 1 ? "" : "s") << " ("
+    log << "dpstudio: timing " << formatCountOf(missing.size(), "transformer stage") << " ("
         << (profile.kernel.empty() ? std::string("OpenBLAS's own") : profile.kernel) << " kernels, "
         << secondsText(seconds) << " s)\n"
         << std::flush;
@@ -237,6 +237,213 @@ void saveToCache(CpuProbeResult& result)
     }
 }
 
+/// What every step of a probe needs: the options, the worker, the scratch folder, the budget and the log.
+struct ProbeRun {
+    const CpuProbeOptions& options;
+    std::ostream& log;
+    std::string workerPath;
+    std::string threadText;
+    fs::path scratch;
+    double budget = 0.0; ///< seconds of measuring to aim for
+    Clock::time_point started;
+    std::string userCore; ///< OPENBLAS_CORETYPE as the user set it, or ""
+
+    double elapsedS() const { return std::chrono::duration<double>(Clock::now() - started).count(); }
+    bool addStages(CpuProfile& profile, std::vector<std::string>& notes) const
+    {
+        return addTransformerStages(profile, options, workerPath, threadText, scratch, budget, log, notes);
+    }
+};
+
+/// The worker's path: the options', else found beside dpstudio. Throws IoError when there is none.
+std::string workerPathOf(const CpuProbeOptions& options)
+{
+    std::optional<fs::path> worker = options.worker.empty() ? findWorker() : std::optional<fs::path>(options.worker);
+    if (!worker)
+        throw IoError("dpstudio-worker not found: set DPSTUDIO_WORKER, or install it next to dpstudio or in "
+                      "../libexec relative to it");
+    return worker->string();
+}
+
+/// The machine key and the kernel candidates, from the worker (it links OpenBLAS; dpstudio does not).
+/// Throws IoError when the worker fails.
+CpuProfile probeInfo(const ProbeRun& run)
+{
+    std::string why;
+    const fs::path infoFile = run.scratch / "info.json";
+    const std::optional<CpuProfile> info
+        = runProbeMode({ run.workerPath, "--probe-info", "--threads", run.threadText, "-o", infoFile.string() },
+            environmentWith({}), infoFile, 0, why);
+    if (!info || !info->kernelChoice)
+        throw IoError(run.workerPath + " --probe-info failed: " + (why.empty() ? "no kernel information" : why));
+    return *info;
+}
+
+/// Extends this machine's cached profile with only the missing shapes, under the kernel its figures are for
+/// (the kernel choice and the p2p fit are the machine's, not the shapes'). Returns false, with a note, when
+/// the worker cannot time them under that kernel (the caller then probes in full).
+bool extendCached(const ProbeRun& run, CpuProfile& cached, CpuProbeResult& result)
+{
+    std::vector<ProbeShape> missing;
+    for (const ProbeShape& shape : run.options.shapes)
+        if (!profileCoversShapes(cached, { shape }))
+            missing.push_back(shape);
+    const double seconds = run.budget * 0.7;
+    const std::string core = run.userCore.empty() ? cached.kernel : std::string();
+    run.log << "dpstudio: timing " << cached.kernel << " kernels at " << shapeListText(missing) << " ("
+            << secondsText(seconds) << " s): this machine's profile does not hold them yet\n"
+            << std::flush;
+    const fs::path file = run.scratch / "compute-extend.json";
+    std::string why;
+    const std::optional<CpuProfile> p
+        = runProbeMode({ run.workerPath, "--probe-compute", "--shapes", shapeListText(missing), "--threads",
+                           run.threadText, "--seconds", secondsText(seconds), "-o", file.string() },
+            core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core }), file, seconds, why);
+    if (!p || lower(p->kernel) != lower(cached.kernel)) {
+        result.notes.push_back("the cached profile could not be extended ("
+            + (p ? "the worker loaded " + p->kernel + ", not " + cached.kernel : why) + "): probing in full");
+        return false;
+    }
+    CpuProfile extended = std::move(cached);
+    std::vector<ShapeMeasure> kept = p->shapes; // the new shapes first, then the cache's, at most 8
+    for (ShapeMeasure& s : extended.shapes)
+        if (kept.size() < kMaxCachedShapes)
+            kept.push_back(std::move(s));
+    extended.shapes = std::move(kept);
+    run.addStages(extended, result.notes);
+    extended.probedAt = utcTimestamp();
+    extended.probeSeconds = run.elapsedS();
+    result.profile = std::move(extended);
+    saveToCache(result);
+    return true;
+}
+
+/// The OPENBLAS_CORETYPE values to time ("" = OpenBLAS's own choice): only the user's when set, else the
+/// candidates and OpenBLAS's own when it is not one of them.
+std::vector<std::string> kernelCores(const ProbeRun& run, const KernelChoice& infoChoice, CpuProbeResult& result)
+{
+    std::vector<std::string> cores;
+    if (!run.userCore.empty()) {
+        cores.push_back("");
+        result.notes.push_back(
+            "OPENBLAS_CORETYPE=" + run.userCore + " is set: only that kernel was measured, and the worker keeps it");
+        return cores;
+    }
+    cores = infoChoice.candidates;
+    const bool ownIsCandidate = std::any_of(
+        cores.begin(), cores.end(), [&](const std::string& c) { return lower(c) == lower(infoChoice.openblasOwn); });
+    if (!ownIsCandidate)
+        cores.push_back("");
+    return cores;
+}
+
+/// The compute part under each candidate kernel. Throws IoError when none could be measured.
+std::vector<std::pair<KernelMeasure, CpuProfile>> measureKernels(
+    const ProbeRun& run, const KernelChoice& infoChoice, const std::vector<ProbeShape>& shapes, CpuProbeResult& result)
+{
+    const std::vector<std::string> cores = kernelCores(run, infoChoice, result);
+    const std::string shapeList = shapeListText(shapes);
+    const double perCore = run.budget * 0.7 / static_cast<double>(cores.size());
+    std::vector<std::pair<KernelMeasure, CpuProfile>> measured;
+    std::string lastFailure;
+    for (std::size_t i = 0; i < cores.size(); ++i) {
+        const std::string& core = cores[i];
+        const std::string shown = core.empty() ? "OpenBLAS's own (" + infoChoice.openblasOwn + ")" : core;
+        run.log << "dpstudio: timing " << shown << " kernels at " << shapeList << " (" << secondsText(perCore)
+                << " s)\n"
+                << std::flush;
+        const fs::path file = run.scratch / ("compute-" + std::to_string(i) + ".json");
+        const std::vector<std::string> env
+            = core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core });
+        std::string why;
+        const std::optional<CpuProfile> p
+            = runProbeMode({ run.workerPath, "--probe-compute", "--shapes", shapeList, "--threads", run.threadText,
+                               "--seconds", secondsText(perCore), "-o", file.string() },
+                env, file, perCore, why);
+        if (!p) {
+            lastFailure = shown + ": " + why;
+            result.notes.push_back("the " + shown + " kernels could not be measured: " + why);
+            continue;
+        }
+        measured.push_back({ KernelMeasure { core, p->kernel, gemmThroughput(*p) }, *p });
+    }
+    if (measured.empty())
+        throw IoError(run.workerPath + " --probe-compute failed: " + lastFailure);
+    return measured;
+}
+
+/// The kernel choice over the measured kernels, and the profile with the figures of the kernel the worker
+/// will load (the chosen core's, or OpenBLAS's own; the fastest measured when that one failed to run).
+CpuProfile chooseKernel(const ProbeRun& run, const KernelChoice& infoChoice,
+    const std::vector<std::pair<KernelMeasure, CpuProfile>>& measured, CpuProbeResult& result)
+{
+    KernelChoice choice;
+    choice.openblasOwn = infoChoice.openblasOwn;
+    choice.candidates = infoChoice.candidates;
+    for (const auto& [m, p] : measured)
+        choice.measured.push_back(m);
+    choice.winner = kernelWinner(choice.measured);
+    if (!run.userCore.empty()) {
+        choice.chosen = "";
+        choice.reason = "OPENBLAS_CORETYPE=" + run.userCore + " set by the user is left alone";
+    } else {
+        const BlasCoreDecision decision = chooseBlasCore(hostCpuFeatures(), infoChoice.openblasOwn, choice.winner);
+        choice.chosen = decision.core;
+        choice.reason = decision.reason;
+    }
+    const std::string loads = lower(choice.chosen.empty() ? infoChoice.openblasOwn : choice.chosen);
+    const CpuProfile* figures = nullptr;
+    for (const auto& [m, p] : measured)
+        if (lower(m.core.empty() ? m.loaded : m.core) == loads)
+            figures = &p;
+    if (!figures) {
+        result.notes.push_back("the chosen kernel was not measured; the figures are those of " + choice.winner);
+        for (const auto& [m, p] : measured)
+            if ((m.core.empty() ? m.loaded : m.core) == choice.winner)
+                figures = &p;
+    }
+    if (!figures)
+        figures = &measured.front().second;
+    CpuProfile profile;
+    profile.kernel = figures->kernel;
+    profile.shapes = figures->shapes;
+    profile.kernelChoice = choice;
+    return profile;
+}
+
+/// p2p between two ranks, started as a run on this machine starts its ranks; a failure or an implausible
+/// fit is a note.
+void measureP2p(const ProbeRun& run, const std::vector<ProbeShape>& shapes, CpuProfile& profile, CpuProbeResult& result)
+{
+    const std::optional<fs::path> mpirun = findMpirun();
+    if (!mpirun || ::access(mpirun->c_str(), X_OK) != 0) {
+        result.notes.push_back("p2p not measured: mpirun not found (install openmpi-bin or set DPSTUDIO_MPIRUN)");
+        return;
+    }
+    RunOptions runOptions;
+    runOptions.threads = std::max(run.options.threads, 1);
+    const std::vector<std::string> mpiOptions = mpirunOptions(runOptions);
+    const double p2pSeconds = run.budget * 0.15;
+    run.log << "dpstudio: timing MPI ping-pong between 2 ranks (" << secondsText(p2pSeconds) << " s)\n" << std::flush;
+    const fs::path file = run.scratch / "p2p.json";
+    std::vector<std::string> argv { mpirun->string(), "-np", "2" };
+    argv.insert(argv.end(), mpiOptions.begin(), mpiOptions.end());
+    argv.insert(argv.end(),
+        { run.workerPath, "--probe-p2p", "--bytes", byteListText(shapes), "--seconds", secondsText(p2pSeconds), "-o",
+            file.string() });
+    std::string why;
+    const std::optional<CpuProfile> p
+        = runProbeMode(argv, environmentWith(mpirunEnvironment(::geteuid() == 0)), file, p2pSeconds, why);
+    if (p && p->p2p && !implausibleP2p(*p->p2p).empty()) {
+        result.notes.push_back("p2p not kept: " + implausibleP2p(*p->p2p));
+    } else if (p && p->p2p) {
+        profile.p2p = *p->p2p;
+        profile.p2p->mpirunOptions = mpiOptions;
+    } else {
+        result.notes.push_back("p2p not measured: mpirun -np 2 failed: " + (p ? "no p2p figures" : why));
+    }
+}
+
 } // namespace
 
 std::string utcTimestamp()
@@ -254,38 +461,27 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
     if (options.shapes.empty())
         throw FormatError("the CPU probe needs at least one shape");
     const auto started = Clock::now();
-    const int threads = std::max(options.threads, 1);
-    const double budget = std::max(options.budgetS, 0.5);
-    std::optional<fs::path> worker = options.worker.empty() ? findWorker() : std::optional<fs::path>(options.worker);
-    if (!worker)
-        throw IoError("dpstudio-worker not found: set DPSTUDIO_WORKER, or install it next to dpstudio or in "
-                      "../libexec relative to it");
-    const std::string workerPath = worker->string();
-    const std::string threadText = std::to_string(threads);
-    std::vector<ProbeShape> shapes = options.shapes;
+    std::string workerPath = workerPathOf(options);
     const ScratchDir scratch;
+    const char* userCore = std::getenv("OPENBLAS_CORETYPE");
+    const ProbeRun run { options, log, std::move(workerPath), std::to_string(std::max(options.threads, 1)),
+        scratch.path(), std::max(options.budgetS, 0.5), started, userCore ? userCore : "" };
     CpuProbeResult result;
 
-    // 1. The machine key and the kernel candidates, from the worker (it links OpenBLAS; dpstudio does not).
-    std::string why;
-    const fs::path infoFile = scratch.path() / "info.json";
-    const std::optional<CpuProfile> info
-        = runProbeMode({ workerPath, "--probe-info", "--threads", threadText, "-o", infoFile.string() },
-            environmentWith({}), infoFile, 0, why);
-    if (!info || !info->kernelChoice)
-        throw IoError(workerPath + " --probe-info failed: " + (why.empty() ? "no kernel information" : why));
-    const MachineKey key = info->machine;
-    const KernelChoice& infoChoice = *info->kernelChoice;
+    // 1. The machine key and the kernel candidates; this machine's cached profile when it holds the shapes
+    // (with the project's transformer stages added).
+    const CpuProfile info = probeInfo(run);
+    const MachineKey key = info.machine;
     result.cachePath = cpuProfileCachePath(key);
     std::optional<CpuProfile> cached = cachedCpuProfile(key);
+    std::vector<ProbeShape> shapes = options.shapes;
     if (!options.reprobe && cached
         && (options.extendCache ? profileCoversShapes(*cached, shapes) : profileHasShapes(*cached, shapes))) {
         result.profile = std::move(*cached);
         result.fromCache = true;
-        if (addTransformerStages(
-                result.profile, options, workerPath, threadText, scratch.path(), budget, log, result.notes)) {
+        if (run.addStages(result.profile, result.notes)) {
             result.fromCache = false;
-            result.profile.probeSeconds = std::chrono::duration<double>(Clock::now() - started).count();
+            result.profile.probeSeconds = run.elapsedS();
             saveToCache(result);
         }
         return result;
@@ -294,151 +490,28 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
         for (const ShapeMeasure& s : cached->shapes)
             if (shapes.size() < kMaxCachedShapes && std::find(shapes.begin(), shapes.end(), s.shape) == shapes.end())
                 shapes.push_back(s.shape);
-    const char* userCore = std::getenv("OPENBLAS_CORETYPE");
 
-    // 1b. Extending this machine's profile: only the missing shapes, under the kernel its figures are for (the
-    // kernel choice and the p2p fit are the machine's, not the shapes').
+    // 1b. Extending this machine's profile: only the missing shapes.
     if (options.extendCache && cached && !options.reprobe && cached->kernelChoice && !cached->kernel.empty()) {
-        std::vector<ProbeShape> missing;
-        for (const ProbeShape& shape : options.shapes)
-            if (!profileCoversShapes(*cached, { shape }))
-                missing.push_back(shape);
-        const double seconds = budget * 0.7;
-        const std::string core = userCore && *userCore ? std::string() : cached->kernel;
-        log << "dpstudio: timing " << cached->kernel << " kernels at " << shapeListText(missing) << " ("
-            << secondsText(seconds) << " s): this machine's profile does not hold them yet\n"
-            << std::flush;
-        const fs::path file = scratch.path() / "compute-extend.json";
-        const std::optional<CpuProfile> p = runProbeMode(
-            { workerPath, "--probe-compute", "--shapes", shapeListText(missing), "--threads", threadText, "--seconds",
-                secondsText(seconds), "-o", file.string() },
-            core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core }), file, seconds, why);
-        if (p && lower(p->kernel) == lower(cached->kernel)) {
-            CpuProfile extended = std::move(*cached);
-            std::vector<ShapeMeasure> kept = p->shapes; // the new shapes first, then the cache's, at most 8
-            for (ShapeMeasure& s : extended.shapes)
-                if (kept.size() < kMaxCachedShapes)
-                    kept.push_back(std::move(s));
-            extended.shapes = std::move(kept);
-            addTransformerStages(extended, options, workerPath, threadText, scratch.path(), budget, log, result.notes);
-            extended.probedAt = utcTimestamp();
-            extended.probeSeconds = std::chrono::duration<double>(Clock::now() - started).count();
-            result.profile = std::move(extended);
-            saveToCache(result);
-            return result;
-        }
-        result.notes.push_back("the cached profile could not be extended ("
-            + (p ? "the worker loaded " + p->kernel + ", not " + cached->kernel : why) + "): probing in full");
+        if (extendCached(run, *cached, result))
+            return result; // (cached moved into the result)
     }
-    const std::string shapeList = shapeListText(shapes);
 
-    // 2. The compute part under each candidate kernel.
-    std::vector<std::string> cores;
-    if (userCore && *userCore) {
-        cores.push_back("");
-        result.notes.push_back(std::string("OPENBLAS_CORETYPE=") + userCore
-            + " is set: only that kernel was measured, and the worker keeps it");
-    } else {
-        cores = infoChoice.candidates;
-        const bool ownIsCandidate = std::any_of(cores.begin(), cores.end(),
-            [&](const std::string& c) { return lower(c) == lower(infoChoice.openblasOwn); });
-        if (!ownIsCandidate)
-            cores.push_back("");
-    }
-    const double perCore = budget * 0.7 / static_cast<double>(cores.size());
-    std::vector<std::pair<KernelMeasure, CpuProfile>> measured;
-    std::string lastFailure;
-    for (std::size_t i = 0; i < cores.size(); ++i) {
-        const std::string& core = cores[i];
-        const std::string shown = core.empty() ? "OpenBLAS's own (" + infoChoice.openblasOwn + ")" : core;
-        log << "dpstudio: timing " << shown << " kernels at " << shapeList << " (" << secondsText(perCore) << " s)\n"
-            << std::flush;
-        const fs::path file = scratch.path() / ("compute-" + std::to_string(i) + ".json");
-        const std::vector<std::string> env
-            = core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core });
-        const std::optional<CpuProfile> p
-            = runProbeMode({ workerPath, "--probe-compute", "--shapes", shapeList, "--threads", threadText, "--seconds",
-                               secondsText(perCore), "-o", file.string() },
-                env, file, perCore, why);
-        if (!p) {
-            lastFailure = shown + ": " + why;
-            result.notes.push_back("the " + shown + " kernels could not be measured: " + why);
-            continue;
-        }
-        measured.push_back({ KernelMeasure { core, p->kernel, gemmThroughput(*p) }, *p });
-    }
-    if (measured.empty())
-        throw IoError(workerPath + " --probe-compute failed: " + lastFailure);
-
-    KernelChoice choice;
-    choice.openblasOwn = infoChoice.openblasOwn;
-    choice.candidates = infoChoice.candidates;
-    for (const auto& [m, p] : measured)
-        choice.measured.push_back(m);
-    choice.winner = kernelWinner(choice.measured);
-    if (userCore && *userCore) {
-        choice.chosen = "";
-        choice.reason = std::string("OPENBLAS_CORETYPE=") + userCore + " set by the user is left alone";
-    } else {
-        const BlasCoreDecision decision = chooseBlasCore(hostCpuFeatures(), infoChoice.openblasOwn, choice.winner);
-        choice.chosen = decision.core;
-        choice.reason = decision.reason;
-    }
-    // The figures of the kernel the worker will load: the chosen core's, or OpenBLAS's own.
-    const std::string loads = lower(choice.chosen.empty() ? infoChoice.openblasOwn : choice.chosen);
-    const CpuProfile* figures = nullptr;
-    for (const auto& [m, p] : measured)
-        if (lower(m.core.empty() ? m.loaded : m.core) == loads)
-            figures = &p;
-    if (!figures) { // the chosen core failed to run: the fastest one measured
-        result.notes.push_back("the chosen kernel was not measured; the figures are those of " + choice.winner);
-        for (const auto& [m, p] : measured)
-            if ((m.core.empty() ? m.loaded : m.core) == choice.winner)
-                figures = &p;
-    }
-    if (!figures)
-        figures = &measured.front().second;
-    CpuProfile profile;
+    // 2. The compute part under each candidate kernel, and the kernel the worker will load.
+    const auto measured = measureKernels(run, *info.kernelChoice, shapes, result);
+    CpuProfile profile = chooseKernel(run, *info.kernelChoice, measured, result);
     profile.machine = key;
-    profile.kernel = figures->kernel;
-    profile.shapes = figures->shapes;
-    profile.kernelChoice = choice;
 
-    // 3. p2p between two ranks, started as a run on this machine starts its ranks.
-    const std::optional<fs::path> mpirun = findMpirun();
-    if (!mpirun || ::access(mpirun->c_str(), X_OK) != 0) {
-        result.notes.push_back("p2p not measured: mpirun not found (install openmpi-bin or set DPSTUDIO_MPIRUN)");
-    } else {
-        RunOptions runOptions;
-        runOptions.threads = threads;
-        const std::vector<std::string> mpiOptions = mpirunOptions(runOptions);
-        const double p2pSeconds = budget * 0.15;
-        log << "dpstudio: timing MPI ping-pong between 2 ranks (" << secondsText(p2pSeconds) << " s)\n" << std::flush;
-        const fs::path file = scratch.path() / "p2p.json";
-        std::vector<std::string> argv { mpirun->string(), "-np", "2" };
-        argv.insert(argv.end(), mpiOptions.begin(), mpiOptions.end());
-        argv.insert(argv.end(),
-            { workerPath, "--probe-p2p", "--bytes", byteListText(shapes), "--seconds", secondsText(p2pSeconds), "-o",
-                file.string() });
-        const std::optional<CpuProfile> p
-            = runProbeMode(argv, environmentWith(mpirunEnvironment(::geteuid() == 0)), file, p2pSeconds, why);
-        if (p && p->p2p && !implausibleP2p(*p->p2p).empty()) {
-            result.notes.push_back("p2p not kept: " + implausibleP2p(*p->p2p));
-        } else if (p && p->p2p) {
-            profile.p2p = *p->p2p;
-            profile.p2p->mpirunOptions = mpiOptions;
-        } else {
-            result.notes.push_back("p2p not measured: mpirun -np 2 failed: " + (p ? "no p2p figures" : why));
-        }
-    }
+    // 3. p2p between two ranks.
+    measureP2p(run, shapes, profile, result);
 
     // 4. Transformer stages: the machine's, kept from the cache whatever shapes it held; the project's missing
     // ones (every one of them with --reprobe) timed under the kernel just chosen.
     if (cached)
         profile.transformerStages = cached->transformerStages;
-    addTransformerStages(profile, options, workerPath, threadText, scratch.path(), budget, log, result.notes);
+    run.addStages(profile, result.notes);
     profile.probedAt = utcTimestamp();
-    profile.probeSeconds = std::chrono::duration<double>(Clock::now() - started).count();
+    profile.probeSeconds = run.elapsedS();
     result.profile = std::move(profile);
     saveToCache(result);
     return result;

@@ -2,6 +2,7 @@
 
 #include "base/checked.h"
 #include "base/errors.h"
+#include "base/format.h"
 
 #include <algorithm>
 #include <charconv>
@@ -96,7 +97,7 @@ StageCost blockStageCost(const ModelDesc& model, const ClusterDesc& cluster, int
     if (!(opUs <= kMaxCostUs))
         throw FormatError("cluster.device_flops: " + shown(cluster.deviceFlops) + " FLOP/s × cluster.efficiency "
             + shown(cluster.efficiency) + " is too slow: F, I and W of " + std::string(layersField) + " ("
-            + std::to_string(layers) + (layers == 1 ? " layer" : " layers") + ") take " + shown(flops) + " FLOPs each, "
+            + formatCountOf(static_cast<std::size_t>(layers), "layer") + ") take " + shown(flops) + " FLOPs each, "
             + shown(opUs) + " µs, more than " + kMaxCostText);
 
     StageCost cost;

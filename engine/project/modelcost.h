@@ -22,6 +22,7 @@
 // (base/checked.h) and refused with a FormatError naming its fields when it is too large. Byte sizes and
 // counts stay within 2^53 (a double holds them exactly), tokens within 2^31 − 1 (the runtime's rows and GEMM
 // sizes are int), every time within 2^53 µs (≈ 285 years: the simulator's sums of times stay finite).
+#include "base/checked.h"
 #include "project.h"
 
 #include <optional>
@@ -32,9 +33,9 @@
 namespace dps {
 
 /// Largest time a cost may take: 2^53 µs (≈ 285 years).
-inline constexpr double kMaxCostUs = 9007199254740992.0;
+inline constexpr double kMaxCostUs = kMaxExactDouble;
 /// Largest byte size or count a cost may hold: 2^53 (a double holds every integer up to it).
-inline constexpr double kMaxExactBytes = 9007199254740992.0;
+inline constexpr double kMaxExactBytes = kMaxExactDouble;
 /// How messages name the two bounds.
 inline constexpr const char* kMaxCostText = "2^53 µs (≈ 285 years)";
 inline constexpr const char* kMaxBytesText = "2^53 bytes (the largest exact count)";

@@ -1,5 +1,6 @@
 #include "planner.h"
 
+#include "base/checked.h"
 #include "base/errors.h"
 #include "base/format.h"
 #include "schedule/generator.h"
@@ -78,11 +79,10 @@ double parseMemorySize(const std::string& text, const std::string& field)
     const std::string number(begin, static_cast<std::size_t>(end - begin));
     if (end == begin || number.find_first_not_of("0123456789.eE+-") != std::string::npos || !std::isfinite(value))
         return fail();
-    constexpr double kMaxBytes = 9007199254740992.0; // 2^53: the largest exact byte count
     const auto outOfRange = [&](double bytes) -> double {
-        if (bytes < 1.0 || bytes > kMaxBytes)
-            throw ConstraintError("plan.memory-limit",
-                field + ": '" + text + "' is outside 1 byte to 2^53 bytes (8 PiB)");
+        if (bytes < 1.0 || bytes > kMaxExactDouble)
+            throw ConstraintError(
+                "plan.memory-limit", field + ": '" + text + "' is outside 1 byte to 2^53 bytes (8 PiB)");
         return bytes;
     };
     std::string unit(end);

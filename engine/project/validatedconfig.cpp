@@ -13,7 +13,7 @@ namespace {
 
 using json = nlohmann::json;
 
-/// What a validated config says of a run without a correctness check (issue 14).
+/// What a validated config says of a run without a correctness check (e.g. one imported from profiler traces).
 const char* const kMeasuredExternally = "measured externally, not checked";
 
 json diagnosticsJson(const ValidationReport& report)

@@ -4,6 +4,8 @@
 #include "transformerstage.h"
 #include "wire.h"
 
+#include "base/format.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,13 +27,6 @@ template <typename X, typename Y> double metric(const X* x, const Y* y, std::siz
         norms += a * a + b * b;
     }
     return norms == 0.0 ? 0.0 : 1.0 - 2.0 * dot / norms;
-}
-
-std::string formatNumber(double value)
-{
-    char text[32];
-    std::snprintf(text, sizeof(text), "%.3g", value);
-    return text;
 }
 
 std::vector<int> microbatchesOf(int rank, int ranks, int microbatches)
@@ -160,9 +155,9 @@ void judge(CorrectnessReport& report, const std::map<int, double>& losses, const
         report.maxLossError = std::max(report.maxLossError, c.error);
         if (c.error > worstLoss || std::isnan(c.error)) {
             worstLoss = std::isnan(c.error) ? INFINITY : c.error;
-            lossFailure = "microbatch " + std::to_string(m) + ": loss " + formatNumber(c.loss) + " vs reference "
-                + formatNumber(c.reference) + ", relative error " + formatNumber(c.error) + " > "
-                + formatNumber(t.loss);
+            lossFailure = "microbatch " + std::to_string(m) + ": loss " + formatSignificant(c.loss) + " vs reference "
+                + formatSignificant(c.reference) + ", relative error " + formatSignificant(c.error) + " > "
+                + formatSignificant(t.loss);
         }
     }
     for (const auto& c : report.parameters) {
@@ -171,7 +166,7 @@ void judge(CorrectnessReport& report, const std::map<int, double>& losses, const
             worstGrad = std::isnan(c.error) ? INFINITY : c.error;
             gradFailure = "stage " + std::to_string(c.stage)
                 + (c.layer >= 0 ? " (layer " + std::to_string(c.layer) + ") " : std::string(" ")) + c.parameter
-                + ": gradient metric " + formatNumber(c.error) + " > " + formatNumber(t.grad);
+                + ": gradient metric " + formatSignificant(c.error) + " > " + formatSignificant(t.grad);
         }
     }
     report.failure = !missing.empty() ? missing : !lossFailure.empty() ? lossFailure : gradFailure;

@@ -1,5 +1,6 @@
 #include "cpubackend.h"
 
+#include "base/format.h"
 #include "base/hostinfo.h"
 #include "cpukernels.h"
 
@@ -159,8 +160,8 @@ std::string CpuBackend::deviceDescription() const
     if (m_gemmLibrary == GemmLibrary::OneDnn)
         gemm = ", GEMMs by oneDNN " + oneDnnVersion();
 #endif
-    return cpuModelName() + " (OpenBLAS " + openblas_get_corename() + gemm + ", " + std::to_string(m_blasThreads)
-        + " thread" + (m_blasThreads == 1 ? "" : "s") + ")";
+    return cpuModelName() + " (OpenBLAS " + openblas_get_corename() + gemm + ", "
+        + formatCountOf(static_cast<std::size_t>(m_blasThreads), "thread") + ")";
 }
 
 std::string loadedBlasCore()

@@ -12,6 +12,7 @@
 
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "base/stats.h"
 #include "protocol/exitcodes.h"
 
 #include <algorithm>
@@ -37,15 +38,6 @@ using Clock = std::chrono::steady_clock;
 double microsecondsSince(Clock::time_point start)
 {
     return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values)
-{
-    if (values.empty())
-        return 0.0;
-    std::sort(values.begin(), values.end());
-    const std::size_t mid = values.size() / 2;
-    return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 /// µs of CPU time this thread has used (CLOCK_THREAD_CPUTIME_ID: while it ran, in user and kernel mode).
@@ -357,126 +349,126 @@ struct MemberTimes {
     double warmupWallUs = 0;
 };
 
-machine::TransformerStageMeasure measureTransformerStage(const Project& project, const Variant& variant, int stage,
-    const machine::TransformerStageKey& key, int threads, double seconds)
+/// One member per expert-parallel process of a run: its own backend, stage (E/ep experts) and microbatch.
+struct ProbeMember {
+    std::unique_ptr<CpuBackend> backend;
+    ModelSpec spec;
+    std::unique_ptr<StageParams> params;
+    layers::ExpertGroup group;
+    MicrobatchTokens tokens;
+    std::vector<float> input, gradOutput;
+    MemberTimes times;
+};
+
+/// Builds member `m` of `ep` of stage `stage` in place (its expert group points into it and at `comm`).
+void setUpMember(
+    ProbeMember& member, const ModelSpec& base, int stage, int m, int ep, int threads, bool cpuTime, Comm& comm)
 {
-    const ModelSpec base = modelSpec(project, variant);
-    const int ep = key.ep;
-    const bool cpuTime = threads == 1;
     const auto t = static_cast<std::size_t>(base.tokens);
     const auto h = static_cast<std::size_t>(base.hidden);
-    const bool first = stage == 0;
-    const bool last = stage == base.stages() - 1;
-
-    // One member per expert-parallel process of a run: its own backend, stage (E/ep experts) and microbatch.
-    struct Member {
-        std::unique_ptr<CpuBackend> backend;
-        ModelSpec spec;
-        std::unique_ptr<StageParams> params;
-        layers::ExpertGroup group;
-        MicrobatchTokens tokens;
-        std::vector<float> input, gradOutput;
-        MemberTimes times;
-    };
-    ThreadWorld world(ep);
-    std::vector<Member> members(static_cast<std::size_t>(ep));
-    for (int m = 0; m < ep; ++m) {
-        Member& member = members[static_cast<std::size_t>(m)];
-        member.backend = std::make_unique<CpuBackend>(threads);
-        member.spec = base;
-        if (ep > 1) {
-            member.spec.ep = ep;
-            member.spec.epMember = m;
-        }
-        member.params = std::make_unique<StageParams>(*member.backend, member.spec, stage);
-        // The expert group's exchanges are recorded by the backend's lane activity, on the probe's clock.
-        member.backend->laneActivity().setClock([cpuTime] { return probeClock(cpuTime); });
-        member.group.comm = &world.comm(m);
-        for (int r = 0; r < ep; ++r)
-            member.group.members.push_back(r);
-        member.group.me = m;
-        member.group.backend = member.backend.get();
-        if (ep > 1)
-            member.params->transformer()->setExpertGroup(&member.group);
-        // Replica m's microbatch 0, as a run's replicas compute different data; numbered 0 on every member.
-        member.tokens = microbatchTokens(*base.transformer, base.seed, m);
-        member.tokens.microbatch = 0;
-        member.input = seededUniform(base.seed, 7, static_cast<std::uint64_t>(2 * m), t * h, 1.0);
-        member.gradOutput = seededUniform(base.seed, 7, static_cast<std::uint64_t>(2 * m + 1), t * h, 1e-3);
+    member.backend = std::make_unique<CpuBackend>(threads);
+    member.spec = base;
+    if (ep > 1) {
+        member.spec.ep = ep;
+        member.spec.epMember = m;
     }
+    member.params = std::make_unique<StageParams>(*member.backend, member.spec, stage);
+    // The expert group's exchanges are recorded by the backend's lane activity, on the probe's clock.
+    member.backend->laneActivity().setClock([cpuTime] { return probeClock(cpuTime); });
+    member.group.comm = &comm;
+    for (int r = 0; r < ep; ++r)
+        member.group.members.push_back(r);
+    member.group.me = m;
+    member.group.backend = member.backend.get();
+    if (ep > 1)
+        member.params->transformer()->setExpertGroup(&member.group);
+    // Replica m's microbatch 0, as a run's replicas compute different data; numbered 0 on every member.
+    member.tokens = microbatchTokens(*base.transformer, base.seed, m);
+    member.tokens.microbatch = 0;
+    member.input = seededUniform(base.seed, 7, static_cast<std::uint64_t>(2 * m), t * h, 1.0);
+    member.gradOutput = seededUniform(base.seed, 7, static_cast<std::uint64_t>(2 * m + 1), t * h, 1e-3);
+}
 
-    const auto repetition = [&](Member& member, bool record) {
-        Backend& b = *member.backend;
-        TransformerStage& st = *member.params->transformer();
-        void* w = member.params->weights().data();
-        void* g = member.params->gradients().data();
-        const auto tensorOf = [&](const std::vector<float>& host, bool wanted) {
-            if (!wanted)
-                return Tensor();
-            Tensor x(b, t, h, MemoryCategory::Communication);
-            b.uploadFloats(0, x.data(), host.data(), host.size());
-            return x;
-        };
-        const auto timed = [&](const std::function<void()>& body) {
-            LaneActivity& activity = b.laneActivity();
-            activity.begin();
-            body();
-            return computeChunks(activity.elapsedUs(), activity.lane(0).comm);
-        };
-        double loss = 0;
-        // F, I, W (a zero-bubble schedule's three actions), then F and B (DualPipe's).
-        for (int pass = 0; pass < 2; ++pass) {
-            SavedActivations saved;
-            Tensor in = tensorOf(member.input, !first);
-            const std::vector<double> f
-                = timed([&] { st.forward(0, w, g, std::move(in), member.tokens, saved, &loss); });
-            if (record)
-                member.times.forward.push_back(f);
-            Tensor dy = tensorOf(member.gradOutput, !last);
-            if (pass == 0) {
-                const std::vector<double> i
-                    = timed([&] { st.inputGrad(0, w, g, saved, std::move(dy), member.tokens); });
-                const std::vector<double> wt = timed([&] { st.weightGrad(0, w, g, saved, member.tokens); });
-                if (record) {
-                    member.times.input.push_back(i);
-                    member.times.weight.push_back(std::accumulate(wt.begin(), wt.end(), 0.0));
-                }
-            } else {
-                const std::vector<double> bw
-                    = timed([&] { st.backward(0, w, g, saved, std::move(dy), member.tokens); });
-                if (record)
-                    member.times.backward.push_back(bw);
-            }
-        }
+/// One repetition of a member: F, I, W (a zero-bubble schedule's three actions), then F and B (DualPipe's),
+/// each timed as its compute chunks; recorded into the member's times when `record`.
+void probeRepetition(ProbeMember& member, bool first, bool last, bool record)
+{
+    Backend& b = *member.backend;
+    TransformerStage& st = *member.params->transformer();
+    void* w = member.params->weights().data();
+    void* g = member.params->gradients().data();
+    const auto t = static_cast<std::size_t>(member.spec.tokens);
+    const auto h = static_cast<std::size_t>(member.spec.hidden);
+    const auto tensorOf = [&](const std::vector<float>& host, bool wanted) {
+        if (!wanted)
+            return Tensor();
+        Tensor x(b, t, h, MemoryCategory::Communication);
+        b.uploadFloats(0, x.data(), host.data(), host.size());
+        return x;
     };
+    const auto timed = [&](const std::function<void()>& body) {
+        LaneActivity& activity = b.laneActivity();
+        activity.begin();
+        body();
+        return computeChunks(activity.elapsedUs(), activity.lane(0).comm);
+    };
+    double loss = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        SavedActivations saved;
+        Tensor in = tensorOf(member.input, !first);
+        const std::vector<double> f = timed([&] { st.forward(0, w, g, std::move(in), member.tokens, saved, &loss); });
+        if (record)
+            member.times.forward.push_back(f);
+        Tensor dy = tensorOf(member.gradOutput, !last);
+        if (pass == 0) {
+            const std::vector<double> i = timed([&] { st.inputGrad(0, w, g, saved, std::move(dy), member.tokens); });
+            const std::vector<double> wt = timed([&] { st.weightGrad(0, w, g, saved, member.tokens); });
+            if (record) {
+                member.times.input.push_back(i);
+                member.times.weight.push_back(std::accumulate(wt.begin(), wt.end(), 0.0));
+            }
+        } else {
+            const std::vector<double> bw = timed([&] { st.backward(0, w, g, saved, std::move(dy), member.tokens); });
+            if (record)
+                member.times.backward.push_back(bw);
+        }
+    }
+}
 
-    // Warm-up (first touches, OpenBLAS's buffers), then as many repetitions as fit, the same on every member.
+/// Warm-up (first touches, OpenBLAS's buffers), then as many repetitions as fit in `seconds` (3 to 1000; 1
+/// when the warm-up alone takes longer), the same on every member. Returns the repetitions.
+int runRepetitions(ThreadWorld& world, std::vector<ProbeMember>& members, bool first, bool last, double seconds)
+{
     world.run([&](Comm& comm) {
-        Member& member = members[static_cast<std::size_t>(comm.rank())];
+        ProbeMember& member = members[static_cast<std::size_t>(comm.rank())];
         const auto start = Clock::now();
-        repetition(member, false);
+        probeRepetition(member, first, last, false);
         member.times.warmupWallUs = microsecondsSince(start);
     });
     double warmup = 0;
-    for (const Member& m : members)
+    for (const ProbeMember& m : members)
         warmup = std::max(warmup, m.times.warmupWallUs);
     const int repetitions = warmup >= seconds * 1e6
         ? 1
         : static_cast<int>(std::clamp(seconds * 1e6 / std::max(warmup, 1.0), 3.0, 1000.0));
     world.run([&](Comm& comm) {
-        Member& member = members[static_cast<std::size_t>(comm.rank())];
+        ProbeMember& member = members[static_cast<std::size_t>(comm.rank())];
         for (int r = 0; r < repetitions; ++r) {
-            repetition(member, true);
+            probeRepetition(member, first, last, true);
             if ((r + 1) % 16 == 0) // keep the accumulated gradients small
                 member.params->zeroGradients(*member.backend);
         }
     });
+    return repetitions;
+}
 
-    machine::TransformerStageMeasure out;
-    out.key = key;
-    out.repetitions = repetitions;
+/// The stage's figures over the members: each chunk the largest over the members (an exchange ends when the
+/// slowest member reaches it), I the largest sum, W the mean of the medians. Throws RuntimeError when the
+/// members exchanged different numbers of times.
+void mergeMembers(const std::vector<ProbeMember>& members, machine::TransformerStageMeasure& out)
+{
     double weight = 0;
-    for (const Member& m : members) {
+    for (const ProbeMember& m : members) {
         const std::vector<double> f = chunkMedians(m.times.forward, "F");
         const std::vector<double> b = chunkMedians(m.times.backward, "B");
         const std::vector<double> i = chunkMedians(m.times.input, "I");
@@ -486,7 +478,6 @@ machine::TransformerStageMeasure measureTransformerStage(const Project& project,
         } else if (f.size() != out.forwardChunksUs.size() || b.size() != out.backwardChunksUs.size()) {
             throw RuntimeError("transformer probe: the expert-parallel members exchanged different numbers of times");
         }
-        // An exchange ends when the slowest member reaches it: each chunk is the largest over the members.
         for (std::size_t c = 0; c < f.size(); ++c)
             out.forwardChunksUs[c] = std::max(out.forwardChunksUs[c], f[c]);
         for (std::size_t c = 0; c < b.size(); ++c)
@@ -495,6 +486,22 @@ machine::TransformerStageMeasure measureTransformerStage(const Project& project,
         weight += std::max(median(m.times.weight), 1e-3);
     }
     out.weightGradUs = weight / static_cast<double>(members.size());
+}
+
+machine::TransformerStageMeasure measureTransformerStage(const Project& project, const Variant& variant, int stage,
+    const machine::TransformerStageKey& key, int threads, double seconds)
+{
+    const ModelSpec base = modelSpec(project, variant);
+    const int ep = key.ep;
+    const bool cpuTime = threads == 1;
+    ThreadWorld world(ep);
+    std::vector<ProbeMember> members(static_cast<std::size_t>(ep));
+    for (int m = 0; m < ep; ++m)
+        setUpMember(members[static_cast<std::size_t>(m)], base, stage, m, ep, threads, cpuTime, world.comm(m));
+    machine::TransformerStageMeasure out;
+    out.key = key;
+    out.repetitions = runRepetitions(world, members, stage == 0, stage == base.stages() - 1, seconds);
+    mergeMembers(members, out);
     return out;
 }
 

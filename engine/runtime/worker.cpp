@@ -1,5 +1,7 @@
 #include "worker.h"
 #include "base/fileio.h"
+#include "base/format.h"
+#include "protocol/backends.h"
 
 #include "base/hostinfo.h"
 #include "correctness.h"
@@ -197,8 +199,8 @@ struct SetupFailure {
 /// Throws UsageError unless `requested` is a backend name the worker knows.
 void checkBackendName(const std::string& requested)
 {
-    if (requested != "auto" && requested != "cpu" && requested != "cuda")
-        throw UsageError("--backend: expected cpu, cuda or auto, got '" + requested + "'");
+    if (!isBackendName(requested))
+        throw UsageError("--backend: expected " + backendNameList() + ", got '" + requested + "'");
 }
 
 /// `replicas`: the variant's data-parallel replicas (dp); the job must have schedule ranks × replicas processes.
@@ -303,7 +305,7 @@ SetupFailure classify(const std::function<void()>& body)
     } catch (const IoError& e) {
         return { kExitRunFailed, e.what() };
     } catch (const UsageError& e) {
-        return { kExitRunFailed, e.what() };
+        return { kExitUsage, e.what() };
     } catch (const RuntimeError& e) {
         return { kExitRunFailed, e.what() };
     } catch (const Error& e) {
@@ -364,19 +366,12 @@ std::vector<ActionRecord> unpackRecords(const std::vector<char>& bytes)
     return records;
 }
 
-std::string formatDouble(double value, const char* format)
-{
-    char text[64];
-    std::snprintf(text, sizeof(text), format, value);
-    return text;
-}
-
 std::string correctnessLine(const CorrectnessReport& c)
 {
     return std::string("correctness: ") + (c.passed ? "passed" : "FAILED") + " (max loss relative error "
-        + formatDouble(c.maxLossError, "%.3g") + " ≤ " + formatDouble(c.thresholds.loss, "%.0e")
-        + ", max gradient metric " + formatDouble(c.maxGradError, "%.3g") + " ≤ "
-        + formatDouble(c.thresholds.grad, "%.0e") + ")" + (c.passed ? "" : ": " + c.failure);
+        + formatSignificant(c.maxLossError) + " ≤ " + formatSignificant(c.thresholds.loss, 1) + ", max gradient metric "
+        + formatSignificant(c.maxGradError) + " ≤ " + formatSignificant(c.thresholds.grad, 1) + ")"
+        + (c.passed ? "" : ": " + c.failure);
 }
 
 json correctnessEvent(const CorrectnessReport& c)
@@ -398,7 +393,7 @@ std::vector<ActionRecord> runSteps(const WorkerOptions& options, RunState& s, Lo
         s.executor->sumReplicaGradients(&records); // the step's memory covers the sum
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         log.line("step " + std::to_string(step) + (step < options.warmup ? " (warm-up)" : "") + ": "
-            + formatDouble(ms, "%.2f") + " ms on this rank");
+            + formatTime(ms * 1e3) + " on this rank");
         if (step < options.warmup)
             continue;
         for (ActionRecord& r : records) {
@@ -445,8 +440,8 @@ int finish(const WorkerOptions& options, Comm& comm, RunState& s, const Correctn
     for (const MeasuredStep& step : run.steps)
         makespans.push_back(step.makespanUs);
     const int median = run.medianStep;
-    log.line("median step " + std::to_string(median) + ": makespan "
-        + formatDouble(run.medianMakespanUs() / 1000.0, "%.3f") + " ms; wrote " + options.output);
+    log.line("median step " + std::to_string(median) + ": makespan " + formatTime(run.medianMakespanUs()) + "; wrote "
+        + options.output);
     log.line(correctnessLine(report));
     if (!report.passed) {
         events.error(0, "correctness check failed: " + report.failure);

@@ -42,9 +42,7 @@ std::string count(long long n, const char* singular, const char* plural)
 void checkSizes(const GenerateOptions& o)
 {
     if (o.kind == ScheduleKind::Custom)
-        refuse("kind.generated",
-            "a Custom schedule has no generator (choose gpipe, 1f1b, interleaved-1f1b, zb-h1, "
-            "zb-v, dualpipe or dualpipev)");
+        refuse("kind.generated", "a Custom schedule has no generator (choose " + generatedKindNames() + ")");
     if (o.ranks < 1)
         refuse("ranks.at-least-one",
             display(o.kind) + " needs at least 1 rank (got " + count(o.ranks, "rank", "ranks") + ")");

@@ -1,5 +1,7 @@
 #include "schedule.h"
 
+#include "base/errors.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -58,6 +60,27 @@ const std::vector<ScheduleKind>& generatedKinds()
         ScheduleKind::Interleaved1F1B, ScheduleKind::ZBH1, ScheduleKind::ZBV, ScheduleKind::DualPipe,
         ScheduleKind::DualPipeV };
     return kinds;
+}
+
+std::string generatedKindNames(std::string_view last)
+{
+    std::string out;
+    const std::vector<ScheduleKind>& kinds = generatedKinds();
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+        if (i > 0)
+            out += i + 1 == kinds.size() ? last : std::string_view(", ");
+        out += kindName(kinds[i]);
+    }
+    return out;
+}
+
+ScheduleKind parseGeneratedKind(const std::string& name, const std::string& what)
+{
+    const auto kind = parseKind(name);
+    if (!kind || *kind == ScheduleKind::Custom)
+        throw ConstraintError(
+            "kind.unknown", what + ": unknown schedule '" + name + "' (expected " + generatedKindNames() + ")");
+    return *kind;
 }
 
 std::size_t Schedule::slotCount() const

@@ -23,6 +23,13 @@ std::string_view kindDisplayName(ScheduleKind kind);
 std::optional<ScheduleKind> parseKind(std::string_view name);
 /// All generated kinds (not Custom), in display order.
 const std::vector<ScheduleKind>& generatedKinds();
+/// The generated kinds' names in display order, `last` before the last one: with " or ", "gpipe, 1f1b,
+/// interleaved-1f1b, zb-h1, zb-v, dualpipe or dualpipev" (for messages); with ", " a plain list (for help).
+std::string generatedKindNames(std::string_view last = " or ");
+/// The generated kind named `name` (parseKind; Custom is refused). Throws ConstraintError "kind.unknown":
+/// "<what>: unknown schedule '<name>' (expected gpipe, 1f1b, …, dualpipe or dualpipev)", `what` naming the
+/// flag or field (e.g. "--schedule").
+ScheduleKind parseGeneratedKind(const std::string& name, const std::string& what);
 
 /// A complete schedule for one training step.
 struct Schedule {

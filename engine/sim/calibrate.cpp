@@ -230,19 +230,6 @@ std::string bandwidthText(const std::optional<double>& bytesPerUs)
 
 } // namespace
 
-double median(std::vector<double> values)
-{
-    if (values.empty())
-        return 0.0;
-    const std::size_t mid = values.size() / 2;
-    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-    const double upper = values[mid];
-    if (values.size() % 2 == 1)
-        return upper;
-    const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
-    return (lower + upper) / 2.0;
-}
-
 int slotStageCount(const std::vector<MeasuredSlot>& slots)
 {
     int largest = -1;
@@ -282,10 +269,11 @@ std::string formatCalibration(const Calibration& c)
             + std::to_string(n[3]) + "/" + std::to_string(n[4]) + "\n";
     }
     text += "overlap factor: " + (c.costs.overlapFactor ? formatNumber(*c.costs.overlapFactor, 4) : "-") + " ("
-        + std::to_string(c.overlapSamples) + " overlapped slots)\n";
+        + formatCountOf(static_cast<std::size_t>(c.overlapSamples), "overlapped slot") + ")\n";
     text += "p2p latency: " + (c.costs.latencyUs ? formatTime(*c.costs.latencyUs) : "-")
-        + ", bandwidth: " + bandwidthText(c.costs.bandwidthBytesPerUs) + " (" + std::to_string(c.p2pSamples)
-        + " messages, " + std::to_string(c.p2pSizes) + " sizes)\n";
+        + ", bandwidth: " + bandwidthText(c.costs.bandwidthBytesPerUs) + " ("
+        + formatCountOf(static_cast<std::size_t>(c.p2pSamples), "message") + ", "
+        + formatCountOf(static_cast<std::size_t>(c.p2pSizes), "size") + ")\n";
     for (const std::string& note : c.notes)
         text += "note: " + note + "\n";
     return text;

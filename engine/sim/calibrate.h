@@ -3,6 +3,7 @@
 // measured slots of a run. The input is a neutral list of slots (engine/trace turns a measured.json into
 // it: measuredSlots), the output a CostsFile, which engine/project writes as costs.json
 // (serializeCostsFile) and lays over a project (applyCostsFile).
+#include "base/stats.h"
 #include "schedule/action.h"
 #include "sim/costmodel.h"
 
@@ -42,9 +43,6 @@ struct Calibration {
     /// overlapped slot of a fitted F&B time), in slot order, its busy time ÷ that fitted time − 1.
     std::vector<double> residuals;
 };
-
-/// Median of the values (mean of the middle two for an even count); 0 for none. Never throws.
-double median(std::vector<double> values);
 
 /// Number of model stages the slots show: one more than the largest stage of any of their ops; 0 for none.
 int slotStageCount(const std::vector<MeasuredSlot>& slots);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -113,6 +114,83 @@ void addInputs(const ProducerIndex& index, const Op& op, std::vector<std::pair<S
     }
 }
 
+/// The last-ending slot: the latest end, ties to the lower rank (and, in a rank, the later slot).
+SlotRef lastEndingSlot(const TimedRun& run)
+{
+    SlotRef cur;
+    double lastEnd = 0.0;
+    for (std::size_t r = 0; r < run.ranks.size(); ++r) {
+        const std::vector<TimedSlot>& row = run.ranks[r];
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            const bool sameRank = cur.rank == static_cast<int>(r);
+            if (!cur.valid() || row[i].endUs > lastEnd || (sameRank && row[i].endUs == lastEnd)) {
+                cur = SlotRef { static_cast<int>(r), static_cast<int>(i) };
+                lastEnd = row[i].endUs;
+            }
+        }
+    }
+    return cur;
+}
+
+const TimedSlot& slotAt(const TimedRun& run, SlotRef ref)
+{
+    return run.ranks[static_cast<std::size_t>(ref.rank)][static_cast<std::size_t>(ref.slot)];
+}
+
+/// What decided when slot `cur` could start: the rank's previous slot or one of its inputs, whichever
+/// arrived last (beats); nullopt for a slot with neither. `inputs` is scratch space.
+std::optional<Candidate> decidingInput(
+    const TimedRun& run, const ProducerIndex& index, SlotRef cur, std::vector<std::pair<SlotRef, int>>& inputs)
+{
+    const TimedSlot& s = slotAt(run, cur);
+    const bool measured = !run.transferUs;
+    inputs.clear();
+    for (int h = 0; h < s.action.size(); ++h)
+        addInputs(index, s.action.at(h), inputs);
+    std::optional<Candidate> best;
+    const auto consider = [](std::optional<Candidate>& into, const Candidate& c) {
+        if (!into || beats(c, *into))
+            into = c;
+    };
+    if (cur.slot > 0)
+        consider(best,
+            Candidate { SlotRef { cur.rank, cur.slot - 1 }, false, slotAt(run, { cur.rank, cur.slot - 1 }).endUs });
+    // Measured without transfer records: the latest-ending producer on another rank decides when the slot
+    // waited for data or has no previous slot; it arrived when the wait ended.
+    std::optional<Candidate> crossBest;
+    for (const auto& [from, boundary] : inputs) {
+        if (!from.valid())
+            continue;
+        const TimedSlot& p = slotAt(run, from);
+        const bool cross = from.rank != cur.rank;
+        if (measured && cross) {
+            consider(crossBest, Candidate { from, true, p.endUs });
+            continue;
+        }
+        const double transfer = cross && boundary >= 0 ? run.transferUs(boundary, from.rank, cur.rank) : 0.0;
+        consider(best, Candidate { from, true, p.endUs + transfer });
+    }
+    if (crossBest && (s.waitUs > 0.0 || cur.slot == 0)) {
+        crossBest->arrivalUs = std::max(crossBest->arrivalUs, s.startUs + s.waitUs);
+        best = crossBest;
+    }
+    return best;
+}
+
+/// The path's start, end, length and each rank's and the transfers' shares.
+void sumPath(CriticalPath& path)
+{
+    path.startUs = path.elements.front().startUs;
+    path.endUs = path.elements.back().endUs;
+    path.lengthUs = path.endUs - path.startUs;
+    for (const PathElement& e : path.elements) {
+        if (e.kind == PathElementKind::Transfer)
+            path.transferUs += e.durationUs();
+        else
+            path.rankUs[static_cast<std::size_t>(e.rank)] += e.durationUs();
+    }
+}
+
 } // namespace
 
 double CriticalPath::rankShare(int rank) const
@@ -137,25 +215,11 @@ CriticalPath criticalPath(const TimedRun& run)
 {
     CriticalPath path;
     path.rankUs.assign(run.ranks.size(), 0.0);
-
-    // The last-ending slot: the latest end, ties to the lower rank (and, in a rank, the later slot).
-    SlotRef cur;
-    double lastEnd = 0.0;
-    for (std::size_t r = 0; r < run.ranks.size(); ++r) {
-        const std::vector<TimedSlot>& row = run.ranks[r];
-        for (std::size_t i = 0; i < row.size(); ++i) {
-            const bool sameRank = cur.rank == static_cast<int>(r);
-            if (!cur.valid() || row[i].endUs > lastEnd || (sameRank && row[i].endUs == lastEnd)) {
-                cur = SlotRef { static_cast<int>(r), static_cast<int>(i) };
-                lastEnd = row[i].endUs;
-            }
-        }
-    }
+    SlotRef cur = lastEndingSlot(run);
     if (!cur.valid())
         return path;
 
     const ProducerIndex index(run);
-    const bool measured = !run.transferUs;
     std::unordered_set<std::uint64_t> visited;
     std::vector<std::pair<SlotRef, int>> inputs;
     std::vector<PathElement> reversed;
@@ -164,80 +228,27 @@ CriticalPath criticalPath(const TimedRun& run)
             | static_cast<std::uint32_t>(cur.slot);
         if (!visited.insert(id).second)
             break; // a cycle in a malformed run: stop where it closes
-        const TimedSlot& s = run.ranks[static_cast<std::size_t>(cur.rank)][static_cast<std::size_t>(cur.slot)];
-
-        // The candidates: the rank's previous slot and every input the run holds.
-        inputs.clear();
-        for (int h = 0; h < s.action.size(); ++h)
-            addInputs(index, s.action.at(h), inputs);
-        Candidate best;
-        bool haveBest = false;
-        const auto consider = [&](const Candidate& c) {
-            if (!haveBest || beats(c, best)) {
-                best = c;
-                haveBest = true;
-            }
-        };
-        if (cur.slot > 0) {
-            const TimedSlot& prev
-                = run.ranks[static_cast<std::size_t>(cur.rank)][static_cast<std::size_t>(cur.slot - 1)];
-            consider(Candidate { SlotRef { cur.rank, cur.slot - 1 }, false, prev.endUs });
-        }
-        // Measured without transfer records: the latest-ending producer on another rank decides when the slot
-        // waited for data or has no previous slot; it arrived when the wait ended.
-        Candidate crossBest;
-        bool haveCross = false;
-        for (const auto& [from, boundary] : inputs) {
-            if (!from.valid())
-                continue;
-            const TimedSlot& p = run.ranks[static_cast<std::size_t>(from.rank)][static_cast<std::size_t>(from.slot)];
-            const bool cross = from.rank != cur.rank;
-            if (measured && cross) {
-                const Candidate c { from, true, p.endUs };
-                if (!haveCross || beats(c, crossBest)) {
-                    crossBest = c;
-                    haveCross = true;
-                }
-                continue;
-            }
-            const double transfer = cross && boundary >= 0 ? run.transferUs(boundary, from.rank, cur.rank) : 0.0;
-            consider(Candidate { from, true, p.endUs + transfer });
-        }
-        if (haveCross && (s.waitUs > 0.0 || cur.slot == 0)) {
-            crossBest.arrivalUs = std::max(crossBest.arrivalUs, s.startUs + s.waitUs);
-            best = crossBest;
-            haveBest = true;
-        }
+        const TimedSlot& s = slotAt(run, cur);
+        const std::optional<Candidate> best = decidingInput(run, index, cur, inputs);
 
         // The slot's part of the path begins when its deciding input arrived (never before its start).
-        const double beginUs
-            = haveBest ? std::clamp(best.arrivalUs, s.startUs, std::max(s.startUs, s.endUs)) : s.startUs;
+        const double beginUs = best ? std::clamp(best->arrivalUs, s.startUs, std::max(s.startUs, s.endUs)) : s.startUs;
         reversed.push_back(
             PathElement { PathElementKind::Action, cur.rank, cur.rank, cur.slot, s.action, beginUs, s.endUs });
-        if (!haveBest)
+        if (!best)
             break;
-        const TimedSlot& p
-            = run.ranks[static_cast<std::size_t>(best.from.rank)][static_cast<std::size_t>(best.from.slot)];
-        const double arrivalUs = std::min(best.arrivalUs, beginUs);
+        const TimedSlot& p = slotAt(run, best->from);
+        const double arrivalUs = std::min(best->arrivalUs, beginUs);
         if (arrivalUs < beginUs)
             reversed.push_back(
                 PathElement { PathElementKind::Gap, cur.rank, cur.rank, cur.slot, s.action, arrivalUs, beginUs });
-        if (best.from.rank != cur.rank)
-            reversed.push_back(PathElement { PathElementKind::Transfer, cur.rank, best.from.rank, cur.slot, s.action,
+        if (best->from.rank != cur.rank)
+            reversed.push_back(PathElement { PathElementKind::Transfer, cur.rank, best->from.rank, cur.slot, s.action,
                 p.endUs, std::max(p.endUs, arrivalUs) });
-        cur = best.from;
+        cur = best->from;
     }
-
     path.elements.assign(reversed.rbegin(), reversed.rend());
-    path.startUs = path.elements.front().startUs;
-    path.endUs = path.elements.back().endUs;
-    path.lengthUs = path.endUs - path.startUs;
-    for (const PathElement& e : path.elements) {
-        if (e.kind == PathElementKind::Transfer)
-            path.transferUs += e.durationUs();
-        else
-            path.rankUs[static_cast<std::size_t>(e.rank)] += e.durationUs();
-    }
+    sumPath(path);
     return path;
 }
 

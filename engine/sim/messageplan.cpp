@@ -1,5 +1,7 @@
 #include "messageplan.h"
 
+#include "simulator.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -47,22 +49,9 @@ MessagePlanner::MessagePlanner(const Schedule& schedule)
     , m_index(std::make_unique<Index>())
 {
     Index& x = *m_index;
-    x.stages = schedule.stages;
-    x.microbatches = schedule.microbatches;
-    if (x.stages <= 0 || x.microbatches <= 0) {
-        int maxStage = -1;
-        int maxMicrobatch = -1;
-        for (const auto& row : schedule.order)
-            for (const Action& a : row)
-                for (int i = 0; i < a.size(); ++i) {
-                    maxStage = std::max(maxStage, a.at(i).stage);
-                    maxMicrobatch = std::max(maxMicrobatch, a.at(i).microbatch);
-                }
-        if (x.stages <= 0)
-            x.stages = maxStage + 1;
-        if (x.microbatches <= 0)
-            x.microbatches = maxMicrobatch + 1;
-    }
+    const SimSizes sizes = simulatedSizes(schedule);
+    x.stages = sizes.stages;
+    x.microbatches = sizes.microbatches;
     const std::size_t keys
         = static_cast<std::size_t>(std::max(x.stages, 0)) * static_cast<std::size_t>(std::max(x.microbatches, 0));
     x.forward.assign(keys, Where {});

@@ -4,6 +4,7 @@
 #include "base/fileio.h"
 #include "base/format.h"
 #include "base/json.h"
+#include "base/stats.h"
 #include "project/project.h"
 
 #include <nlohmann/json.hpp>
@@ -396,7 +397,7 @@ void setStepsFromActions(MeasuredTrace& trace)
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
         [&](int a, int b) { return makespans[static_cast<std::size_t>(a)] < makespans[static_cast<std::size_t>(b)]; });
-    trace.medianStep = order.empty() ? 0 : order[(order.size() - 1) / 2];
+    trace.medianStep = order.empty() ? 0 : order[medianIndex(order.size())];
 }
 
 std::string describeSource(const MeasuredSource& source)
@@ -410,7 +411,7 @@ std::string describeSource(const MeasuredSource& source)
         details += (details.empty() ? "" : ", ") + *part + (part == &source.layout ? " layout" : "");
     }
     if (!source.files.empty())
-        details += "; " + std::to_string(source.files.size()) + (source.files.size() == 1 ? " file" : " files");
+        details += "; " + formatCountOf(source.files.size(), "file");
     return source.kind + (details.empty() ? std::string() : " (" + details + ")");
 }
 
@@ -447,6 +448,14 @@ int measuredStageCount(const MeasuredTrace& trace, const Project* project)
         return slotStageCount(measuredSlots(trace));
     const Variant* variant = trace.variant.empty() ? nullptr : project->find(trace.variant);
     return stageCount(variant ? *variant : project->active());
+}
+
+ValidatedRun validatedRunOf(const MeasuredTrace& m, const std::string& file)
+{
+    const MeasuredCorrectness& c = m.correctness;
+    return { file, m.host, m.cpu, {}, m.backend, m.comm, m.mpiVersion, m.variant, static_cast<int>(m.ranks.size()),
+        m.medianStep, m.medianMakespanUs(), c.passed, c.maxLossError, c.maxGradError, c.lossThreshold, c.gradThreshold,
+        c.message, c.checked, describeSource(m.source) };
 }
 
 } // namespace dps

@@ -3,6 +3,7 @@
 // reader and its one writer: rank 0 of dpstudio-worker writes it with serializeMeasured, the CLI (report,
 // calibrate) and the GUI read it with parseMeasured/loadMeasured.
 #include "schedule/action.h"
+#include "project/validatedconfig.h"
 #include "sim/calibrate.h"
 
 #include <cstdint>
@@ -123,7 +124,7 @@ struct MeasuredTrace {
 
 /// Sets `steps` from the ranks' actions as the worker defines them: the makespan of each measured step
 /// 0 … (largest step) is the latest end over all ranks (µs; 0 for a step with no action), and `medianStep`
-/// the step whose makespan is the median (the lower of the middle two for an even count; 0 for none).
+/// the step whose makespan is the median (the lower of the middle two for an even count, medianIndex; 0 for none).
 /// Never throws.
 void setStepsFromActions(MeasuredTrace& trace);
 
@@ -144,6 +145,10 @@ std::string serializeMeasured(const MeasuredTrace& trace);
 /// A source as one line, e.g. "torch.profiler (legacy layout, cpu user annotations, aligned at the first
 /// step's start; 2 files)"; "" for an empty source (the worker's runs). Never throws.
 std::string describeSource(const MeasuredSource& source);
+
+/// The fields of a measured run a validated config records (project/validatedconfig.h), `file` being its
+/// measured.json: the CLI's export and the designer's both take them from here. Never throws.
+ValidatedRun validatedRunOf(const MeasuredTrace& trace, const std::string& file);
 
 /// Whether a transfer between ranks `from` and `to` crossed hosts: both ranks are in the trace with a
 /// recorded host (ranks[].host) and the two names differ. False when either rank or its host is missing

@@ -2,6 +2,7 @@
 #include "runstats.h"
 
 #include "base/errors.h"
+#include "base/stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -79,28 +80,6 @@ SlotKind slotKindOf(const Action& action)
     return SlotKind::F;
 }
 
-namespace {
-
-/// The q-quantile of sorted values, linear between the closest ranks (numpy's default method).
-double quantile(const std::vector<double>& sorted, double q)
-{
-    const double pos = q * static_cast<double>(sorted.size() - 1);
-    const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
-    const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-    return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
-/// Median of values (the mean of the middle two for an even count); 0 for none.
-double medianOf(std::vector<double> values)
-{
-    if (values.empty())
-        return 0.0;
-    std::sort(values.begin(), values.end());
-    return quantile(values, 0.5);
-}
-
-} // namespace
-
 Spread spreadOf(std::vector<double> values)
 {
     Spread s;
@@ -108,9 +87,9 @@ Spread spreadOf(std::vector<double> values)
         return s;
     std::sort(values.begin(), values.end());
     s.count = static_cast<int>(values.size());
-    s.medianUs = quantile(values, 0.5);
-    s.p10Us = quantile(values, 0.1);
-    s.p90Us = quantile(values, 0.9);
+    s.medianUs = median(values);
+    s.p10Us = quantileOfSorted(values, 0.1);
+    s.p90Us = quantileOfSorted(values, 0.9);
     s.minUs = values.front();
     s.maxUs = values.back();
     return s;
@@ -239,7 +218,7 @@ RunStats runStats(const MeasuredTrace& trace, double threshold)
             if (j != i && stats.ranks[j].stepCompute.count > 0)
                 others.push_back(stats.ranks[j].stepCompute.medianUs);
         RankStats& rs = stats.ranks[i];
-        const double reference = medianOf(others);
+        const double reference = median(others);
         if (others.empty() || reference <= 0.0 || rs.stepCompute.count == 0)
             continue;
         rs.excess = rs.stepCompute.medianUs / reference - 1.0;

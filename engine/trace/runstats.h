@@ -33,9 +33,9 @@ const char* slotKindName(SlotKind kind);
 /// The kind of an action's slot.
 SlotKind slotKindOf(const Action& action);
 
-/// Median and spread of a set of durations (µs): the median and the 10th and 90th percentiles, each by linear
-/// interpolation between the closest ranks (numpy's default "linear" method: position q × (n − 1) of the sorted
-/// values).
+/// Median and spread of a set of durations (µs): the median (the low median, base/stats.h) and the 10th and
+/// 90th percentiles, each by linear interpolation between the closest ranks (numpy's default "linear" method:
+/// position q × (n − 1) of the sorted values).
 struct Spread {
     int count = 0; ///< samples (0: none, every figure 0)
     double medianUs = 0.0;

@@ -2,8 +2,8 @@
 // starts MPI and hands over to dps::runtime::runWorker (engine/runtime/worker.h) with the platform that
 // knows the cuda backend and NCCL (engine/runtime/cuda/workerplatform.h, which loads the CUDA module at run
 // time), so --backend auto|cpu|cuda is decided here. Exit status: 0 success, 1 correctness failed or bad
-// project, 3 anything else (among them --backend cuda without the CUDA module: "CUDA backend not available").
-// With --probe-info, --probe-compute or --probe-p2p first it measures this machine instead
+// project, 2 bad flags, 3 anything else (among them --backend cuda without the CUDA module: "CUDA backend not
+// available"). With --probe-info, --probe-compute or --probe-p2p first it measures this machine instead
 // (engine/runtime/probe.h, docs/cpu-profile.md): exit status 0, 2 for bad flags, 3 when the probe fails.
 #include "runtime/cpubackend.h"
 #include "runtime/cuda/workerplatform.h"
@@ -66,7 +66,7 @@ int main(int argc, char** argv)
         options = parseWorkerArgs(args);
     } catch (const UsageError& e) {
         std::cerr << "dpstudio-worker: " << e.what() << "\n" << workerUsage() << "\n";
-        return dps::kExitRunFailed;
+        return dps::kExitUsage;
     }
     selectBlasCoreType(argv, options.threads);
     if (options.command.empty())

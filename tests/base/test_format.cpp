@@ -93,3 +93,20 @@ TEST(Format, CountsWithTheirNoun)
     EXPECT_EQ(dps::formatCountOf(2, "process", "processes"), "2 processes");
     EXPECT_EQ(dps::formatCountOf(1, "process", "processes"), "1 process");
 }
+
+TEST(Format, SignedTimes)
+{
+    EXPECT_EQ(dps::formatSignedTime(66), "+66 µs");
+    EXPECT_EQ(dps::formatSignedTime(-1500), "-1.5 ms");
+    EXPECT_EQ(dps::formatSignedTime(0), "+0 µs");
+    EXPECT_EQ(dps::formatSignedTime(-2.5e6), "-2.5 s");
+}
+
+TEST(Format, SignificantDigits)
+{
+    EXPECT_EQ(dps::formatSignificant(0.031234), "0.0312");
+    EXPECT_EQ(dps::formatSignificant(1.5e-7), "1.5e-07");
+    EXPECT_EQ(dps::formatSignificant(1e-4, 1), "0.0001");
+    EXPECT_EQ(dps::formatSignificant(1e-5, 1), "1e-05");
+    EXPECT_EQ(dps::formatSignificant(2.0), "2");
+}

@@ -3,7 +3,7 @@
 #  1. executor overhead per action: a DualPipeV run of a model so small that compute is negligible, where
 #     every µs a rank spends outside waiting for data (busy time of each slot plus the gaps between slots)
 #     is the executor's own cost (an upper bound: the tiny GEMMs, GELU and message posting are included);
-#  2. fidelity (issue 15 §3), for two configurations:
+#  2. fidelity (measured against predicted step time), for two configurations:
 #       machine  the default project's machine-sized variant (as scripts/main-job.sh adds it: DualPipeV on as
 #                many ranks as there are cores, 2 to 8, 20 microbatches of the 16-layer model);
 #       h1024    DualPipeV on 2 ranks, 4 stages of one block each, hidden 1024, FFN 4096, sequence 32,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# End-to-end checks of `dpstudio analyze` (issue 14): the critical path of a measured step, its share per rank,
+# End-to-end checks of `dpstudio analyze`: the critical path of a measured step, its share per rank,
 # stragglers, --compare with another run, the prediction's path from the recorded project, and bad input. The
 # hand-made run is 1F1B on 2 ranks × 2 microbatches (F 1 µs, B 2 µs, messages 0.5 µs; tests/sim/test_criticalpath.cpp
 # works it out by hand): path 0F0 → 1F0 → 1B0 → 1F1 → 1B1 → 0B1, 10 µs, rank 0 3 µs, rank 1 6 µs, transfers 1 µs.

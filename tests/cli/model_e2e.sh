@@ -1,5 +1,5 @@
 #!/bin/sh
-# End-to-end checks of the model library's command line (issue 12): dpstudio presets, init --model/--device,
+# End-to-end checks of the model library's command line: dpstudio presets, init --model/--device,
 # model-info, simulate on a transformer project (the model line, parameter_bytes), and bad input.
 # Usage: model_e2e.sh /path/to/dpstudio   (exits non-zero when a check failed; needs python3 for JSON)
 set -u
@@ -29,7 +29,7 @@ done
 contains "$WORK/out" "dpstudio init --model ID" "presets text names init's flag"
 expect 0 "presets --json" -- "$DPS" presets --json
 cp "$WORK/out" "$WORK/presets.json"
-# Published totals (issue 12): DeepSeek-V3 671B total (2 %), 37B activated (5 %); Llama 3 8.03B, 70.55B,
+# Published totals: DeepSeek-V3 671B total (2 %), 37B activated (5 %); Llama 3 8.03B, 70.55B,
 # 405.8B; Mixtral 46.7B total, 12.9B active (1 %). H800 dense BF16 peak 989.4 TFLOP/s (its preset's source).
 check_py "presets --json: ids, published totals, sources" "
 import json, sys
@@ -99,7 +99,7 @@ cp "$WORK/out" "$WORK/ds-ep1-sim.json"
 expect 0 "simulate deepseek-v3 1f1b ep 1" -- "$DPS" simulate "$WORK/ds-1f1b-ep1.dpstudio.json" --json
 cp "$WORK/out" "$WORK/ds-1f1b-ep1-sim.json"
 # DualPipe hides the expert all-to-all of one microbatch under another's compute: its step is shorter than
-# 1F1B's on the same ranks and microbatches, by more with ep 64 than with ep 1 (issue 12, "Done when").
+# 1F1B's on the same ranks and microbatches, by more with ep 64 than with ep 1.
 check_py "deepseek-v3: DualPipe shorter than 1F1B, more so with the all-to-all; parameter_bytes per rank" "
 import json, sys
 dp, ob, dp1, ob1 = (json.load(open(f)) for f in sys.argv[1:5])
@@ -257,7 +257,7 @@ for cmd in simulate model-info; do
         "$cmd: heads named"
 done
 
-# --- init --scale tiny (issue 16): the preset's structure at CPU sizes, on the cpu device by default -------
+# --- init --scale tiny: the preset's structure at CPU sizes, on the cpu device by default -------
 expect 0 "init --scale tiny" -- "$DPS" init -o "$WORK/tiny.dpstudio.json" --model deepseek-v3 --scale tiny
 contains "$WORK/out" "dualpipe (8 ranks × dp 2, 8 stages, 20 microbatches)" "tiny DeepSeek-V3: dp defaults to its ep 2"
 check_py "tiny DeepSeek-V3 keeps MLA, 256 experts top-8, 3 dense layers; hidden 64, fp32, cpu" '
@@ -295,7 +295,7 @@ assert m["correctness"]["max_grad_error"] < 1e-10, m["correctness"]
     done
     contains "$WORK/err" "2 ranks × dp 2 = 4 processes" "the EP run starts ranks × dp processes"
     # DualPipe's F&B slots hide one half's expert all-to-all behind the other half's compute: the report prints
-    # the measured share per rank beside the prediction's, and the run measured some (issue 16).
+    # the measured share per rank beside the prediction's, and the run measured some.
     check_py "the tiny DualPipe MoE run hid all-to-all time, and says so per rank" '
 import json, re, sys
 m = json.load(open(sys.argv[1]))

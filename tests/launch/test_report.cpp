@@ -223,7 +223,7 @@ TEST(Report, NoErrorWithoutAPrediction)
     EXPECT_FALSE(row.relativeError());
 }
 
-// The all-to-all lines (issue 16): the median step's measured Σ a2a_hidden_us ÷ Σ a2a_us per rank beside
+// The all-to-all lines: the median step's measured Σ a2a_hidden_us ÷ Σ a2a_us per rank beside
 // allToAllPerRank of the prediction. One stage on rank 0 with F [C 10, M 4, C 10] and B [C 20]: 0F0 shows its
 // 4 µs; (0F1;0B0) lays F C [0,10], B C [10,30] beside F M [10,14]: 4 µs, all hidden; 0B1 none. Predicted
 // 8 µs, half hidden. Measured (step 1 is the median): 0F0 3 µs, the slot 5 µs with 4 hidden: 4 of 8, 50 %;

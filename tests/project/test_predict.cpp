@@ -24,7 +24,7 @@ constexpr double kLargestIdleUs = 217526.6624;
 // parameters and gradients, 10 MiB of inputs and targets (20 T×h tensors of 512 KiB), 40.5 MiB of activations
 // kept before the slot, 5 MiB of messages (posted receives, the input's copy, held sends) and the two halves at
 // their high-water marks at once, F of 2 layers 2(tf + th) + tf = 7 MiB and B tf + th = 2.5 MiB (T×f: tf = 2 MiB,
-// T×h: th = 512 KiB). Without the buffers (before issue 15) it read 109.5 MiB: static + peak activations.
+// T×h: th = 512 KiB). Without the message buffers in the memory model it read 109.5 MiB: static + peak activations.
 constexpr double kPeakMemoryBytes = 135266304.0;
 constexpr double kPeakActivationBytes = 47710208.0; // 45.5 MiB
 constexpr double kP2pBytes = 146800640.0; // 140 MiB

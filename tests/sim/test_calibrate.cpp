@@ -50,7 +50,7 @@ TEST(Calibrate, MedianOfOddAndEvenCounts)
 {
     EXPECT_DOUBLE_EQ(median({}), 0.0);
     EXPECT_DOUBLE_EQ(median({ 5, 1, 3 }), 3.0);
-    EXPECT_DOUBLE_EQ(median({ 4, 1, 3, 2 }), 2.5);
+    EXPECT_DOUBLE_EQ(median({ 4, 1, 3, 2 }), 2.0); // the low median (base/stats.h)
 }
 
 TEST(Calibrate, RecoversKnownFIWAndBExactly)
@@ -181,7 +181,7 @@ TEST(Calibrate, FitsHandMadeSlotsWithoutATrace)
     EXPECT_EQ(c.samples[1], (std::array<int, 5> { 1, 0, 0, 1, 0 }));
     EXPECT_EQ(c.p2pSamples, 2);
     EXPECT_EQ(c.p2pSizes, 1);
-    EXPECT_EQ(c.costs.latencyUs, 0.0); // median of 2.5 and −3.5 = −0.5, clamped
+    EXPECT_EQ(c.costs.latencyUs, 0.0); // the low median of 2.5 and −3.5 = −3.5, clamped
     EXPECT_EQ(c.costs.bandwidthBytesPerUs, 0.0);
     EXPECT_FALSE(c.costs.overlapFactor);
     EXPECT_EQ(c.overlapSamples, 0);
@@ -209,6 +209,7 @@ TEST(Calibrate, FormatsTheFitWithTheOneTimeRule)
         slot(1, "1F0", 0, 1520.25, 12.5, 2000), // arrives at 12.5: transfer 2.5 µs; busy 1507.75 µs
         slot(1, "1B0", 1520.25, 1550.25), // busy 30 µs
         slot(0, "0B0", 10, 1600.25, 1560.25, 2000), // arrives at 1570.25: transfer 20 µs; busy 30 µs
+        // The latency: the low median of the transfers 2.5 and 20 µs (one message size).
         slot(0, "(0F1;1B1)OVERLAP_F_B", 1600.25, 1630.25), // busy 30 = 0.75 × (F0 10 + B1 30)
     };
     const Calibration c = calibrate(slots, 2);
@@ -216,8 +217,8 @@ TEST(Calibrate, FormatsTheFitWithTheOneTimeRule)
         "stage           F           I           W           B         F&B   samples F/I/W/B/F&B\n"
         "    0       10 µs           -           -       30 µs       30 µs   1/0/0/1/1\n"
         "    1     1.51 ms           -           -       30 µs           -   1/0/0/1/0\n"
-        "overlap factor: 0.75 (1 overlapped slots)\n"
-        "p2p latency: 11.25 µs, bandwidth: unlimited (2 messages, 1 sizes)\n"
+        "overlap factor: 0.75 (1 overlapped slot)\n"
+        "p2p latency: 2.5 µs, bandwidth: unlimited (2 messages, 1 size)\n"
         "note: one message size: its whole transfer time taken as latency, bandwidth unlimited\n");
 }
 

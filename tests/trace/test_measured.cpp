@@ -1,11 +1,12 @@
 // measured.json: reading the documented format, round trip, and refusing what it cannot read.
-#include "trace/measured.h"
 #include "base/errors.h"
 #include "base/fileio.h"
+#include "base/stats.h"
 #include "project/project.h"
 #include "schedule/generator.h"
 #include "sim/costmodel.h"
 #include "support/synthetic.h"
+#include "trace/measured.h"
 
 #include <gtest/gtest.h>
 
@@ -292,6 +293,8 @@ TEST(Measured, StepsAndMedianStepFromTheActions)
     EXPECT_DOUBLE_EQ(t.steps[3].makespanUs, 80);
     EXPECT_EQ(t.medianStep, 3); // 70, 80, 90, 120: the lower of the middle two
     EXPECT_DOUBLE_EQ(t.medianMakespanUs(), 80);
+    // An even step count: the median step's makespan is the median of the makespans (`run` and `analyze` agree).
+    EXPECT_DOUBLE_EQ(t.medianMakespanUs(), median({ 90, 70, 120, 80 }));
 
     MeasuredTrace empty;
     empty.medianStep = 5;

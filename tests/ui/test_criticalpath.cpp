@@ -1,4 +1,4 @@
-// The critical path, stragglers and run diff in the window, offscreen (issue 14): View → Critical Path outlines
+// The critical path, stragglers and run diff in the window, offscreen: View → Critical Path outlines
 // the prediction's path and, with a run overlaid, the measured step's (the marks are the engine's path,
 // sim/criticalpath.h, and are drawn in the path colour); the overlay panel lists each rank's share of both paths
 // and flags the straggler of the real tiny DualPipeV run; "Compare with" another run lists the per-action

@@ -1,4 +1,4 @@
-// The designer's model library (issue 12), offscreen: choosing a model or device preset sets every field and
+// The designer's model library (model and device presets), offscreen: choosing a model or device preset sets every field and
 // undo restores the project; a value the engine refuses (top_k above experts, kv_heads not dividing heads,
 // dp that the expert-parallel group does not divide, an unknown preset) shows the engine's message and
 // leaves the project unchanged; a zoomed F&B slot of DeepSeek-V3 is drawn as its two lanes with the

@@ -26,8 +26,9 @@ RankMemoryParts rank(double parameters, double gradients, double optimizer, doub
 
 TEST(MemoryBreakdown, TheHeaviestRankAgainstTheMedianRank)
 {
-    // Totals 45, 32, 31, 30 GiB: median (31 + 32) / 2 = 31.5, so rank 0 is 13.5 GiB over it. By part: parameters
-    // 10 vs median 6 (+4), gradients 10 vs 6 (+4), optimizer 20 vs 12 (+8), activations 5 vs (5+6+7+8 → 6.5): under.
+    // Totals 45, 32, 31, 30 GiB: the low median (the lower of 31 and 32) is 31, so rank 0 is 14 GiB over it. By
+    // part: parameters 10 vs median 6 (+4), gradients 10 vs 6 (+4), optimizer 20 vs 12 (+8), activations 5 vs
+    // (5, 6, 7, 8 → 6): under.
     const std::vector<RankMemoryParts> ranks
         = { rank(10, 10, 20, 5), rank(6, 6, 12, 8), rank(6, 6, 12, 7), rank(6, 6, 12, 6) };
     const HeaviestRank h = heaviestRank(ranks);
@@ -35,14 +36,14 @@ TEST(MemoryBreakdown, TheHeaviestRankAgainstTheMedianRank)
     EXPECT_EQ(h.sharedWith, 0);
     EXPECT_EQ(h.referenceRank, -1) << "compared with the median rank";
     EXPECT_DOUBLE_EQ(h.peakBytes, 45 * GiB);
-    EXPECT_DOUBLE_EQ(h.excessBytes, 13.5 * GiB);
+    EXPECT_DOUBLE_EQ(h.excessBytes, 14 * GiB);
     ASSERT_EQ(h.byPart.size(), 3u);
     EXPECT_EQ(h.byPart[0].first, RankMemoryParts::Optimizer);
     EXPECT_DOUBLE_EQ(h.byPart[0].second, 8 * GiB);
     EXPECT_EQ(h.byPart[1].first, RankMemoryParts::Parameters) << "ties keep the parts' order";
     EXPECT_EQ(h.byPart[2].first, RankMemoryParts::Gradients);
     EXPECT_EQ(describeHeaviest(h),
-        "rank 0 heaviest: peak 45 GiB, +13.5 GiB over the median rank (optimizer state +8 GiB, parameters +4 GiB)");
+        "rank 0 heaviest: peak 45 GiB, +14 GiB over the median rank (optimizer state +8 GiB, parameters +4 GiB)");
 }
 
 TEST(MemoryBreakdown, AHeaviestPeakMostRanksShareIsComparedWithTheLightestRank)

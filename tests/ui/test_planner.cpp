@@ -1,4 +1,4 @@
-// The Planner panel (issue 13), offscreen: the candidates' table model under QAbstractItemModelTester, sorted by
+// The Planner panel, offscreen: the candidates' table model under QAbstractItemModelTester, sorted by
 // its columns; the search run in the background with progress and cancel; the scatter (a graph per kind, the
 // Pareto front, the selection) and "Add as variant" as one undoable edit; the memory field's parsing and its
 // error; the comparison's step time, tokens/s and tokens/s per device and its "same devices" mode. With

@@ -9,6 +9,11 @@ QString formatTime(double us)
     return QString::fromStdString(dps::formatTime(us));
 }
 
+QString formatSignedTime(double us)
+{
+    return QString::fromStdString(dps::formatSignedTime(us));
+}
+
 QString formatBytes(double bytes)
 {
     return QString::fromStdString(dps::formatBytes(bytes));

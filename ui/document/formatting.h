@@ -7,6 +7,8 @@ namespace dps::ui {
 
 /// "850.5 µs", "12.35 ms", "2.365 s" (dps::formatTime).
 QString formatTime(double us);
+/// A time difference with its sign: "+66 µs", "-1.5 ms" (dps::formatSignedTime).
+QString formatSignedTime(double us);
 /// "512 B", "1.5 KiB", "45.5 MiB", "7.45 GiB" (dps::formatBytes).
 QString formatBytes(double bytes);
 /// "9.09 %" from a fraction (dps::formatPercent).

@@ -172,12 +172,4 @@ MeasuredOverlay buildOverlay(
     return o;
 }
 
-ValidatedRun validatedRunOf(const MeasuredTrace& m, const std::string& path)
-{
-    const MeasuredCorrectness& c = m.correctness;
-    return { path, m.host, m.cpu, {}, m.backend, m.comm, m.mpiVersion, m.variant, static_cast<int>(m.ranks.size()),
-        m.medianStep, m.medianMakespanUs(), c.passed, c.maxLossError, c.maxGradError, c.lossThreshold, c.gradThreshold,
-        c.message, c.checked, describeSource(m.source) };
-}
-
 } // namespace dps::ui

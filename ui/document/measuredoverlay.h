@@ -85,7 +85,4 @@ std::vector<int> measuredSteps(const MeasuredTrace& trace);
 MeasuredOverlay buildOverlay(
     std::shared_ptr<const MeasuredTrace> trace, const std::string& path, int step, const SimulationSnapshot& predicted);
 
-/// The fields of a trace a validated config records of its run.
-ValidatedRun validatedRunOf(const MeasuredTrace& trace, const std::string& path);
-
 } // namespace dps::ui

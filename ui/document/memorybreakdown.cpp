@@ -1,6 +1,7 @@
 #include "document/memorybreakdown.h"
 
 #include "base/format.h"
+#include "base/stats.h"
 
 #include <algorithm>
 
@@ -44,19 +45,6 @@ std::vector<RankMemoryParts> memoryParts(const SimulationSnapshot& snapshot)
     }
     return result;
 }
-
-namespace {
-
-double median(std::vector<double> values)
-{
-    if (values.empty())
-        return 0.0;
-    std::sort(values.begin(), values.end());
-    const std::size_t n = values.size();
-    return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
-}
-
-} // namespace
 
 HeaviestRank heaviestRank(const std::vector<RankMemoryParts>& ranks)
 {
@@ -109,7 +97,7 @@ std::string describeHeaviest(const HeaviestRank& h)
         return "every rank peaks at " + formatBytes(h.peakBytes);
     std::string text = "rank " + std::to_string(h.rank) + " heaviest";
     if (h.sharedWith > 0)
-        text += ", with " + std::to_string(h.sharedWith) + (h.sharedWith == 1 ? " other rank" : " other ranks");
+        text += ", with " + formatCountOf(static_cast<std::size_t>(h.sharedWith), "other rank");
     text += ": peak " + formatBytes(h.peakBytes) + ", +" + formatBytes(h.excessBytes) + " over the "
         + (h.referenceRank < 0 ? std::string("median rank") : "lightest, rank " + std::to_string(h.referenceRank));
     std::string parts;

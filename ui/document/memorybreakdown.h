@@ -41,7 +41,7 @@ struct HeaviestRank {
     std::vector<std::pair<RankMemoryParts::Part, double>> byPart;
 };
 
-/// Finds the heaviest rank; the median of an even count is the mean of the middle two. The median rank is
+/// Finds the heaviest rank; the median of an even count is the lower of the middle two (base/stats.h). The median rank is
 /// the reference unless the heaviest total exceeds the median total by at most 0.1 % of it.
 HeaviestRank heaviestRank(const std::vector<RankMemoryParts>& ranks);
 

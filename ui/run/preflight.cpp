@@ -1,5 +1,7 @@
 #include "run/preflight.h"
 
+#include "protocol/backends.h"
+
 #include <QFileInfo>
 
 #include <algorithm>
@@ -117,7 +119,8 @@ void checkBackend(const PreflightInput& in, Items& items)
 
 QString autoBackend(const DeviceInfo& devices)
 {
-    return devices.cudaBuilt && devices.hasGpus() ? QStringLiteral("cuda") : QStringLiteral("cpu");
+    const std::string_view backend = dps::autoBackend(devices.cudaBuilt, devices.hasGpus());
+    return QString::fromLatin1(backend.data(), static_cast<qsizetype>(backend.size()));
 }
 
 QVector<PreflightItem> preflight(const PreflightInput& input)

@@ -49,7 +49,8 @@ QVector<PreflightItem> preflight(const PreflightInput& input);
 /// True when one of the items is an error.
 bool preflightBlocks(const QVector<PreflightItem>& items);
 
-/// The backend `auto` picks on these devices: "cuda" when it is built and a GPU is present, else "cpu".
+/// The backend `auto` picks on these devices (dps::autoBackend): "cuda" when it is built and a GPU is present,
+/// else "cpu".
 QString autoBackend(const DeviceInfo& devices);
 
 } // namespace dps::ui

@@ -7,6 +7,7 @@
 #include "run/runhistory.h"
 
 #include "base/format.h"
+#include "protocol/backends.h"
 
 #include <QComboBox>
 #include <QDateTime>
@@ -141,8 +142,10 @@ QWidget* RunPanel::createSettingsBox()
     m_projectLabel = makeValueLabel(box);
     m_ranksLabel = makeValueLabel(box);
     m_backend = new QComboBox(box);
-    for (const char* backend : { "auto", "cuda", "cpu" })
-        m_backend->addItem(tr(backend), QString::fromLatin1(backend));
+    for (std::string_view backend : kBackendNames) {
+        const QString name = QString::fromLatin1(backend.data(), static_cast<qsizetype>(backend.size()));
+        m_backend->addItem(name, name);
+    }
     m_backendHint = new QLabel(box);
     m_backendHint->setForegroundRole(QPalette::PlaceholderText);
     m_steps = makeSpinBox(box, 1, 1000, 3, tr("Steps measured after the warm-up"));

@@ -1,5 +1,7 @@
 #include "run/runrequest.h"
 
+#include "protocol/backends.h"
+
 #include <QFileInfo>
 #include <QStandardPaths>
 
@@ -57,10 +59,9 @@ QString checkRunOptions(const launch::RunOptions& options)
         return QStringLiteral("No project file: save the project before running it.");
     if (QString why = checkReadableFile(project, QStringLiteral("project file")); !why.isEmpty())
         return why;
-    static const std::vector<std::string> backends { "auto", "cpu", "cuda" };
-    if (std::find(backends.begin(), backends.end(), options.backend) == backends.end())
-        return QStringLiteral("Unknown backend \"%1\": choose auto, cpu or cuda.")
-            .arg(QString::fromStdString(options.backend));
+    if (!isBackendName(options.backend))
+        return QStringLiteral("Unknown backend \"%1\": choose %2.")
+            .arg(QString::fromStdString(options.backend), QString::fromStdString(backendNameList()));
     if (QString why = checkNumbers(options); !why.isEmpty())
         return why;
     if (!options.hostfile.empty())

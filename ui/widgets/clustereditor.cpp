@@ -1,6 +1,7 @@
 #include "widgets/clustereditor.h"
 
 #include "widgets/fieldbinder.h"
+#include "widgets/presetbox.h"
 
 #include "project/presets.h"
 #include "project/transformercost.h"
@@ -26,25 +27,43 @@ ClusterEditor::ClusterEditor(ProjectDocument* document, QWidget* parent)
     , m_binder(new FieldBinder(document, m_message, this))
 {
     auto* header = new QFormLayout;
-    m_preset = new QComboBox;
-    m_preset->addItem(tr("(typed by hand)"), QString());
-    for (const PresetInfo& info : devicePresets()) {
-        m_preset->addItem(QString::fromStdString(info.id), QString::fromStdString(info.id));
-        QString tip = QString::fromStdString(info.title);
-        for (const auto& source : info.sources)
-            tip += QStringLiteral("\n• ") + QString::fromStdString(source);
-        m_preset->setItemData(m_preset->count() - 1, tip, Qt::ToolTipRole);
-    }
-    m_preset->setToolTip(tr("Choosing a device preset replaces the cluster (undo with Ctrl+Z)"));
-    connect(m_preset, qOverload<int>(&QComboBox::activated), this, [this](int index) {
-        const QString id = m_preset->itemData(index).toString();
-        if (id.isEmpty())
-            refresh();
-        else
-            choosePreset(id);
-    });
+    m_preset = newPresetBox(
+        devicePresets(), tr("Choosing a device preset replaces the cluster (undo with Ctrl+Z)"), this,
+        [this](const QString& id) { choosePreset(id); }, [this] { refresh(); });
     header->addRow(tr("Device preset:"), m_preset);
 
+    QGroupBox* deviceBox = setupDeviceBox();
+    QGroupBox* nodesBox = setupNodesBox();
+
+    m_placement = new QLabel;
+    m_placement->setWordWrap(true);
+    m_placement->setTextFormat(Qt::RichText);
+
+    auto* content = new QWidget;
+    auto* column = new QVBoxLayout(content);
+    column->setContentsMargins(6, 0, 6, 6);
+    column->addWidget(deviceBox);
+    column->addWidget(nodesBox);
+    column->addWidget(m_placement);
+    column->addStretch(1);
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 6, 0, 0);
+    auto* top = new QVBoxLayout;
+    top->setContentsMargins(6, 0, 6, 0);
+    top->addLayout(header);
+    top->addWidget(m_message);
+    layout->addLayout(top);
+    layout->addWidget(scroll, 1);
+    m_binder->onRefresh([this] { refresh(); });
+    refresh();
+}
+
+QGroupBox* ClusterEditor::setupDeviceBox()
+{
     auto* device = new QFormLayout;
     device->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     m_binder
@@ -70,7 +89,11 @@ ClusterEditor::ClusterEditor(ProjectDocument* document, QWidget* parent)
         [](Project& p, double v) { p.cluster.memoryPerDeviceBytes = v * 1e9; });
     auto* deviceBox = new QGroupBox(tr("Device"));
     deviceBox->setLayout(device);
+    return deviceBox;
+}
 
+QGroupBox* ClusterEditor::setupNodesBox()
+{
     auto* nodes = new QFormLayout;
     nodes->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     m_binder
@@ -113,32 +136,7 @@ ClusterEditor::ClusterEditor(ProjectDocument* document, QWidget* parent)
     nodesBox->setLayout(nodes);
     nodesBox->setToolTip(tr("Devices are numbered node by node; a pipeline hop or an expert-parallel exchange between "
                             "nodes takes the inter-node link (bandwidth per device)"));
-
-    m_placement = new QLabel;
-    m_placement->setWordWrap(true);
-    m_placement->setTextFormat(Qt::RichText);
-
-    auto* content = new QWidget;
-    auto* column = new QVBoxLayout(content);
-    column->setContentsMargins(6, 0, 6, 6);
-    column->addWidget(deviceBox);
-    column->addWidget(nodesBox);
-    column->addWidget(m_placement);
-    column->addStretch(1);
-    auto* scroll = new QScrollArea;
-    scroll->setWidget(content);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(0, 6, 0, 0);
-    auto* top = new QVBoxLayout;
-    top->setContentsMargins(6, 0, 6, 0);
-    top->addLayout(header);
-    top->addWidget(m_message);
-    layout->addLayout(top);
-    layout->addWidget(scroll, 1);
-    m_binder->onRefresh([this] { refresh(); });
-    refresh();
+    return nodesBox;
 }
 
 QString ClusterEditor::choosePreset(const QString& id)

@@ -9,6 +9,7 @@
 #include <QWidget>
 
 class QComboBox;
+class QGroupBox;
 class QLabel;
 
 namespace dps::ui {
@@ -31,6 +32,10 @@ public:
     QWidget* field(const QString& label) const;
 
 private:
+    /// The device's fields: peak FLOP/s, FP8 peak, efficiency, memory.
+    QGroupBox* setupDeviceBox();
+    /// The nodes and links: GPUs per node, nodes, intra- and inter-node latency and bandwidth, all-to-all share.
+    QGroupBox* setupNodesBox();
     void refresh();
     void refreshPlacement();
 

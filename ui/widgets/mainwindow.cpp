@@ -324,7 +324,7 @@ void MainWindow::setupFileMenu()
     file->addActions({ a.save, a.saveAs });
     file->addSeparator();
     file->addAction(a.importCsv);
-    // PyTorch profiler traces of the project's schedule, overlaid like a run (issue 14, docs/profile-import.md).
+    // PyTorch profiler traces of the project's schedule, overlaid like a run (docs/profile-import.md).
     QAction* openProfile = file->addAction(tr("Open &Profile…"), m_files, &FileController::openProfile);
     openProfile->setObjectName(QStringLiteral("openProfileAction"));
     openProfile->setStatusTip(tr("Import PyTorch profiler traces (one per rank, .json or .json.gz) and overlay them"));

@@ -2,6 +2,7 @@
 
 #include "document/formatting.h"
 #include "widgets/fieldbinder.h"
+#include "widgets/presetbox.h"
 
 #include "model/transformer.h"
 #include "project/modelinfo.h"
@@ -61,7 +62,7 @@ void becomeTransformer(Project& p)
 
 QString presetLabel(const std::string& id)
 {
-    return id.empty() ? QObject::tr("(typed by hand)") : QString::fromStdString(id);
+    return id.empty() ? handTypedPresetLabel() : QString::fromStdString(id);
 }
 
 QTableWidgetItem* cell(const QString& text, bool number = true)
@@ -130,24 +131,9 @@ QWidget* ModelEditor::setupHeader()
     auto* column = new QVBoxLayout(header);
     column->setContentsMargins(6, 0, 6, 0);
     auto* form = newForm();
-    m_preset = new QComboBox;
-    m_preset->addItem(presetLabel({}), QString());
-    for (const PresetInfo& info : modelPresets()) {
-        m_preset->addItem(QString::fromStdString(info.id), QString::fromStdString(info.id));
-        QString tip = QString::fromStdString(info.title);
-        for (const auto& source : info.sources)
-            tip += QStringLiteral("\n• ") + QString::fromStdString(source);
-        m_preset->setItemData(m_preset->count() - 1, tip, Qt::ToolTipRole);
-    }
-    m_preset->setToolTip(tr("Choosing a preset replaces the model and the training state (undo with Ctrl+Z)"));
-    connect(m_preset, qOverload<int>(&QComboBox::activated), this, [this](int index) {
-        const QString id = m_preset->itemData(index).toString();
-        if (id.isEmpty()) {
-            refresh();
-            return;
-        }
-        choosePreset(id);
-    });
+    m_preset = newPresetBox(
+        modelPresets(), tr("Choosing a preset replaces the model and the training state (undo with Ctrl+Z)"), this,
+        [this](const QString& id) { choosePreset(id); }, [this] { refresh(); });
     form->addRow(tr("Preset:"), m_preset);
     m_binder->addChoice(
         form, tr("Kind:"), { { tr("block (Linear–GELU–Linear)"), 0 }, { tr("transformer"), 1 } },

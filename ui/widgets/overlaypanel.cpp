@@ -23,11 +23,6 @@ namespace dps::ui {
 
 namespace {
 
-QString signedTime(double us)
-{
-    return (us >= 0 ? QStringLiteral("+") : QStringLiteral("−")) + formatTime(std::abs(us));
-}
-
 QString runLabel(const RunHistory& history, int row)
 {
     const RunRecord& r = history.run(row);
@@ -107,6 +102,34 @@ OverlayPanel::OverlayPanel(QWidget* parent)
 
 void OverlayPanel::setupUi()
 {
+    createControls();
+    auto* choose = new QHBoxLayout;
+    choose->addWidget(new QLabel(tr("Run:")));
+    choose->addWidget(m_runBox, 1);
+    auto* step = new QHBoxLayout;
+    step->addWidget(new QLabel(tr("Step:")));
+    step->addWidget(m_stepBox, 1);
+    auto* compare = new QHBoxLayout;
+    compare->addWidget(new QLabel(tr("Compare with:")));
+    compare->addWidget(m_otherBox, 1);
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(m_calibrate);
+    buttons->addWidget(m_clear);
+    buttons->addStretch(1);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    layout->addWidget(m_header);
+    layout->addLayout(choose);
+    layout->addLayout(step);
+    layout->addLayout(compare);
+    layout->addLayout(buttons);
+    layout->addWidget(m_comparison);
+    layout->addWidget(createTabs(), 1);
+    connectControls();
+}
+
+void OverlayPanel::createControls()
+{
     m_header = new QLabel;
     m_header->setWordWrap(true);
     m_header->setTextFormat(Qt::RichText);
@@ -138,27 +161,10 @@ void OverlayPanel::setupUi()
     m_slips->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_slips->setSelectionMode(QAbstractItemView::SingleSelection);
     m_slips->setToolTip(tr("The actions that started furthest from their predicted start; click one to select it"));
-    auto* choose = new QHBoxLayout;
-    choose->addWidget(new QLabel(tr("Run:")));
-    choose->addWidget(m_runBox, 1);
-    auto* step = new QHBoxLayout;
-    step->addWidget(new QLabel(tr("Step:")));
-    step->addWidget(m_stepBox, 1);
-    auto* compare = new QHBoxLayout;
-    compare->addWidget(new QLabel(tr("Compare with:")));
-    compare->addWidget(m_otherBox, 1);
-    auto* buttons = new QHBoxLayout;
-    buttons->addWidget(m_calibrate);
-    buttons->addWidget(m_clear);
-    buttons->addStretch(1);
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(6, 6, 6, 6);
-    layout->addWidget(m_header);
-    layout->addLayout(choose);
-    layout->addLayout(step);
-    layout->addLayout(compare);
-    layout->addLayout(buttons);
-    layout->addWidget(m_comparison);
+}
+
+QTabWidget* OverlayPanel::createTabs()
+{
     m_pathLabel = new QLabel;
     m_pathLabel->setWordWrap(true);
     m_pathLabel->setTextFormat(Qt::RichText);
@@ -197,7 +203,11 @@ void OverlayPanel::setupUi()
     diffLayout->addLayout(diffTop);
     diffLayout->addWidget(m_diffs, 1);
     tabs->addTab(diffPage, tr("Run diff"));
-    layout->addWidget(tabs, 1);
+    return tabs;
+}
+
+void OverlayPanel::connectControls()
+{
     connect(m_stepBox, qOverload<int>(&QComboBox::activated), this,
         [this](int index) { setStep(m_stepBox->itemData(index).toInt()); });
     connect(m_runBox, qOverload<int>(&QComboBox::activated), this, &OverlayPanel::chooseRun);
@@ -333,7 +343,8 @@ void OverlayPanel::fillSlips()
     m_slips->setRowCount(static_cast<int>(m_overlay.slips.size()));
     for (int row = 0; row < m_slips->rowCount(); ++row) {
         const StartSlip& s = m_overlay.slips[row];
-        const QStringList cells { QString::fromStdString(s.action), QString::number(s.rank), signedTime(s.slipUs()) };
+        const QStringList cells { QString::fromStdString(s.action), QString::number(s.rank),
+            formatSignedTime(s.slipUs()) };
         const QString tip = tr("predicted start %1, measured start %2")
                                 .arg(formatTime(s.predictedStartUs), formatTime(s.measuredStartUs));
         for (int column = 0; column < cells.size(); ++column) {
@@ -401,7 +412,7 @@ void OverlayPanel::updateComparison()
     if (m_other) {
         const double us = m_other->medianMakespanUs();
         text += tr(" · other run <b>%1</b> (%2 vs this run)")
-                    .arg(formatTime(us), signedTime(us - m_trace->medianMakespanUs()));
+                    .arg(formatTime(us), formatSignedTime(us - m_trace->medianMakespanUs()));
     }
     m_comparison->setText(text);
 }
@@ -513,7 +524,7 @@ void OverlayPanel::fillDiff()
                        .arg(m_diff.stepB)
                        .arg(formatTime(m_diff.makespanB))
                        .arg(m_diff.stepA)
-                       .arg(formatTime(m_diff.makespanA), signedTime(m_diff.makespanB - m_diff.makespanA));
+                       .arg(formatTime(m_diff.makespanA), formatSignedTime(m_diff.makespanB - m_diff.makespanA));
     if (m_diff.onlyInA + m_diff.onlyInB > 0)
         text += tr("<br>%1 actions only in this run, %2 only in the other").arg(m_diff.onlyInA).arg(m_diff.onlyInB);
     m_diffLabel->setText(text);
@@ -525,8 +536,8 @@ void OverlayPanel::fillDiff()
             = tr("this run: start %1, %2 · other run: start %3, %4")
                   .arg(formatTime(d.startA), formatTime(d.durationA), formatTime(d.startB), formatTime(d.durationB));
         setRow(m_diffs, row,
-            { QString::fromStdString(toString(d.action)), QString::number(d.rank), signedTime(d.startDeltaUs()),
-                signedTime(d.durationDeltaUs()) },
+            { QString::fromStdString(toString(d.action)), QString::number(d.rank), formatSignedTime(d.startDeltaUs()),
+                formatSignedTime(d.durationDeltaUs()) },
             tip);
     }
 }

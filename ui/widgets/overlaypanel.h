@@ -78,6 +78,11 @@ signals:
 
 private:
     void setupUi();
+    /// The header, the run, step and other-run boxes, the buttons, the comparison line and the slips table.
+    void createControls();
+    /// The tabs: start slips, critical path (per-rank shares), run diff.
+    QTabWidget* createTabs();
+    void connectControls();
     void rebuild();
     void fillSteps();
     void fillRunChoosers();

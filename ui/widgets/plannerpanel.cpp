@@ -373,6 +373,23 @@ void PlannerPanel::drawPlot()
         order[i] = static_cast<int>(i);
     std::stable_sort(order.begin(), order.end(),
         [&](int a, int b) { return candidates[a].peakMemoryBytes < candidates[b].peakMemoryBytes; });
+    drawKindGraphs(candidates, order);
+    drawParetoFront(candidates, order);
+    m_selectionGraph = m_plot->addGraph();
+    m_selectionGraph->setLineStyle(QCPGraph::lsNone);
+    m_selectionGraph->setPen(QPen(m_colors.highlight, 2));
+    m_selectionGraph->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(m_colors.highlight, 2), Qt::NoBrush, 15));
+    m_selectionGraph->setSelectable(QCP::stNone);
+    m_selectionGraph->removeFromLegend();
+
+    drawRangesAndLimit(result, maxBytes, minStep, maxStep);
+    m_plot->legend->setVisible(!m_kindGraphs.empty());
+    drawSelection();
+}
+
+void PlannerPanel::drawKindGraphs(const std::vector<PlanCandidate>& candidates, const std::vector<int>& order)
+{
     for (ScheduleKind kind : generatedKinds()) {
         std::vector<int> mine;
         QVector<double> x, y;
@@ -394,6 +411,10 @@ void PlannerPanel::drawPlot()
         m_graphCandidates[g] = std::move(mine);
         m_kindGraphs[kind] = g;
     }
+}
+
+void PlannerPanel::drawParetoFront(const std::vector<PlanCandidate>& candidates, const std::vector<int>& order)
+{
     // The Pareto front: from the least memory up, each point holds its step time until the next one is reached.
     QVector<double> fx, fy;
     for (int i : order)
@@ -409,14 +430,11 @@ void PlannerPanel::drawPlot()
         m_paretoGraph->setSelectable(QCP::stNone);
         m_paretoGraph->setData(fx, fy, true);
     }
-    m_selectionGraph = m_plot->addGraph();
-    m_selectionGraph->setLineStyle(QCPGraph::lsNone);
-    m_selectionGraph->setPen(QPen(m_colors.highlight, 2));
-    m_selectionGraph->setScatterStyle(
-        QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(m_colors.highlight, 2), Qt::NoBrush, 15));
-    m_selectionGraph->setSelectable(QCP::stNone);
-    m_selectionGraph->removeFromLegend();
+}
 
+void PlannerPanel::drawRangesAndLimit(const PlanResultPtr& result, double maxBytes, double minStep, double maxStep)
+{
+    const auto& candidates = result ? result->candidates : std::vector<PlanCandidate> {};
     const double limit = result ? result->memoryLimitBytes / m_byteDivisor : 0.0;
     m_plot->xAxis->setRange(0.0, std::max(limit, maxBytes / m_byteDivisor) * 1.08 + (maxBytes > 0.0 ? 0.0 : 1.0));
     if (maxStep > 0.0) {
@@ -447,8 +465,6 @@ void PlannerPanel::drawPlot()
         note->setText(result ? tr("No candidate fits the limit (see the line above).")
                              : tr("Choose devices, a global batch and a memory limit, then press Plan."));
     }
-    m_plot->legend->setVisible(!m_kindGraphs.empty());
-    drawSelection();
 }
 
 std::vector<int> PlannerPanel::selectedCandidates() const

@@ -86,6 +86,12 @@ private:
     void showFailure(const QString& message);
     void setRunning(bool running);
     void drawPlot();
+    /// One scatter per kind, its points in `order` (by memory: a point's data index maps to its candidate).
+    void drawKindGraphs(const std::vector<PlanCandidate>& candidates, const std::vector<int>& order);
+    /// The Pareto front: from the least memory up, each point holds its step time until the next is reached.
+    void drawParetoFront(const std::vector<PlanCandidate>& candidates, const std::vector<int>& order);
+    /// The axes' ranges, the memory limit's line and, without candidates, a note in the middle.
+    void drawRangesAndLimit(const PlanResultPtr& result, double maxBytes, double minStep, double maxStep);
     void drawSelection();
     void pointClicked(QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent* event);
 

@@ -1,8 +1,9 @@
 #include "selection.h"
 
-#include "gpuinfo.h"
-#include "runtime/backend.h"
 #include "base/hostinfo.h"
+#include "gpuinfo.h"
+#include "protocol/backends.h"
+#include "runtime/backend.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -126,16 +127,16 @@ Selection selectBackend(const SelectionRequest& request, const std::vector<RankD
         }
         return cudaSelection(request, ranks, std::move(local));
     }
+    if (autoBackend(request.cudaBuilt, without < 0) == "cuda") {
+        Selection s = cudaSelection(request, ranks, std::move(local));
+        s.reason = "auto: " + s.reason;
+        return s;
+    }
     if (!request.cudaBuilt)
         return cpuSelection(ranks.size(), std::move(local), "cpu (auto: " + whyNotCuda + ")");
-    if (without >= 0) {
-        const auto& r = ranks[static_cast<std::size_t>(without)];
-        return cpuSelection(
-            ranks.size(), std::move(local), "cpu (auto: " + rankLabel(without, r) + " has no GPU: " + r.whyNoGpu + ")");
-    }
-    Selection s = cudaSelection(request, ranks, std::move(local));
-    s.reason = "auto: " + s.reason;
-    return s;
+    const auto& r = ranks[static_cast<std::size_t>(without)];
+    return cpuSelection(
+        ranks.size(), std::move(local), "cpu (auto: " + rankLabel(without, r) + " has no GPU: " + r.whyNoGpu + ")");
 }
 
 namespace {

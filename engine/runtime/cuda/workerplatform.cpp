@@ -3,13 +3,15 @@
 #include "jobsetup.h"
 #include "transferorder.h"
 
+#include "protocol/backends.h"
+
 namespace dps::runtime {
 
 JobChoice CudaWorkerPlatform::choose(Comm& mpi, const std::string& backend)
 {
     const std::optional<BackendChoice> requested = parseBackendChoice(backend);
     if (!requested)
-        throw UsageError("--backend: expected cpu, cuda or auto, got '" + backend + "'");
+        throw UsageError("--backend: expected " + backendNameList() + ", got '" + backend + "'");
     nameCheckRank(mpi.rank());
     m_rank = mpi.rank();
     m_selection = selectForJob(mpi, cudaRequest(*requested), localRankDevices());

@@ -405,45 +405,55 @@ Tensor MlaAttention::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) 
     return y;
 }
 
-Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, bool fused) const
+namespace {
+
+/// MLA's projection gradients: of q (q_b_proj's or q_proj's output), of kv (kv_b_proj's) and of [c_kv, k_R]
+/// (kv_a's), in category `keep`.
+struct MlaProjectionGrads {
+    Tensor dq;
+    Tensor dkv;
+    Tensor dkva;
+};
+
+/// Scatters the per-head gradients back into the projections' columns, undoing the rotary embedding of the
+/// rope parts (k_R's summed over the heads); frees the per-head gradients.
+MlaProjectionGrads mlaProjectionGrads(
+    Backend& b, Lane lane, const AttentionConfig& c, HeadGrads& g, MemoryCategory keep)
 {
-    requirePhase(sv, Phase::AfterForward, fused ? "mla attention B" : "mla attention I");
-    const std::size_t t = z(m_c.tokens());
-    const std::size_t h = z(m_c.hidden);
-    const int nh = m_c.heads;
-    const std::size_t ql = z(m_c.mla.qLoraRank);
-    const std::size_t kvl = z(m_c.mla.kvLoraRank);
-    const int dn = m_c.mla.qkNopeHeadDim;
-    const int dr = m_c.mla.qkRopeHeadDim;
-    const int dv = m_c.mla.vHeadDim;
+    const std::size_t t = z(c.tokens());
+    const int nh = c.heads;
+    const std::size_t kvl = z(c.mla.kvLoraRank);
+    const int dn = c.mla.qkNopeHeadDim;
+    const int dr = c.mla.qkRopeHeadDim;
+    const int dv = c.mla.vHeadDim;
     const int dk = dn + dr;
     const std::size_t qDim = z(nh * dk);
     const std::size_t kvDim = z(nh * (dn + dv));
     const std::size_t kvaDim = kvl + z(dr);
-    requireShape(dy, t, h, "mla attention backward: output gradient");
-    Backend& b = m_backend;
-    const MemoryCategory keep = fused ? kWork : kAct;
-    dy.recategorize(keep);
-
-    auto [dqh, dkh, dvh]
-        = outputAndCoreBackward(b, lane, m_core, dy, p[m_o], sv[mCtx], sv[mQh], sv[mKh], sv[mVh], sv[mP], fused);
-
-    // The gradients of q (q_b_proj's or q_proj's output), of kv (kv_b_proj's) and of [c_kv, k_R] (kv_a's).
-    Tensor dq(b, t, qDim, keep);
-    b.scatterHeads(lane, dqh.data(), m_c.batch, m_c.seqLen, nh, dk, dk, 0, dq.data(), { qDim, 0, z(dk) }, false);
-    b.ropeApply(lane, dq.data(), t, qDim, nh, z(dk), z(dn), dr, m_c.seqLen, m_c.ropeBase, true);
-    Tensor dkv(b, t, kvDim, keep);
-    b.scatterHeads(lane, dkh.data(), m_c.batch, m_c.seqLen, nh, dn, dk, 0, dkv.data(), { kvDim, 0, z(dn + dv) }, false);
+    MlaProjectionGrads out { Tensor(b, t, qDim, keep), Tensor(b, t, kvDim, keep), Tensor(b, t, kvaDim, keep) };
+    b.scatterHeads(lane, g.dqh.data(), c.batch, c.seqLen, nh, dk, dk, 0, out.dq.data(), { qDim, 0, z(dk) }, false);
+    b.ropeApply(lane, out.dq.data(), t, qDim, nh, z(dk), z(dn), dr, c.seqLen, c.ropeBase, true);
     b.scatterHeads(
-        lane, dvh.data(), m_c.batch, m_c.seqLen, nh, dv, dv, 0, dkv.data(), { kvDim, z(dn), z(dn + dv) }, false);
-    Tensor dkva(b, t, kvaDim, keep);
-    zero(b, lane, dkva);
-    b.scatterHeads(lane, dkh.data(), m_c.batch, m_c.seqLen, nh, dr, dk, dn, dkva.data(), { kvaDim, kvl, 0 }, true);
-    b.ropeApply(lane, dkva.data(), t, kvaDim, 1, 0, kvl, dr, m_c.seqLen, m_c.ropeBase, true);
-    dqh.reset();
-    dkh.reset();
-    dvh.reset();
+        lane, g.dkh.data(), c.batch, c.seqLen, nh, dn, dk, 0, out.dkv.data(), { kvDim, 0, z(dn + dv) }, false);
+    b.scatterHeads(
+        lane, g.dvh.data(), c.batch, c.seqLen, nh, dv, dv, 0, out.dkv.data(), { kvDim, z(dn), z(dn + dv) }, false);
+    zero(b, lane, out.dkva);
+    b.scatterHeads(lane, g.dkh.data(), c.batch, c.seqLen, nh, dr, dk, dn, out.dkva.data(), { kvaDim, kvl, 0 }, true);
+    b.ropeApply(lane, out.dkva.data(), t, kvaDim, 1, 0, kvl, dr, c.seqLen, c.ropeBase, true);
+    g.dqh.reset();
+    g.dkh.reset();
+    g.dvh.reset();
+    return out;
+}
 
+} // namespace
+
+Tensor MlaAttention::kvBackward(Lane lane, const ParamSet& p, Saved& sv, Tensor& dkv, Tensor& dkva, bool fused) const
+{
+    const std::size_t t = z(m_c.tokens());
+    const std::size_t kvl = z(m_c.mla.kvLoraRank);
+    const std::size_t kvaDim = kvl + z(m_c.mla.qkRopeHeadDim);
+    Backend& b = m_backend;
     // kv_b_proj, then kv_a_layernorm into the c_kv columns of d[c_kv, k_R].
     {
         Tensor dckvn(b, t, kvl, kWork);
@@ -456,40 +466,65 @@ Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
         rmsNormBackward(b, lane, sv[mCkv].data(), kvl, p[m_kvaNorm], dckvn.data(), kvl, dkva.data(), kvaDim, t, kvl);
         sv[mCkv].reset();
     }
-    Tensor dxn(b, t, h, kWork);
+    Tensor dxn(b, t, z(m_c.hidden), kWork);
     linearInputGrad(b, lane, dkva.data(), p[m_kva], dxn.data(), t);
     if (fused) {
         linearWeightGrad(b, lane, dkva.data(), sv[mXn].data(), p[m_kva], t);
         dkva.reset();
     }
+    return dxn;
+}
 
-    // The query path.
+Tensor MlaAttention::queryBackward(
+    Lane lane, const ParamSet& p, Saved& sv, Tensor& dq, Tensor& dxn, bool fused, MemoryCategory keep) const
+{
+    const std::size_t t = z(m_c.tokens());
+    Backend& b = m_backend;
     Tensor dcq;
-    if (lowRankQuery()) {
-        Tensor dcqn(b, t, ql, kWork);
-        linearInputGrad(b, lane, dq.data(), p[m_q], dcqn.data(), t);
-        if (fused) {
-            linearWeightGrad(b, lane, dq.data(), sv[mCqn].data(), p[m_q], t);
-            dq.reset();
-            sv[mCqn].reset();
-        }
-        dcq = Tensor(b, t, ql, keep);
-        zero(b, lane, dcq);
-        rmsNormBackward(b, lane, sv[mCq].data(), ql, p[m_qaNorm], dcqn.data(), ql, dcq.data(), ql, t, ql);
-        dcqn.reset();
-        sv[mCq].reset();
-        linearInputGrad(b, lane, dcq.data(), p[m_qa], dxn.data(), t, 1.0f);
-        if (fused) {
-            linearWeightGrad(b, lane, dcq.data(), sv[mXn].data(), p[m_qa], t);
-            dcq.reset();
-        }
-    } else {
+    if (!lowRankQuery()) {
         linearInputGrad(b, lane, dq.data(), p[m_q], dxn.data(), t, 1.0f);
         if (fused) {
             linearWeightGrad(b, lane, dq.data(), sv[mXn].data(), p[m_q], t);
             dq.reset();
         }
+        return dcq;
     }
+    const std::size_t ql = z(m_c.mla.qLoraRank);
+    Tensor dcqn(b, t, ql, kWork);
+    linearInputGrad(b, lane, dq.data(), p[m_q], dcqn.data(), t);
+    if (fused) {
+        linearWeightGrad(b, lane, dq.data(), sv[mCqn].data(), p[m_q], t);
+        dq.reset();
+        sv[mCqn].reset();
+    }
+    dcq = Tensor(b, t, ql, keep);
+    zero(b, lane, dcq);
+    rmsNormBackward(b, lane, sv[mCq].data(), ql, p[m_qaNorm], dcqn.data(), ql, dcq.data(), ql, t, ql);
+    dcqn.reset();
+    sv[mCq].reset();
+    linearInputGrad(b, lane, dcq.data(), p[m_qa], dxn.data(), t, 1.0f);
+    if (fused) {
+        linearWeightGrad(b, lane, dcq.data(), sv[mXn].data(), p[m_qa], t);
+        dcq.reset();
+    }
+    return dcq;
+}
+
+Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, bool fused) const
+{
+    requirePhase(sv, Phase::AfterForward, fused ? "mla attention B" : "mla attention I");
+    const std::size_t t = z(m_c.tokens());
+    const std::size_t h = z(m_c.hidden);
+    requireShape(dy, t, h, "mla attention backward: output gradient");
+    Backend& b = m_backend;
+    const MemoryCategory keep = fused ? kWork : kAct;
+    dy.recategorize(keep);
+
+    HeadGrads heads
+        = outputAndCoreBackward(b, lane, m_core, dy, p[m_o], sv[mCtx], sv[mQh], sv[mKh], sv[mVh], sv[mP], fused);
+    MlaProjectionGrads g = mlaProjectionGrads(b, lane, m_c, heads, keep);
+    Tensor dxn = kvBackward(lane, p, sv, g.dkv, g.dkva, fused);
+    Tensor dcq = queryBackward(lane, p, sv, g.dq, dxn, fused, keep);
     if (fused)
         sv[mXn].reset();
 
@@ -500,9 +535,9 @@ Tensor MlaAttention::backwardImpl(Lane lane, const ParamSet& p, Saved& sv, Tenso
         return dx;
     }
     sv[mDcq] = std::move(dcq);
-    sv[mDkva] = std::move(dkva);
-    sv[mDq] = std::move(dq);
-    sv[mDkv] = std::move(dkv);
+    sv[mDkva] = std::move(g.dkva);
+    sv[mDq] = std::move(g.dq);
+    sv[mDkv] = std::move(g.dkv);
     sv[mDy] = std::move(dy);
     sv.phase = Phase::AfterInputGrad;
     return dx;

@@ -69,6 +69,13 @@ public:
 
 private:
     Tensor backwardImpl(Lane lane, const ParamSet& p, Saved& saved, Tensor dy, bool fused) const override;
+    /// I (or B) through kv_b_proj, kv_a_layernorm and kv_a_proj: returns d(normed x); with B, their weight
+    /// gradients too (frees dkv, dkva and the kept c_kv).
+    Tensor kvBackward(Lane lane, const ParamSet& p, Saved& saved, Tensor& dkv, Tensor& dkva, bool fused) const;
+    /// I (or B) through the query path into `dxn` (accumulated): returns d(c_q) when q_l > 0 (kept for W),
+    /// else an empty tensor.
+    Tensor queryBackward(
+        Lane lane, const ParamSet& p, Saved& saved, Tensor& dq, Tensor& dxn, bool fused, MemoryCategory keep) const;
     bool lowRankQuery() const { return m_c.mla.qLoraRank > 0; }
 
     Backend& m_backend;

@@ -7,7 +7,7 @@
 //  - Softmax (Mixtral eq. 1-2; DeepSeek-V2 eq. 22): s = softmax over all E, and g_i = s_i renormalised over
 //    the top-k (Mixtral, = softmax of the top-k logits) or not (DeepSeek-V2: norm_topk_prob false).
 // Top-k picks the k largest affinities; ties go to the lower expert index, so routing is deterministic and
-// the same in every process (issue 16). DeepSeek-V3's bias for load balancing (e_score_correction_bias) and its
+// the same in every process (the expert-parallel members must agree on it). DeepSeek-V3's bias for load balancing (e_score_correction_bias) and its
 // node-limited routing are left out: the top-k is over s itself (docs/layers.md). The routing (expert per
 // token-slot) is host bookkeeping in Saved; the router's affinities are kept in fp32 (T × E), as the model
 // library counts. With ep > 1 the routed experts are split over an expert-parallel group and the routed rows

@@ -1,0 +1,30 @@
+#include "base/stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dps {
+
+std::size_t medianIndex(std::size_t count)
+{
+    return count == 0 ? 0 : (count - 1) / 2;
+}
+
+double median(std::vector<double> values)
+{
+    if (values.empty())
+        return 0.0;
+    const auto mid = values.begin() + static_cast<std::ptrdiff_t>(medianIndex(values.size()));
+    std::nth_element(values.begin(), mid, values.end());
+    return *mid;
+}
+
+double quantileOfSorted(const std::vector<double>& sorted, double q)
+{
+    const double pos = q * static_cast<double>(sorted.size() - 1);
+    const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+    const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+    return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+} // namespace dps
