@@ -327,9 +327,8 @@ std::string readActive(const JsonReader& root, const std::vector<Variant>& varia
     root.fail("active_variant", "no variant named \"" + name + "\" (variants: " + names + ")");
 }
 
-} // namespace
-
-std::vector<StageCostOverride> detail::readStageOverrides(const JsonReader& parent)
+/// costs.stages / cost file stages: [{stage, f_us?, i_us?, w_us?, b_us?, fb_us?}], indexed by stage.
+std::vector<StageCostOverride> readStageOverrides(const JsonReader& parent)
 {
     constexpr int kMaxStage = 1 << 20;
     std::vector<StageCostOverride> stages;
@@ -358,10 +357,6 @@ std::vector<StageCostOverride> detail::readStageOverrides(const JsonReader& pare
     }
     return stages;
 }
-
-namespace {
-
-using detail::readStageOverrides;
 
 CostSettings readCosts(const JsonReader& r)
 {

@@ -21,7 +21,6 @@
 namespace dps {
 
 using detail::JsonReader;
-using detail::readStageOverrides;
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
