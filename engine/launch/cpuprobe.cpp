@@ -279,6 +279,17 @@ CpuProfile probeInfo(const ProbeRun& run)
     return *info;
 }
 
+/// Ends a probe: the project's missing transformer stages timed into `profile`, its time stamp and duration
+/// set, then kept as the result and written to the cache.
+void finishProfile(const ProbeRun& run, CpuProfile profile, CpuProbeResult& result)
+{
+    run.addStages(profile, result.notes);
+    profile.probedAt = utcTimestamp();
+    profile.probeSeconds = run.elapsedS();
+    result.profile = std::move(profile);
+    saveToCache(result);
+}
+
 /// Extends this machine's cached profile with only the missing shapes, under the kernel its figures are for
 /// (the kernel choice and the p2p fit are the machine's, not the shapes'). Returns false, with a note, when
 /// the worker cannot time them under that kernel (the caller then probes in full).
@@ -310,11 +321,7 @@ bool extendCached(const ProbeRun& run, CpuProfile& cached, CpuProbeResult& resul
         if (kept.size() < kMaxCachedShapes)
             kept.push_back(std::move(s));
     extended.shapes = std::move(kept);
-    run.addStages(extended, result.notes);
-    extended.probedAt = utcTimestamp();
-    extended.probeSeconds = run.elapsedS();
-    result.profile = std::move(extended);
-    saveToCache(result);
+    finishProfile(run, std::move(extended), result);
     return true;
 }
 
@@ -509,11 +516,7 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
     // ones (every one of them with --reprobe) timed under the kernel just chosen.
     if (cached)
         profile.transformerStages = cached->transformerStages;
-    run.addStages(profile, result.notes);
-    profile.probedAt = utcTimestamp();
-    profile.probeSeconds = run.elapsedS();
-    result.profile = std::move(profile);
-    saveToCache(result);
+    finishProfile(run, std::move(profile), result);
     return result;
 }
 
