@@ -356,6 +356,24 @@ CsvImport readCsv(std::string_view text, CsvDialect dialect)
     return result;
 }
 
+CsvImport readScheduleCsv(const std::string& source, std::string_view text, CsvDialect dialect)
+{
+    if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+        throw ParseError(source + ": not a text file (a NUL byte at offset " + std::to_string(nul)
+            + "); expected a schedule CSV, one row of actions per rank");
+    CsvImport imported;
+    try {
+        imported = readCsv(text, dialect);
+    } catch (const ParseError& e) {
+        throw ParseError(source + ": " + e.what(), e.row(), e.column());
+    }
+    if (imported.schedule.opCount() == 0)
+        throw ParseError(source + ": "
+            + (text.find_first_not_of(" \t\r\n,\xEF\xBB\xBF") == std::string_view::npos ? "empty" : "no actions")
+            + ": a schedule CSV has one row of actions per rank, e.g. 0F0,0B0");
+    return imported;
+}
+
 std::string writeCsv(const Schedule& schedule)
 {
     std::string out;
