@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include "base/errors.h"
+#include "base/version.h"
 #include "launch/launcher.h"
 #include "project/presets.h"
 
@@ -122,7 +123,7 @@ int main(int argc, char** argv)
     CLI::App app { "dpstudio: design, predict, run and compare pipeline-parallel schedules" };
     app.footer(kEpilog);
     app.require_subcommand(1);
-    app.set_version_flag("--version", "dpstudio 0.1.0");
+    app.set_version_flag("--version", "dpstudio " DPS_VERSION);
 
     const std::string kinds = "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe, dualpipev";
 
