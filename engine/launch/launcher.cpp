@@ -199,6 +199,7 @@ private:
     void onStdoutLine(const std::string& line);
     void onStderrLine(const std::string& line);
     void human(const std::string& text);
+    void armDeadline();
     void forward(const std::string& line);
     void forwardJson(const std::string& line, EventKind kind);
     void flushHeldJson(bool includingDone);
@@ -344,10 +345,17 @@ int Session::launch(const PreparedRun& prepared, const fs::path& mpirun, const f
     return code;
 }
 
-void Session::pump(ChildProcess& child, const SignalGuard& signals)
+/// The run times out `timeoutS` after now: called when it starts and on every event of its progress stream, so
+/// a long run that keeps progressing is never ended, and a hung one is ended that long after its last event.
+void Session::armDeadline()
 {
     m_deadline
         = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(m_options.timeoutS));
+}
+
+void Session::pump(ChildProcess& child, const SignalGuard& signals)
+{
+    armDeadline();
     m_nextTrack = Clock::now();
     bool exited = false;
     for (;;) {
@@ -428,6 +436,7 @@ void Session::onStdoutLine(const std::string& line)
         forward(line);
         return;
     }
+    armDeadline();
     m_tracker.apply(*event);
     if (event->kind == EventKind::Hello && event->newerFormat())
         human("warning: the worker's progress format_version " + std::to_string(event->formatVersion)
@@ -554,8 +563,8 @@ int Session::outcome(const ExitStatus& status)
     if (m_stop == Stop::Timeout) {
         const std::string behind = m_tracker.laggards();
         std::ostringstream s;
-        s << "run timed out after " << m_options.timeoutS << " s" << (behind.empty() ? "" : " (" + behind + ")")
-          << ": mpirun and its ranks were ended";
+        s << "run timed out after " << m_options.timeoutS << " s without progress"
+          << (behind.empty() ? "" : " (" + behind + ")") << ": mpirun and its ranks were ended";
         human(s.str());
         return kExitRunFailed;
     }

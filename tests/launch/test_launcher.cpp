@@ -5,9 +5,9 @@
 #include "launch/launcher.h"
 #include "launch/machinecosts.h"
 #include "project/predict.h"
-#include "trace/measured.h"
 #include "schedule/generator.h"
 #include "support/synthetic.h"
+#include "trace/measured.h"
 
 #include <gtest/gtest.h>
 
@@ -191,8 +191,8 @@ TEST_F(Launcher, WithAProfileTheRunIsPredictedForThisMachineAndSaysSo)
     std::ofstream(measured) << serializeMeasured(test::syntheticTrace(*machine.schedule, machine.costs, 3));
     ::setenv("FAKE_MEASURED", measured.c_str(), 1);
     ASSERT_EQ(run(), kExitOk) << m_err.str();
-    EXPECT_NE(m_err.str().find("dpstudio: predicted for this machine (CPU profile " + file.string()
-                  + "): makespan " + formatTime(machine.makespanUs)),
+    EXPECT_NE(m_err.str().find("dpstudio: predicted for this machine (CPU profile " + file.string() + "): makespan "
+                  + formatTime(machine.makespanUs)),
         std::string::npos)
         << m_err.str();
     EXPECT_NE(m_out.str().find("prediction: for this machine (CPU profile " + file.string() + ")\n"), std::string::npos)
@@ -293,9 +293,22 @@ TEST_F(Launcher, TimeoutEndsTheRunWithExit3AndLeavesNoProcess)
     const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(run(), kExitRunFailed);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
-    EXPECT_NE(m_err.str().find("timed out after 1 s (rank 1 at step 0, 2/4 actions)"), std::string::npos)
+    EXPECT_NE(
+        m_err.str().find("timed out after 1 s without progress (rank 1 at step 0, 2/4 actions)"), std::string::npos)
         << m_err.str();
     expectNoneRunning();
+}
+
+// The timeout counts from the last progress event: a run of 3.2 s whose events come 0.4 s apart is not ended
+// by a 1 s timeout.
+TEST_F(Launcher, TheTimeoutCountsFromTheLastProgressEvent)
+{
+    mode("long");
+    m_options.timeoutS = 1;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(run(), kExitOk) << m_err.str();
+    EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(3200));
+    EXPECT_EQ(m_err.str().find("timed out"), std::string::npos) << m_err.str();
 }
 
 TEST_F(Launcher, ARunThatClosedItsOutputStillTimesOut)
