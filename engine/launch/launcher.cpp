@@ -3,9 +3,9 @@
 #include "base/errors.h"
 #include "base/fileio.h"
 #include "base/format.h"
+#include "base/hostinfo.h"
 #include "process.h"
 #include "progress.h"
-#include "base/hostinfo.h"
 #include "project/modelcost.h"
 #include "project/predict.h"
 #include "report.h"
@@ -199,6 +199,7 @@ private:
     void onStdoutLine(const std::string& line);
     void onStderrLine(const std::string& line);
     void human(const std::string& text);
+    int fail(int code, const std::string& why, const std::string& headline = {});
     void armDeadline();
     void forward(const std::string& line);
     void forwardJson(const std::string& line, EventKind kind);
@@ -238,39 +239,33 @@ int Session::run()
     try {
         prepared = prepareRun(m_options);
     } catch (const IoError& e) {
-        human(std::string("error: ") + e.what());
-        return kExitUsage;
+        return fail(kExitUsage, e.what(), "error: ");
     } catch (const Error& e) {
-        human(std::string("error: ") + e.what() + "; nothing was started");
-        return kExitContent;
+        return fail(kExitContent, e.what() + std::string("; nothing was started"), "error: ");
     }
     const std::optional<fs::path> mpirun = findMpirun();
     if (!mpirun || !isExecutableFile(*mpirun)) {
         const std::string env = envValue("DPSTUDIO_MPIRUN");
-        human("mpirun not found: install openmpi-bin or set DPSTUDIO_MPIRUN"
-            + (env.empty() ? std::string() : " (DPSTUDIO_MPIRUN=" + env + " is not an executable file)"));
-        return kExitRunFailed;
+        return fail(kExitRunFailed,
+            "mpirun not found: install openmpi-bin or set DPSTUDIO_MPIRUN"
+                + (env.empty() ? std::string() : " (DPSTUDIO_MPIRUN=" + env + " is not an executable file)"));
     }
     const std::optional<fs::path> worker = findWorker();
-    if (!worker) {
-        human("dpstudio-worker not found: set DPSTUDIO_WORKER, or install it next to dpstudio or in "
-              "../libexec relative to it");
-        return kExitRunFailed;
-    }
+    if (!worker)
+        return fail(kExitRunFailed,
+            "dpstudio-worker not found: set DPSTUDIO_WORKER, or install it next to dpstudio or in ../libexec "
+            "relative to it");
     try {
         choosePrediction(prepared);
     } catch (const IoError& e) {
-        human(std::string("error: ") + e.what());
-        return kExitUsage;
+        return fail(kExitUsage, e.what(), "error: ");
     } catch (const Error& e) {
-        human(std::string("error: ") + e.what() + "; nothing was started");
-        return kExitContent;
+        return fail(kExitContent, e.what() + std::string("; nothing was started"), "error: ");
     }
     try {
         return launch(prepared, *mpirun, *worker);
     } catch (const IoError& e) {
-        human(std::string("error: ") + e.what());
-        return kExitUsage;
+        return fail(kExitUsage, e.what(), "error: ");
     }
 }
 
@@ -328,8 +323,7 @@ int Session::launch(const PreparedRun& prepared, const fs::path& mpirun, const f
     try {
         child.emplace(argv, environmentWith(mpirunEnvironment(::geteuid() == 0)));
     } catch (const std::system_error& e) {
-        human("cannot start " + mpirun.string() + ": " + e.code().message());
-        return kExitRunFailed;
+        return fail(kExitRunFailed, "cannot start " + mpirun.string() + ": " + e.code().message());
     }
     if (!m_options.progressJson)
         human("running variant \"" + prepared.variant + "\" on " + std::to_string(prepared.schedule.ranks) + " ranks"
@@ -509,6 +503,16 @@ void Session::human(const std::string& text)
     showProgress();
 }
 
+/// Ends the run with `code`: says `headline` + `why` on stderr and, with progressJson, writes the failed event
+/// carrying `why` as the stream's last line (docs/worker-protocol.md). Returns `code`.
+int Session::fail(int code, const std::string& why, const std::string& headline)
+{
+    human(headline + why);
+    if (m_options.progressJson)
+        writeJson(failedEventLine(code, why));
+    return code;
+}
+
 void Session::clearProgress()
 {
     if (!m_progressShown)
@@ -556,37 +560,27 @@ std::string Session::failureText(const ExitStatus& status) const
 
 int Session::outcome(const ExitStatus& status)
 {
-    if (m_stop == Stop::Cancel) {
-        human("cancelled: mpirun and its ranks were ended");
-        return kExitCancelled;
-    }
+    if (m_stop == Stop::Cancel)
+        return fail(kExitCancelled, "cancelled: mpirun and its ranks were ended");
     if (m_stop == Stop::Timeout) {
         const std::string behind = m_tracker.laggards();
         std::ostringstream s;
         s << "run timed out after " << m_options.timeoutS << " s without progress"
           << (behind.empty() ? "" : " (" + behind + ")") << ": mpirun and its ranks were ended";
-        human(s.str());
-        return kExitRunFailed;
+        return fail(kExitRunFailed, s.str());
     }
     const auto& done = m_tracker.done();
-    if (status.exitCode == 0 && !done) {
-        human("run failed: mpirun ended without the worker's done event");
-        return kExitRunFailed;
-    }
-    if (done && done->correctnessPassed == false) {
-        human("correctness check failed: " + done->correctnessSummary);
-        return kExitContent;
-    }
+    if (status.exitCode == 0 && !done)
+        return fail(kExitRunFailed, "mpirun ended without the worker's done event", "run failed: ");
+    if (done && done->correctnessPassed == false)
+        return fail(kExitContent, "correctness check failed: " + done->correctnessSummary);
     if (status.exitCode == 0)
         return kExitOk;
     const auto& crash = m_scanner.failure();
     const bool signalled = crash && crash->cause.starts_with("exited on signal");
-    if (status.exitCode == 1 && !signalled) {
-        human("run refused or its check failed: " + failureText(status));
-        return kExitContent;
-    }
-    human("run failed: " + failureText(status));
-    return kExitRunFailed;
+    if (status.exitCode == 1 && !signalled)
+        return fail(kExitContent, failureText(status), "run refused or its check failed: ");
+    return fail(kExitRunFailed, failureText(status), "run failed: ");
 }
 
 void Session::report(const PreparedRun& prepared)
@@ -682,8 +676,9 @@ PreparedRun prepareRun(const RunOptions& options)
     // a mistake (dp 1000000), not a run.
     const int cores = std::max(1, cpuCoreCount());
     if (options.hostfile.empty() && run.processes > 64 * cores)
-        throw ConstraintError("run.processes", "variant \"" + variant.name + "\": " + std::to_string(run.schedule.ranks)
-                + " ranks × dp " + std::to_string(std::max(1, variant.dp)) + " = " + std::to_string(run.processes)
+        throw ConstraintError("run.processes",
+            "variant \"" + variant.name + "\": " + std::to_string(run.schedule.ranks) + " ranks × dp "
+                + std::to_string(std::max(1, variant.dp)) + " = " + std::to_string(run.processes)
                 + " processes on this machine's " + std::to_string(cores)
                 + " cores (at most 64 per core without --hostfile)");
     if (!options.hostfile.empty())

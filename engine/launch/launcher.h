@@ -98,9 +98,10 @@ std::string joinCommandLine(const std::vector<std::string>& argv);
 /// is predicted with (report.h chooseRunPrediction: for a CPU run here, this machine's CPU profile, probed
 /// when missing) and says so with the predicted makespan; after it, the table compares the measurement with
 /// that prediction. Writes the progress stream (with progressJson) and the final table to `out` or `err` as
-/// the options say; every message for humans goes to `err`, prefixed "dpstudio: ". The run is ended, exit 3,
-/// when timeoutS pass without a progress event. Never throws for a failed run; every process it started is
-/// ended before it returns.
+/// the options say; every message for humans goes to `err`, prefixed "dpstudio: ". With progressJson, a run
+/// that returns non-zero ends `out` with the failed event (failedEventLine: the exit code and why). The run is
+/// ended, exit 3, when timeoutS pass without a progress event. Never throws for a failed run; every process it
+/// started is ended before it returns.
 int runProject(const RunOptions& options, std::ostream& out, std::ostream& err);
 
 } // namespace dps::launch
