@@ -5,16 +5,18 @@
 set -u
 dp=$1 worker=$2 studio=$3 version=$4
 fail=0
-check() { # check NAME EXPECTED COMMAND...
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+check() { # check NAME EXPECTED COMMAND...: the command's stdout is exactly EXPECTED, exit 0
     local name=$1 expected=$2
     shift 2
     local out rc
-    out=$("$@" 2>&1)
+    out=$("$@" 2>"$err")
     rc=$?
     if [ $rc -eq 0 ] && [ "$out" = "$expected" ]; then
         echo "ok: $name"
     else
-        echo "FAIL: $name: exit $rc, printed '$out', expected '$expected'"
+        echo "FAIL: $name: exit $rc, printed '$out' (stderr: $(cat "$err")), expected '$expected'"
         fail=1
     fi
 }
