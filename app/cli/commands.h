@@ -240,9 +240,9 @@ Schedule projectSchedule(const std::string& file, const Project& project, const 
 /// Whether a file holds JSON (a project) rather than a schedule CSV: its name ends in .json, or its first
 /// non-blank character opens a JSON object or array.
 bool looksLikeJsonFile(const std::string& path, const std::string& text);
-/// Reads a schedule CSV for validate/simulate: `dialect` is auto, current or 2024; warnings go to stderr.
-/// Throws ParseError naming the file (and row and column) for a malformed cell, a binary file or a file
-/// without any action.
+/// Reads a schedule CSV for validate/simulate through dps::readScheduleCsv (csvio.h, the designer's import
+/// too): `dialect` is auto, current or 2024; warnings go to stderr. Throws ParseError naming the file (and row
+/// and column) for a malformed cell, a binary file or a file without any action.
 CsvImport readScheduleCsv(const std::string& file, const std::string& text, const std::string& dialect);
 
 } // namespace dps::cli

@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include "base/errors.h"
+#include "base/version.h"
 #include "launch/launcher.h"
 #include "project/presets.h"
 #include "protocol/backends.h"
@@ -362,7 +363,7 @@ Subcommand addRun(CLI::App& app)
     cRun->add_option("--steps", run->steps, "measured steps (default 3)")->check(countValue(1));
     cRun->add_option("--warmup", run->warmup, "warm-up steps, not measured (default 1)")->check(countValue(0));
     cRun->add_option("--hostfile", run->hostfile, "Open MPI hostfile for several machines (TCP between hosts)");
-    cRun->add_option("--timeout", run->timeoutS, "seconds before a hung run is ended (default 600)")
+    cRun->add_option("--timeout", run->timeoutS, "seconds without progress before a run is ended (default 600)")
         ->check(costValue(true));
     cRun->add_option("--threads", run->threads, "BLAS threads per rank (default 1)")->check(countValue(1));
     cRun->add_flag(
@@ -531,7 +532,7 @@ int main(int argc, char** argv)
     CLI::App app { "dpstudio: design, predict, run and compare pipeline-parallel schedules" };
     app.footer(kEpilog);
     app.require_subcommand(1);
-    app.set_version_flag("--version", "dpstudio 0.1.0");
+    app.set_version_flag("--version", "dpstudio " DPS_VERSION);
 
     const std::string kinds = generatedKindNames(", ");
     const std::vector<Subcommand> commands { addGenerate(app, kinds), addValidate(app), addSimulate(app, kinds),

@@ -57,39 +57,10 @@ bool looksLikeJsonFile(const std::string& path, const std::string& text)
 
 CsvImport readScheduleCsv(const std::string& file, const std::string& text, const std::string& dialect)
 {
-    if (const auto nul = text.find('\0'); nul != std::string::npos)
-        throw ParseError(file + ": not a text file (a NUL byte at offset " + std::to_string(nul)
-            + "); expected a schedule CSV, one row of actions per rank");
-    CsvImport imported;
-    if (csvHasComms(text)) { // PyTorch's compute_comms form: its compute actions, once the whole is sound
-        TorchSchedule comms;
-        try {
-            comms = readTorchCsv(text);
-        } catch (const ParseError& e) {
-            throw ParseError(file + ": " + e.what(), e.row(), e.column());
-        }
-        try {
-            const ValidationReport report = validate(comms);
-            if (!report.valid())
-                throw ParseError(format(report.diagnostics.front()) + " (`dpstudio validate` lists every finding)");
-            imported.schedule = computeSchedule(comms);
-        } catch (const ParseError& e) {
-            throw ParseError(file + ": " + e.what(), e.row(), e.column());
-        }
-        return imported;
-    }
-    try {
-        imported = readCsv(text,
-            dialect == "current"    ? CsvDialect::Current
-                : dialect == "2024" ? CsvDialect::Legacy2024
-                                    : CsvDialect::Auto);
-    } catch (const ParseError& e) {
-        throw ParseError(file + ": " + e.what(), e.row(), e.column());
-    }
-    if (imported.schedule.opCount() == 0)
-        throw ParseError(file + ": "
-            + (text.find_first_not_of(" \t\r\n,\xEF\xBB\xBF") == std::string::npos ? "empty" : "no actions")
-            + ": a schedule CSV has one row of actions per rank, e.g. 0F0,0B0");
+    const CsvImport imported = dps::readScheduleCsv(file, text,
+        dialect == "current"    ? CsvDialect::Current
+            : dialect == "2024" ? CsvDialect::Legacy2024
+                                : CsvDialect::Auto);
     for (const auto& w : imported.warnings)
         std::cerr << "dpstudio: " << file << ": " << w << "\n";
     return imported;

@@ -6,6 +6,8 @@
 //   dualpipe-studio --compare-screenshot out.png [PROJECT]    render the comparison view offscreen and exit
 #include "widgets/studio.h"
 
+#include "base/version.h"
+
 #include <QApplication>
 #include <QDir>
 #include <QFile>

@@ -2,6 +2,7 @@
 // asks libdpstudio-cuda.so, loaded here with dlopen the first time anything needs it.
 #include "gpus.h"
 
+#include "base/version.h"
 #include "format.h"
 #include "gpus_module.h"
 
@@ -12,9 +13,6 @@
 
 #ifndef DPS_CUDA_MODULE_SUBDIR
 #define DPS_CUDA_MODULE_SUBDIR "lib/dpstudio"
-#endif
-#ifndef DPS_VERSION
-#define DPS_VERSION "unknown"
 #endif
 
 namespace dps {

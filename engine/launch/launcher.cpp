@@ -201,6 +201,8 @@ private:
     void onStdoutLine(const std::string& line);
     void onStderrLine(const std::string& line);
     void human(const std::string& text);
+    int fail(int code, const std::string& why, const std::string& headline = {});
+    void armDeadline();
     void forward(const std::string& line);
     void forwardJson(const std::string& line, EventKind kind);
     void flushHeldJson(bool includingDone);
@@ -239,39 +241,33 @@ int Session::run()
     try {
         prepared = prepareRun(m_options);
     } catch (const IoError& e) {
-        human(std::string("error: ") + e.what());
-        return kExitUsage;
+        return fail(kExitUsage, e.what(), "error: ");
     } catch (const Error& e) {
-        human(std::string("error: ") + e.what() + "; nothing was started");
-        return kExitContent;
+        return fail(kExitContent, e.what() + std::string("; nothing was started"), "error: ");
     }
     const std::optional<fs::path> mpirun = findMpirun();
     if (!mpirun || !isExecutableFile(*mpirun)) {
         const std::string env = envValue("DPSTUDIO_MPIRUN");
-        human("mpirun not found: install openmpi-bin or set DPSTUDIO_MPIRUN"
-            + (env.empty() ? std::string() : " (DPSTUDIO_MPIRUN=" + env + " is not an executable file)"));
-        return kExitRunFailed;
+        return fail(kExitRunFailed,
+            "mpirun not found: install openmpi-bin or set DPSTUDIO_MPIRUN"
+                + (env.empty() ? std::string() : " (DPSTUDIO_MPIRUN=" + env + " is not an executable file)"));
     }
     const std::optional<fs::path> worker = findWorker();
-    if (!worker) {
-        human("dpstudio-worker not found: set DPSTUDIO_WORKER, or install it next to dpstudio or in "
-              "../libexec relative to it");
-        return kExitRunFailed;
-    }
+    if (!worker)
+        return fail(kExitRunFailed,
+            "dpstudio-worker not found: set DPSTUDIO_WORKER, or install it next to dpstudio or in ../libexec "
+            "relative to it");
     try {
         choosePrediction(prepared);
     } catch (const IoError& e) {
-        human(std::string("error: ") + e.what());
-        return kExitUsage;
+        return fail(kExitUsage, e.what(), "error: ");
     } catch (const Error& e) {
-        human(std::string("error: ") + e.what() + "; nothing was started");
-        return kExitContent;
+        return fail(kExitContent, e.what() + std::string("; nothing was started"), "error: ");
     }
     try {
         return launch(prepared, *mpirun, *worker);
     } catch (const IoError& e) {
-        human(std::string("error: ") + e.what());
-        return kExitUsage;
+        return fail(kExitUsage, e.what(), "error: ");
     }
 }
 
@@ -326,8 +322,7 @@ int Session::launch(const PreparedRun& prepared, const fs::path& mpirun, const f
     try {
         child.emplace(argv, environmentWith(mpirunEnvironment(::geteuid() == 0)));
     } catch (const std::system_error& e) {
-        human("cannot start " + mpirun.string() + ": " + e.code().message());
-        return kExitRunFailed;
+        return fail(kExitRunFailed, "cannot start " + mpirun.string() + ": " + e.code().message());
     }
     if (!m_options.progressJson)
         human("running variant \"" + prepared.variant + "\" on " + std::to_string(prepared.schedule.ranks) + " ranks"
@@ -343,10 +338,17 @@ int Session::launch(const PreparedRun& prepared, const fs::path& mpirun, const f
     return code;
 }
 
-void Session::pump(ChildProcess& child, const SignalGuard& signals)
+/// The run times out `timeoutS` after now: called when it starts and on every event of its progress stream, so
+/// a long run that keeps progressing is never ended, and a hung one is ended that long after its last event.
+void Session::armDeadline()
 {
     m_deadline
         = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(m_options.timeoutS));
+}
+
+void Session::pump(ChildProcess& child, const SignalGuard& signals)
+{
+    armDeadline();
     m_nextTrack = Clock::now();
     bool exited = false;
     for (;;) {
@@ -427,6 +429,7 @@ void Session::onStdoutLine(const std::string& line)
         forward(line);
         return;
     }
+    armDeadline();
     m_tracker.apply(*event);
     if (event->kind == EventKind::Hello && event->newerFormat())
         human("warning: the worker's progress format_version " + std::to_string(event->formatVersion)
@@ -499,6 +502,16 @@ void Session::human(const std::string& text)
     showProgress();
 }
 
+/// Ends the run with `code`: says `headline` + `why` on stderr and, with progressJson, writes the failed event
+/// carrying `why` as the stream's last line (docs/worker-protocol.md). Returns `code`.
+int Session::fail(int code, const std::string& why, const std::string& headline)
+{
+    human(headline + why);
+    if (m_options.progressJson)
+        writeJson(failedEventLine(code, why));
+    return code;
+}
+
 void Session::clearProgress()
 {
     if (!m_progressShown)
@@ -546,37 +559,27 @@ std::string Session::failureText(const ExitStatus& status) const
 
 int Session::outcome(const ExitStatus& status)
 {
-    if (m_stop == Stop::Cancel) {
-        human("cancelled: mpirun and its ranks were ended");
-        return kExitCancelled;
-    }
+    if (m_stop == Stop::Cancel)
+        return fail(kExitCancelled, "cancelled: mpirun and its ranks were ended");
     if (m_stop == Stop::Timeout) {
         const std::string behind = m_tracker.laggards();
         std::ostringstream s;
-        s << "run timed out after " << m_options.timeoutS << " s" << (behind.empty() ? "" : " (" + behind + ")")
-          << ": mpirun and its ranks were ended";
-        human(s.str());
-        return kExitRunFailed;
+        s << "run timed out after " << m_options.timeoutS << " s without progress"
+          << (behind.empty() ? "" : " (" + behind + ")") << ": mpirun and its ranks were ended";
+        return fail(kExitRunFailed, s.str());
     }
     const auto& done = m_tracker.done();
-    if (status.exitCode == 0 && !done) {
-        human("run failed: mpirun ended without the worker's done event");
-        return kExitRunFailed;
-    }
-    if (done && done->correctnessPassed == false) {
-        human("correctness check failed: " + done->correctnessSummary);
-        return kExitContent;
-    }
+    if (status.exitCode == 0 && !done)
+        return fail(kExitRunFailed, "mpirun ended without the worker's done event", "run failed: ");
+    if (done && done->correctnessPassed == false)
+        return fail(kExitContent, "correctness check failed: " + done->correctnessSummary);
     if (status.exitCode == 0)
         return kExitOk;
     const auto& crash = m_scanner.failure();
     const bool signalled = crash && crash->cause.starts_with("exited on signal");
-    if (status.exitCode == 1 && !signalled) {
-        human("run refused or its check failed: " + failureText(status));
-        return kExitContent;
-    }
-    human("run failed: " + failureText(status));
-    return kExitRunFailed;
+    if (status.exitCode == 1 && !signalled)
+        return fail(kExitContent, failureText(status), "run refused or its check failed: ");
+    return fail(kExitRunFailed, failureText(status), "run failed: ");
 }
 
 void Session::report(const PreparedRun& prepared)

@@ -23,7 +23,7 @@ struct RunOptions {
     int steps = 3; ///< measured steps
     int warmup = 1; ///< warm-up steps (not measured)
     std::string hostfile; ///< Open MPI hostfile; empty = this machine only
-    double timeoutS = 600; ///< seconds before a hung run is ended
+    double timeoutS = 600; ///< seconds without a progress event before a hung run is ended
     int threads = 1; ///< BLAS threads per rank
     bool progressJson = false; ///< forward the worker's JSON lines on stdout, humans' text on stderr
     std::string output; ///< measured.json to write
@@ -98,8 +98,10 @@ std::string joinCommandLine(const std::vector<std::string>& argv);
 /// is predicted with (report.h chooseRunCostSource: for a CPU run here, this machine's CPU profile, probed
 /// when missing) and says so with the predicted makespan; after it, the table compares the measurement with
 /// that prediction. Writes the progress stream (with progressJson) and the final table to `out` or `err` as
-/// the options say; every message for humans goes to `err`, prefixed "dpstudio: ". Never throws for a failed
-/// run; every process it started is ended before it returns.
+/// the options say; every message for humans goes to `err`, prefixed "dpstudio: ". With progressJson, a run
+/// that returns non-zero ends `out` with the failed event (failedEventLine: the exit code and why). The run is
+/// ended, exit 3, when timeoutS pass without a progress event. Never throws for a failed run; every process it
+/// started is ended before it returns.
 int runProject(const RunOptions& options, std::ostream& out, std::ostream& err);
 
 } // namespace dps::launch

@@ -23,6 +23,8 @@ EventKind kindOf(const std::string& name)
         return EventKind::Done;
     if (name == protocol::kEventError)
         return EventKind::Error;
+    if (name == protocol::kEventFailed)
+        return EventKind::Failed;
     return EventKind::Other;
 }
 
@@ -111,9 +113,17 @@ std::optional<ProgressEvent> parseProgressLine(const std::string& line)
     readIf(object, "message", event.message);
     readIf(object, "output", event.output);
     readIf(object, "median_step", event.medianStep);
+    readIf(object, "exit_code", event.exitCode);
     readCorrectness(object, event);
     readMakespans(object, event);
     return event;
+}
+
+std::string failedEventLine(int exitCode, const std::string& message)
+{
+    const json event = { { "event", protocol::kEventFailed }, { "format_version", protocol::kProgressFormatVersion },
+        { "exit_code", exitCode }, { "message", message } };
+    return event.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 double ProgressEvent::medianMakespanUs() const
@@ -143,6 +153,7 @@ void ProgressTracker::apply(const ProgressEvent& event)
     case EventKind::Error:
         m_errors.push_back(event);
         break;
+    case EventKind::Failed:
     case EventKind::Other:
         break;
     }

@@ -10,17 +10,18 @@
 
 namespace dps::launch {
 
-enum class EventKind { Hello, Progress, Done, Error, Other };
+enum class EventKind { Hello, Progress, Done, Error, Failed, Other };
 
 /// One line of the stream. Fields not carried by the event keep their defaults.
 struct ProgressEvent {
     EventKind kind = EventKind::Other;
-    int formatVersion = 0; ///< hello/done; 0 when absent
+    int formatVersion = 0; ///< hello/done/failed; 0 when absent
     int rank = -1; ///< progress/error
     int ranks = 0, steps = 0, warmup = 0; ///< hello
     std::string backend, comm; ///< hello
     int step = -1, done = 0, total = 0; ///< progress: step counts warm-up steps too
-    std::string message; ///< error
+    std::string message; ///< error: what the rank says; failed: why the run failed, one line for the user
+    int exitCode = -1; ///< failed: dpstudio's exit code (engine/protocol/exitcodes.h); −1 when absent
     std::string output; ///< done: the measured.json written
     std::optional<bool> correctnessPassed; ///< done: correctness.passed; nullopt when absent
     double maxLossError = 0.0; ///< done: correctness.max_loss_error (relative)
@@ -40,6 +41,11 @@ struct ProgressEvent {
 /// Parses one stdout line; nullopt when it is not a JSON object with a string "event" (a log line). An
 /// unknown event name gives EventKind::Other; members of the wrong type keep their defaults. Never throws.
 std::optional<ProgressEvent> parseProgressLine(const std::string& line);
+
+/// The failed event `dpstudio run --progress-json` ends a failed run's stream with, as one line without its
+/// line end: {"event":"failed","format_version":V,"exit_code":C,"message":"…"} (V = kProgressFormatVersion;
+/// text that is not valid UTF-8 is replaced by U+FFFD). Never throws.
+std::string failedEventLine(int exitCode, const std::string& message);
 
 /// Follows the stream: what each rank is doing, for the human progress line and the failure messages.
 class ProgressTracker {

@@ -359,12 +359,15 @@ Tensor RankExecutor::runOp(Lane lane, const Op& op, Tensor input, SavedActivatio
         return m_math.forward(lane, params, std::move(input), saved, last, target, &loss);
     }
     case OpKind::I:
-        return m_math.inputGrad(lane, params, saved, std::move(input), op.stage > 0);
+    case OpKind::B: {
+        const bool wantInputGrad = op.stage > 0 || m_options.firstStageInputGrad;
+        Tensor dx = op.kind == OpKind::I ? m_math.inputGrad(lane, params, saved, std::move(input), wantInputGrad)
+                                         : m_math.backward(lane, params, saved, std::move(input), wantInputGrad);
+        return op.stage > 0 ? std::move(dx) : Tensor(); // stage 0's input gradient goes nowhere
+    }
     case OpKind::W:
         m_math.weightGrad(lane, params, saved);
         return {};
-    case OpKind::B:
-        return m_math.backward(lane, params, saved, std::move(input), op.stage > 0);
     }
     return {};
 }

@@ -72,6 +72,10 @@ struct ExecutorOptions {
     /// microbatch m is the model's microbatch d × microbatches + m) and sumReplicaGradients sums a stage's
     /// gradients over every holder of every replica. docs/worker-protocol.md.
     int replicas = 1;
+    /// Stage 0's I and B (block model) also compute the gradient of the stage's input, then drop it: a serial
+    /// run then does the work of a rank whose every stage passes a gradient on (the side-by-side benchmark's
+    /// floor, docs/performance.md). Off: stage 0 skips that GEMM, as nothing needs its result.
+    bool firstStageInputGrad = false;
 };
 
 class RankExecutor {

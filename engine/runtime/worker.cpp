@@ -585,6 +585,7 @@ int runWorker(const WorkerOptions& options, Comm& comm, const WorkerStreams& str
     ProgressReporter progress(events, comm.rank());
     ExecutorOptions executorOptions;
     executorOptions.progress = [&](int step, int done, int total) { progress.report(step, done, total); };
+    executorOptions.firstStageInputGrad = envRank("DPSTUDIO_WORKER_FIRST_STAGE_INPUT_GRAD") == 1;
     for (const std::function<void()>& phase : std::vector<std::function<void()>> {
              [&] { loadProject(options, comm.rank(), comm.size(), platform, *state); },
              [&] { connect(options, comm, platform, executorOptions, *state); },

@@ -2,6 +2,7 @@
 #include "csvio.h"
 
 #include "base/errors.h"
+#include "validator.h"
 
 #include <algorithm>
 #include <array>
@@ -354,6 +355,47 @@ CsvImport readCsv(std::string_view text, CsvDialect dialect)
     inferStagesPerRank(s);
     inferPlacement(s);
     return result;
+}
+
+namespace {
+
+/// A compute_comms CSV read and validated (validate(TorchSchedule)); ParseError naming `source` and the first
+/// finding.
+TorchSchedule readCheckedTorchCsv(const std::string& source, std::string_view text)
+{
+    try {
+        TorchSchedule comms = readTorchCsv(text);
+        const ValidationReport report = validate(comms);
+        if (!report.valid())
+            throw ParseError(format(report.diagnostics.front()) + " (`dpstudio validate` lists every finding)");
+        return comms;
+    } catch (const ParseError& e) {
+        throw ParseError(source + ": " + e.what(), e.row(), e.column());
+    }
+}
+
+} // namespace
+
+CsvImport readScheduleCsv(const std::string& source, std::string_view text, CsvDialect dialect)
+{
+    if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+        throw ParseError(source + ": not a text file (a NUL byte at offset " + std::to_string(nul)
+            + "); expected a schedule CSV, one row of actions per rank");
+    CsvImport imported;
+    if (csvHasComms(text)) { // PyTorch's compute_comms form: its compute actions, once the whole is sound
+        imported.schedule = computeSchedule(readCheckedTorchCsv(source, text));
+        return imported;
+    }
+    try {
+        imported = readCsv(text, dialect);
+    } catch (const ParseError& e) {
+        throw ParseError(source + ": " + e.what(), e.row(), e.column());
+    }
+    if (imported.schedule.opCount() == 0)
+        throw ParseError(source + ": "
+            + (text.find_first_not_of(" \t\r\n,\xEF\xBB\xBF") == std::string_view::npos ? "empty" : "no actions")
+            + ": a schedule CSV has one row of actions per rank, e.g. 0F0,0B0");
+    return imported;
 }
 
 std::string writeCsv(const Schedule& schedule)

@@ -25,6 +25,14 @@ struct CsvImport {
 /// and column of a malformed cell ("row 2, column 5: '1X0' is not an action: ...").
 CsvImport readCsv(std::string_view text, CsvDialect dialect = CsvDialect::Auto);
 
+/// Reads a schedule CSV file a user gave (`dpstudio validate/simulate FILE.csv`, the designer's Import PyTorch
+/// CSV): readCsv, plus the checks that make it a schedule. Throws ParseError with `source` in front: "SOURCE: not
+/// a text file (a NUL byte at offset N)…", "SOURCE: row 2, column 5: …" for a malformed cell, and "SOURCE:
+/// empty: …" / "SOURCE: no actions: …" when no cell holds an action (such a file would make a schedule of 0
+/// ranks). A compute_comms CSV (csvHasComms) is read with readTorchCsv and validated (validate(TorchSchedule)); its
+/// compute actions make the schedule, and its first finding is the ParseError. Warnings are returned, not printed.
+CsvImport readScheduleCsv(const std::string& source, std::string_view text, CsvDialect dialect = CsvDialect::Auto);
+
 /// Writes the current dialect: one row per rank, cells joined by ',', LF line ends, final newline, no
 /// empty cells. A rank with no actions gives an empty line.
 std::string writeCsv(const Schedule& schedule);

@@ -1,15 +1,12 @@
 #include "chrometrace.h"
 #include "base/fileio.h"
 
-#include "project/project.h"
 #include "base/errors.h"
+#include "base/version.h"
+#include "project/project.h"
 
 #include <algorithm>
 #include <map>
-
-#ifndef DPS_VERSION
-#define DPS_VERSION "unknown"
-#endif
 
 namespace dps {
 

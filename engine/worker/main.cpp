@@ -5,6 +5,8 @@
 // project, 2 bad flags, 3 anything else (among them --backend cuda without the CUDA module: "CUDA backend not
 // available"). With --probe-info, --probe-compute or --probe-p2p first it measures this machine instead
 // (engine/runtime/probe.h, docs/cpu-profile.md): exit status 0, 2 for bad flags, 3 when the probe fails.
+// `dpstudio-worker --version` prints "dpstudio-worker VERSION" (base/version.h) and exits 0.
+#include "base/version.h"
 #include "runtime/cpubackend.h"
 #include "runtime/cuda/workerplatform.h"
 #include "runtime/mpicomm.h"
@@ -51,6 +53,10 @@ int main(int argc, char** argv)
 {
     using namespace dps::runtime;
     const std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.size() == 1 && args.front() == "--version") {
+        std::cout << "dpstudio-worker " DPS_VERSION "\n";
+        return dps::kExitOk;
+    }
     if (isProbeMode(args)) {
         ProbeOptions probe;
         try {

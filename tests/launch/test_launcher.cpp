@@ -4,6 +4,7 @@
 #include "base/format.h"
 #include "base/hostinfo.h"
 #include "launch/launcher.h"
+#include "launch/progress.h"
 #include "machine/machinecosts.h"
 #include "project/predict.h"
 #include "schedule/generator.h"
@@ -17,6 +18,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -298,9 +301,22 @@ TEST_F(Launcher, TimeoutEndsTheRunWithExit3AndLeavesNoProcess)
     const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(run(), kExitRunFailed);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
-    EXPECT_NE(m_err.str().find("timed out after 1 s (rank 1 at step 0, 2/4 actions)"), std::string::npos)
+    EXPECT_NE(
+        m_err.str().find("timed out after 1 s without progress (rank 1 at step 0, 2/4 actions)"), std::string::npos)
         << m_err.str();
     expectNoneRunning();
+}
+
+// The timeout counts from the last progress event: a run of 3.2 s whose events come 0.4 s apart is not ended
+// by a 1 s timeout.
+TEST_F(Launcher, TheTimeoutCountsFromTheLastProgressEvent)
+{
+    mode("long");
+    m_options.timeoutS = 1;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(run(), kExitOk) << m_err.str();
+    EXPECT_GT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(3200));
+    EXPECT_EQ(m_err.str().find("timed out"), std::string::npos) << m_err.str();
 }
 
 TEST_F(Launcher, ARunThatClosedItsOutputStillTimesOut)
@@ -411,6 +427,67 @@ TEST_F(Launcher, AnUnreadableProjectExits2)
     m_options.project = (m_dir / "missing.dpstudio.json").string();
     EXPECT_EQ(run(), kExitUsage);
     expectNotStarted();
+}
+
+// Every way `dpstudio run --progress-json` fails ends its stream with one failed event: the exit code it returns
+// and the reason it says on stderr (without the words of its headline).
+TEST_F(Launcher, EveryFailureEndsTheStreamWithAFailedEvent)
+{
+    struct Case {
+        const char* name;
+        std::function<void()> setUp;
+        int code;
+        std::string reason;
+    };
+    const std::vector<Case> cases {
+        { "crash", [&] { mode("crash"); }, kExitRunFailed, "rank 1 exited on signal 11 (Segmentation fault)" },
+        { "error event", [&] { mode("error-event"); }, kExitRunFailed, "rank 1: std::bad_alloc in 1F3" },
+        { "correctness", [&] { mode("fail-check"); }, kExitContent,
+            R"(correctness check failed: {"max_grad_error":1e-12,"max_loss_error":1e-09,"passed":false})" },
+        { "timeout",
+            [&] {
+                mode("hang");
+                m_options.timeoutS = 0.5;
+            },
+            kExitRunFailed,
+            "run timed out after 0.5 s without progress (rank 1 at step 0, 2/4 actions): mpirun and its ranks were "
+            "ended" },
+        { "no mpirun", [] { ::setenv("DPSTUDIO_MPIRUN", "/nonexistent/mpirun", 1); }, kExitRunFailed,
+            "mpirun not found: install openmpi-bin or set DPSTUDIO_MPIRUN (DPSTUDIO_MPIRUN=/nonexistent/mpirun is "
+            "not an executable file)" },
+        { "no worker", [] { ::setenv("DPSTUDIO_WORKER", "/nonexistent/dpstudio-worker", 1); }, kExitRunFailed,
+            "dpstudio-worker not found: set DPSTUDIO_WORKER, or install it next to dpstudio or in ../libexec "
+            "relative to it" },
+        { "unreadable project", [&] { m_options.project = (m_dir / "missing.dpstudio.json").string(); }, kExitUsage,
+            "" },
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.name);
+        TearDown(); // a fresh folder, environment and options for each case
+        m_options = RunOptions();
+        SetUp();
+        m_options.progressJson = true;
+        c.setUp();
+        ASSERT_EQ(run(), c.code) << m_err.str();
+        const std::vector<std::string> out = linesOf(m_out.str());
+        ASSERT_FALSE(out.empty());
+        const std::optional<ProgressEvent> failed = parseProgressLine(out.back());
+        ASSERT_TRUE(failed && failed->kind == EventKind::Failed) << out.back();
+        EXPECT_EQ(failed->exitCode, c.code);
+        EXPECT_EQ(failed->formatVersion, dps::protocol::kProgressFormatVersion);
+        if (!c.reason.empty())
+            EXPECT_EQ(failed->message, c.reason);
+        else
+            EXPECT_NE(failed->message.find("missing.dpstudio.json"), std::string::npos) << failed->message;
+        EXPECT_NE(m_err.str().find(failed->message + "\n"), std::string::npos) << m_err.str();
+    }
+}
+
+TEST_F(Launcher, ASuccessfulRunHasNoFailedEvent)
+{
+    m_options.progressJson = true;
+    ASSERT_EQ(run(), kExitOk) << m_err.str();
+    EXPECT_EQ(m_out.str().find(R"("event":"failed")"), std::string::npos) << m_out.str();
 }
 
 TEST_F(Launcher, FindsTheWorkerNextToTheExecutableThenInLibexec)

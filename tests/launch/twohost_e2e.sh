@@ -137,11 +137,12 @@ PY'
     check "the message names rank 3" 'grep -q "run failed: .*rank 3" "$WORK/kerr" || { cat "$WORK/kerr" >&2; false; }'
     check "no daemon or rank is left on either host" no_leftovers
 
-    # --- a timeout ends the ranks on both hosts -----------------------------------------------------------
-    "$DPSTUDIO" run "$PROJECT" -o "$WORK/timeout.json" --hostfile "$HOSTFILE" --steps 1000000 --timeout 2 \
-        >/dev/null 2>"$WORK/terr"
+    # --- a timeout ends the ranks on both hosts: rank 0 (hostA) hangs in its first step -------------------
+    DPSTUDIO_WORKER_HANG_RANK=0 "$DPSTUDIO" run "$PROJECT" -o "$WORK/timeout.json" --hostfile "$HOSTFILE" \
+        --steps 3 --timeout 2 >/dev/null 2>"$WORK/terr"
     rc=$?
-    check "a timeout ends the two-host run with exit 3" '[ $rc -eq 3 ] && grep -q "timed out after 2 s" "$WORK/terr"'
+    check "a timeout ends the two-host run with exit 3" \
+        '[ $rc -eq 3 ] && grep -q "timed out after 2 s without progress" "$WORK/terr"'
     check "no daemon or rank is left on either host after the timeout" no_leftovers
     exit $failures
 fi

@@ -1,8 +1,8 @@
 // PyTorch CSV interchange (both dialects, blank cells, spaces, CRLF, placement inference, malformed cells)
 // and the schedule's JSON form.
+#include "base/errors.h"
 #include "base/fileio.h"
 #include "schedule/csvio.h"
-#include "base/errors.h"
 #include "schedule/schedule_json.h"
 #include "schedule/validator.h"
 
@@ -266,6 +266,29 @@ TEST(CsvPlacement, TrailingRowsWithoutAnActionAreNoRanks)
 }
 
 // ---- the JSON form ---------------------------------------------------------------------------------------------
+
+// readScheduleCsv: the checked reading the CLI and the designer share. A file with no action is refused (readCsv
+// alone gives a schedule of 0 ranks), every message names the source.
+TEST(ReadScheduleCsv, RefusesAFileWithNoActionAndNamesTheSource)
+{
+    const auto why = [](std::string_view text) {
+        try {
+            readScheduleCsv("s.csv", text);
+        } catch (const ParseError& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    const std::string tail = ": a schedule CSV has one row of actions per rank, e.g. 0F0,0B0";
+    EXPECT_EQ(why(""), "s.csv: empty" + tail);
+    EXPECT_EQ(why(" , \r\n\n,,\n"), "s.csv: empty" + tail);
+    EXPECT_EQ(why("\"\"\n"), "s.csv: no actions" + tail);
+    EXPECT_EQ(why(std::string_view("0F0\0", 4)).rfind("s.csv: not a text file (a NUL byte at offset 3)", 0), 0u);
+    EXPECT_EQ(why("0F0,0X0\n").rfind("s.csv: row 1, column 2: ", 0), 0u) << why("0F0,0X0\n");
+    const CsvImport imported = readScheduleCsv("s.csv", "0F0,0B0\n");
+    EXPECT_EQ(imported.schedule.ranks, 1);
+    EXPECT_EQ(imported.schedule.opCount(), 2u);
+}
 
 TEST(ScheduleJson, RoundTripOfEveryPlacementMode)
 {

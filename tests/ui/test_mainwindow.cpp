@@ -221,6 +221,29 @@ TEST(MainWindow, ImportsACsvAndExportsEverything)
     }
 }
 
+// An empty or blank CSV has no rank: the import refuses it with the CLI's message (dps::readScheduleCsv) and
+// adds no variant, so Save cannot write a project of 0 ranks.
+TEST(MainWindow, RefusesAnEmptyOrBlankCsv)
+{
+    Fixture f;
+    QTemporaryDir dir;
+    const std::size_t variants = f.window.document()->project().variants.size();
+    const std::string active = f.window.document()->project().activeVariant;
+    const std::pair<const char*, const char*> cases[]
+        = { { "empty.csv", "" }, { "blank.csv", " , \r\n\n,,\n" }, { "quoted.csv", "\"\"\n" } };
+    for (const auto& [name, bytes] : cases) {
+        const QString path = dir.filePath(QLatin1String(name));
+        writeFile(path, QByteArray(bytes));
+        EXPECT_FALSE(f.window.files()->importCsvFile(path)) << name;
+        EXPECT_EQ(f.window.banner()->kind(), MessageBanner::Kind::Error) << name;
+        const QString why = QLatin1String(name) + (std::string_view(name) == "quoted.csv" ? ": no actions" : ": empty")
+            + QStringLiteral(": a schedule CSV has one row of actions per rank, e.g. 0F0,0B0");
+        EXPECT_TRUE(f.window.banner()->text().contains(why)) << f.window.banner()->text().toStdString();
+        EXPECT_EQ(f.window.document()->project().variants.size(), variants) << name;
+        EXPECT_EQ(f.window.document()->project().activeVariant, active) << name;
+    }
+}
+
 TEST(MainWindow, ScreenshotHasOneRowPerRankWithBlocksInPlace)
 {
     Fixture f;

@@ -42,6 +42,8 @@ ProgressStream::Line ProgressStream::feed(const QByteArray& line)
         return applyDone(*event);
     case EventKind::Error:
         return applyError(*event);
+    case EventKind::Failed:
+        return applyFailed(*event);
     case EventKind::Other:
         break;
     }
@@ -116,6 +118,12 @@ ProgressStream::Line ProgressStream::applyError(const ProgressEvent& e)
     if (error.rank >= 0 && error.rank <= kMaxRank)
         rankAt(error.rank).failed = true;
     return { LineKind::Error, QStringLiteral("error from %1").arg(error.text()) };
+}
+
+ProgressStream::Line ProgressStream::applyFailed(const ProgressEvent& e)
+{
+    m_failed = RunFailedEvent { e.exitCode, qstring(e.message) };
+    return { LineKind::Failed, {} };
 }
 
 RankProgress& ProgressStream::rankAt(int rank)

@@ -1,8 +1,8 @@
 #pragma once
 // The worker's progress stream as `dpstudio run --progress-json` forwards it on stdout (JSON lines,
-// docs/worker-protocol.md): hello, progress, done, error. ProgressStream follows it line by line and
-// gives the state the run panel draws. Lines that are not events are log lines. Every line is parsed by
-// the engine's one parser (dps::launch::parseProgressLine); this file only turns events into Qt values.
+// docs/worker-protocol.md): hello, progress, done, error, and dpstudio's own failed. ProgressStream follows it line by
+// line and gives the state the run panel draws. Lines that are not events are log lines. Every line is parsed by the
+// engine's one parser (dps::launch::parseProgressLine); this file only turns events into Qt values.
 #include <QByteArray>
 #include <QMetaType>
 #include <QString>
@@ -64,11 +64,18 @@ struct RunErrorEvent {
     QString text() const;
 };
 
+/// dpstudio's failed event, the stream's last line when the run exits non-zero: why, in dpstudio's words.
+struct RunFailedEvent {
+    int exitCode = -1; ///< dpstudio's exit code (engine/protocol/exitcodes.h)
+    QString message; ///< e.g. "rank 1: exited on signal 11 (Segmentation fault)"
+};
+
 class ProgressStream {
 public:
-    enum class LineKind { Log, Hello, Progress, Done, Error };
+    enum class LineKind { Log, Hello, Progress, Done, Error, Failed };
 
-    /// What a line was and how it reads in the log (empty for progress events, which are not logged).
+    /// What a line was and how it reads in the log (empty for progress and failed events, which are not logged:
+    /// dpstudio says the same on stderr).
     struct Line {
         LineKind kind = LineKind::Log;
         QString text;
@@ -83,6 +90,7 @@ public:
     RunProgress progress() const;
     const std::optional<RunDoneEvent>& done() const { return m_done; }
     const QVector<RunErrorEvent>& errors() const { return m_errors; }
+    const std::optional<RunFailedEvent>& failed() const { return m_failed; }
     /// format_version of hello (0 before it).
     int formatVersion() const { return m_formatVersion; }
 
@@ -91,12 +99,14 @@ private:
     Line applyProgress(const launch::ProgressEvent& e);
     Line applyDone(const launch::ProgressEvent& e);
     Line applyError(const launch::ProgressEvent& e);
+    Line applyFailed(const launch::ProgressEvent& e);
     RankProgress& rankAt(int rank);
     double fractionOf(const RankProgress& r) const;
 
     RunProgress m_state;
     std::optional<RunDoneEvent> m_done;
     QVector<RunErrorEvent> m_errors;
+    std::optional<RunFailedEvent> m_failed;
     int m_formatVersion = 0;
 };
 

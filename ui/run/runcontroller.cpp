@@ -14,7 +14,6 @@ namespace dps::ui {
 namespace {
 
 constexpr int kProgressIntervalMs = 50;
-const QByteArray kHumanPrefix = QByteArrayLiteral("dpstudio: ");
 
 /// Splits `buffer` at line ends; what follows the last one stays in `buffer`.
 QList<QByteArray> takeLines(QByteArray& buffer)
@@ -124,7 +123,6 @@ void RunController::reset(const launch::RunOptions& options)
     m_stream = ProgressStream();
     m_stdoutRest.clear();
     m_stderrRest.clear();
-    m_lastHumanLine.clear();
     m_lastStderrLine.clear();
     const QFileInfo output(outputPath());
     m_outputStampBefore = output.exists() ? output.lastModified() : QDateTime();
@@ -209,6 +207,8 @@ void RunController::handleStdoutLine(const QByteArray& line)
         if (!m_progressTimer.isActive())
             m_progressTimer.start();
         return;
+    case ProgressStream::LineKind::Failed:
+        return; // dpstudio says it on stderr too; report() tells it
     default:
         emit outputReceived(parsed.text,
             parsed.kind == ProgressStream::LineKind::Error ? OutputChannel::Problem : OutputChannel::Event);
@@ -219,9 +219,7 @@ void RunController::handleStdoutLine(const QByteArray& line)
 void RunController::handleStderrLine(const QByteArray& line)
 {
     const QString text = QString::fromUtf8(line);
-    if (line.startsWith(kHumanPrefix))
-        m_lastHumanLine = QString::fromUtf8(line.mid(kHumanPrefix.size())).trimmed();
-    else if (!text.trimmed().isEmpty())
+    if (!text.trimmed().isEmpty())
         m_lastStderrLine = text.trimmed();
     emit outputReceived(text, OutputChannel::Stderr);
 }
@@ -288,7 +286,9 @@ void RunController::report(int exitCode, QProcess::ExitStatus status)
     if (const auto& done = m_stream.done())
         facts.correctnessPassed = done->correctnessPassed;
     facts.correctnessText = correctnessText();
-    facts.lastHumanLine = m_lastHumanLine.isEmpty() ? m_lastStderrLine : m_lastHumanLine;
+    if (const auto& failed = m_stream.failed())
+        facts.failedMessage = failed->message;
+    facts.lastStderrLine = m_lastStderrLine;
     const ExitReport exit = describeExit(facts);
     m_outcome = buildOutcome(facts.crashed ? -1 : exitCode);
     emit outputReceived(

@@ -114,8 +114,7 @@ private:
     ProgressStream m_stream;
     QByteArray m_stdoutRest;
     QByteArray m_stderrRest;
-    QString m_lastHumanLine; ///< dpstudio's last "dpstudio: …" line on stderr
-    QString m_lastStderrLine; ///< the last other non-empty stderr line
+    QString m_lastStderrLine; ///< the last non-empty stderr line (the reason when dpstudio gave no failed event)
     QDateTime m_outputStampBefore; ///< the output's modification time before the run (null: absent)
     QElapsedTimer m_clock;
     qint64 m_finalElapsedMs = 0;

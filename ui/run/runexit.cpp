@@ -10,31 +10,25 @@ namespace {
 
 using Kind = ExitReport::Kind;
 
-/// dpstudio's message without the words the headline already says ("run failed: …", "error: …").
-QString withoutPrefix(QString text)
-{
-    for (const char* prefix : { "error: ", "run failed: ", "run refused or its check failed: " })
-        if (text.startsWith(QLatin1String(prefix)))
-            return text.mid(static_cast<qsizetype>(qstrlen(prefix)));
-    return text;
-}
-
-/// The most precise explanation at hand: the error event, the correctness result, dpstudio's last word.
+/// The most precise explanation at hand: dpstudio's failed event, the rank's error event, the correctness result,
+/// the last line on stderr.
 QString detailOf(const ExitFacts& f, const QString& errorEvent)
 {
+    if (!f.failedMessage.isEmpty())
+        return f.failedMessage;
     if (!errorEvent.isEmpty())
         return errorEvent;
     if (f.correctnessPassed == false && !f.correctnessText.isEmpty())
         return f.correctnessText;
-    if (!f.lastHumanLine.isEmpty())
-        return withoutPrefix(f.lastHumanLine);
+    if (!f.lastStderrLine.isEmpty())
+        return f.lastStderrLine;
     return QStringLiteral("no reason was given (see the log)");
 }
 
 ExitReport contentFailure(const ExitFacts& f)
 {
-    if (f.correctnessPassed == false && f.lastError.isEmpty())
-        return { Kind::Failed, QStringLiteral("The correctness check failed: %1").arg(detailOf(f, {})) };
+    if (f.correctnessPassed == false && f.lastError.isEmpty() && !f.correctnessText.isEmpty())
+        return { Kind::Failed, QStringLiteral("The correctness check failed: %1").arg(f.correctnessText) };
     return { Kind::Failed,
         QStringLiteral("The correctness check failed or the project is invalid: %1").arg(detailOf(f, f.lastError)) };
 }

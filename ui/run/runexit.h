@@ -17,7 +17,9 @@ struct ExitFacts {
     QString lastError; ///< the last error event, likewise
     std::optional<bool> correctnessPassed; ///< from the done event
     QString correctnessText; ///< e.g. "max loss error 3e-2, max gradient error 1e-1"
-    QString lastHumanLine; ///< dpstudio's last message on stderr, without "dpstudio: "
+    QString failedMessage; ///< why, from dpstudio's failed event (empty when it sent none)
+    QString lastStderrLine; ///< the last stderr line: the reason only when dpstudio sent no failed event (it refused
+                            ///< its flags, or crashed)
 };
 
 struct ExitReport {

@@ -26,6 +26,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QSettings>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTableView>
@@ -42,6 +43,18 @@ constexpr int kLogLines = 5000;
 constexpr int kLogFlushMs = 100; ///< log lines are added in batches, so a chatty run keeps the window responsive
 constexpr int kVisibleRankRows = 8;
 const QColor kProblemColor(0xd3, 0x2f, 0x2f);
+/// The run timeout's QSettings key (seconds without progress, `dpstudio run --timeout`).
+const QString kTimeoutKey = QStringLiteral("run/timeoutS");
+constexpr int kMaxTimeoutS = 7 * 24 * 3600;
+
+/// The timeout the user last chose, else dpstudio run's default.
+int savedTimeoutS()
+{
+    const int fallback = static_cast<int>(launch::RunOptions {}.timeoutS);
+    bool ok = false;
+    const int saved = QSettings().value(kTimeoutKey, fallback).toInt(&ok);
+    return ok && saved >= 1 && saved <= kMaxTimeoutS ? saved : fallback;
+}
 
 QLabel* makeValueLabel(QWidget* parent)
 {
@@ -151,12 +164,18 @@ QWidget* RunPanel::createSettingsBox()
     m_steps = makeSpinBox(box, 1, 1000, 3, tr("Steps measured after the warm-up"));
     m_warmup = makeSpinBox(box, 0, 100, 1, tr("Steps run first and not measured"));
     m_threads = makeSpinBox(box, 1, 256, 1, tr("BLAS threads of each rank"));
+    m_timeout = makeSpinBox(box, 1, kMaxTimeoutS, savedTimeoutS(),
+        tr("The run is ended when this long passes without progress from its ranks (dpstudio run --timeout); "
+           "kept for the next runs"));
+    m_timeout->setObjectName(QStringLiteral("timeout"));
+    m_timeout->setSuffix(tr(" s"));
     form->addRow(tr("Project"), m_projectLabel);
     form->addRow(tr("Ranks"), m_ranksLabel);
     form->addRow(tr("Backend"), row(box, { m_backend, m_backendHint }));
     form->addRow(tr("Steps"),
         row(box, { m_steps, new QLabel(tr("measured, after"), box), m_warmup, new QLabel(tr("warm-up"), box) }));
     form->addRow(tr("Threads per rank"), row(box, { m_threads }));
+    form->addRow(tr("Timeout"), row(box, { m_timeout, new QLabel(tr("without progress"), box) }));
     form->addRow(tr("Hostfile"), createHostfileRow(box));
     return box;
 }
@@ -236,6 +255,7 @@ void RunPanel::setupConnections()
     connect(m_backend, &QComboBox::currentIndexChanged, this, &RunPanel::updatePreflight);
     connect(m_threads, &QSpinBox::valueChanged, this, &RunPanel::updatePreflight);
     connect(m_hostfile, &QLineEdit::textChanged, this, &RunPanel::updatePreflight);
+    connect(m_timeout, &QSpinBox::valueChanged, this, [](int seconds) { QSettings().setValue(kTimeoutKey, seconds); });
     connect(m_historyView, &QTableView::doubleClicked, this, &RunPanel::openHistoryRun);
     connect(m_history, &RunHistory::rowsInserted, this, &RunPanel::updateHistoryTab);
     connect(m_history, &RunHistory::rowsRemoved, this, &RunPanel::updateHistoryTab);
@@ -332,6 +352,7 @@ launch::RunOptions RunPanel::currentOptions() const
     r.steps = m_steps->value();
     r.warmup = m_warmup->value();
     r.threads = m_threads->value();
+    r.timeoutS = m_timeout->value();
     r.hostfile = m_hostfile->text().trimmed().toStdString();
     return r;
 }

@@ -1,9 +1,10 @@
 #pragma once
 // RunPanel: runs the open project on this machine's GPUs or CPUs from the designer. Shows what
-// `dpstudio devices` found, the run's settings (backend, steps, warm-up, threads, hostfile; ranks come
-// from the active variant), a pre-flight check that says before starting when the project cannot run
-// here, progress per rank and overall with the elapsed time, a live log, the project's runs history,
-// and one inline banner for how things went. Made to be docked into the main window.
+// `dpstudio devices` found, the run's settings (backend, steps, warm-up, threads, hostfile, the timeout
+// without progress, which QSettings keeps for the next sessions; ranks come from the active variant), a
+// pre-flight check that says before starting when the project cannot run here, progress per rank and
+// overall with the elapsed time, a live log, the project's runs history, and one inline banner for how
+// things went. Made to be docked into the main window.
 #include "run/deviceinfo.h"
 #include "run/preflight.h"
 #include "run/runcontroller.h"
@@ -136,6 +137,7 @@ private:
     QSpinBox* m_steps = nullptr;
     QSpinBox* m_warmup = nullptr;
     QSpinBox* m_threads = nullptr;
+    QSpinBox* m_timeout = nullptr; ///< seconds without progress before dpstudio ends the run; saved in QSettings
     QLineEdit* m_hostfile = nullptr;
     QWidget* m_settingsBox = nullptr;
     PreflightView* m_preflight = nullptr;

@@ -142,9 +142,10 @@ bool FileController::importCsvFile(const QString& path)
     const QByteArray bytes = file.readAll();
     CsvImport imported;
     try {
-        imported = readCsv(std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())));
+        imported = readScheduleCsv(QFileInfo(path).fileName().toStdString(),
+            std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())));
     } catch (const std::exception& e) {
-        emit failed(tr("Could not import %1: %2").arg(QFileInfo(path).fileName(), QString::fromUtf8(e.what())));
+        emit failed(tr("Could not import %1").arg(QString::fromUtf8(e.what())));
         return false;
     }
     const QString name = m_document->addImportedVariant(imported.schedule, QFileInfo(path).completeBaseName());

@@ -20,6 +20,8 @@
 #include "widgets/runworkspace.h"
 #include "widgets/timelineview.h"
 
+#include "base/version.h"
+
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
@@ -390,7 +392,7 @@ void MainWindow::setupHelpMenu()
         QMessageBox::about(this, tr("About DualPipe Studio"),
             tr("<b>DualPipe Studio %1</b><p>Design, simulate and compare pipeline-parallel training schedules: "
                "DualPipe, DualPipeV, 1F1B, ZB-H1, ZB-V, GPipe and interleaved 1F1B.</p>")
-                .arg(QApplication::applicationVersion()));
+                .arg(QStringLiteral(DPS_VERSION)));
     });
 }
 

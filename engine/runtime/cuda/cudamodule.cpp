@@ -3,14 +3,11 @@
 #include "cudamodule.h"
 
 #include "base/gpus_module.h"
+#include "base/version.h"
 #include "check.h"
 #include "cudaruntime.h"
 #ifdef DPS_HAVE_NCCL
 #include "ncclcomm.h"
-#endif
-
-#ifndef DPS_VERSION
-#error "DPS_VERSION (the DualPipe Studio version) must be defined for the CUDA module"
 #endif
 
 namespace dps::runtime {

@@ -3,7 +3,10 @@
 # progress stream (docs/worker-protocol.md) and exits with a chosen code; `devices --json` prints a
 # scripted machine. Controlled by environment variables:
 #   FAKE_DPSTUDIO_SCENARIO   ok (default) | noise | check-failed | error-exit1 | refused | bad-args | crash
-#                            | signal | slow | ignore-term | chatty
+#                            | signal | slow | ignore-term | chatty | quiet-failure
+# Like dpstudio, a run that exits non-zero ends its stream with a failed event (exit code and why), except
+# bad-args (dpstudio refused its flags before the run) and signal (dpstudio itself died); quiet-failure's
+# reason is in the failed event alone, with mpirun's last words on stderr.
 #   FAKE_DPSTUDIO_RANKS      ranks in the hello event (default 2)
 #   FAKE_DPSTUDIO_ACTIONS    actions per rank and step (default 4)
 #   FAKE_DPSTUDIO_ARGS_FILE  where to write the arguments, one per line
@@ -61,6 +64,7 @@ step() {
 done_event() {
     echo "{\"event\":\"done\",\"format_version\":1,\"output\":\"$output\",\"correctness\":{\"passed\":$1,\"max_loss_error\":$2,\"max_grad_error\":3e-13},\"median_step\":0,\"step_makespan_us\":[1200.5,1180.0,1250.0]}"
 }
+failed_event() { echo "{\"event\":\"failed\",\"format_version\":2,\"exit_code\":$1,\"message\":\"$2\"}"; }
 write_measured() { sed "s/\"passed\": true/\"passed\": $1/" "$here/fake-dpstudio-measured.json" >"$output"; }
 
 # Stand-in for mpirun and its ranks: a child that runs until it is ended.
@@ -103,15 +107,19 @@ check-failed)
     write_measured false
     done_event false 0.03
     echo "dpstudio: correctness check failed: stage 1 parameter w2: gradient metric 0.4 > 1e-10" >&2
+    failed_event 1 "correctness check failed: stage 1 parameter w2: gradient metric 0.4 > 1e-10"
     exit 1 ;;
 error-exit1)
     echo '{"event":"error","rank":0,"message":"the world size is 3 but variant dualpipev has 2 ranks"}'
+    echo "dpstudio: run refused or its check failed: rank 0: the world size is 3 but variant dualpipev has 2 ranks" >&2
+    failed_event 1 "rank 0: the world size is 3 but variant dualpipev has 2 ranks"
     exit 1 ;;
 refused)
-    echo "dpstudio: variant 'dualpipev': the layer partition covers 6 of 8 layers" >&2
+    echo "dpstudio: error: variant 'dualpipev': the layer partition covers 6 of 8 layers; nothing was started" >&2
+    failed_event 1 "variant 'dualpipev': the layer partition covers 6 of 8 layers; nothing was started"
     exit 1 ;;
 bad-args)
-    echo "dpstudio: --steps: 0 is not in 1..1000000" >&2
+    echo "--steps: 0 is not in 1..1000000" >&2
     exit 2 ;;
 crash)
     hello
@@ -119,13 +127,20 @@ crash)
     progress 0 1 1
     echo '{"event":"error","rank":1,"message":"exited on signal 11 (Segmentation fault)"}'
     echo "dpstudio: run failed: rank 1: exited on signal 11 (Segmentation fault)" >&2
+    failed_event 3 "rank 1: exited on signal 11 (Segmentation fault)"
+    exit 3 ;;
+quiet-failure)
+    hello
+    step 0
+    failed_event 3 "run timed out after 5 s without progress (rank 1 at step 1, 0/4 actions): mpirun and its ranks were ended"
+    echo "mpirun: Forwarding signal 15 to job" >&2
     exit 3 ;;
 signal)
     hello
     kill -SEGV $$ ;;
 slow)
     child=""
-    trap '[ -n "$child" ] && kill $child 2>/dev/null && wait $child; echo "dpstudio: cancelled: mpirun and its ranks were ended" >&2; exit 130' TERM
+    trap '[ -n "$child" ] && kill $child 2>/dev/null && wait $child; echo "dpstudio: cancelled: mpirun and its ranks were ended" >&2; failed_event 130 "cancelled: mpirun and its ranks were ended"; exit 130' TERM
     start_child
     hello
     run_slowly ;;

@@ -10,6 +10,8 @@
 #   garbled      progress lines cut in the middle of writes, a non-JSON stdout line; exits 0
 #   mute-hang    hello, then closes its stdout and stderr and waits for ever
 #   unordered    rank 1's progress before rank 0's hello and after its done (as mpirun may merge them)
+#   long         like ok, but its 8 progress events come 0.4 s apart (a run longer than a 1 s timeout that
+#                never stops progressing for that long)
 # FAKE_MPIRUN_ARGS: file to write the arguments to (one per line) and OMPI_ALLOW_RUN_AS_ROOT.
 # FAKE_MPIRUN_PIDS: file to write the pids of the processes a hanging run leaves waiting.
 if [ "$1" = "--version" ]; then
@@ -99,6 +101,16 @@ mute-hang)
     hello
     exec >/dev/null 2>&1
     wait_forever ;;
+long)
+    hello
+    for done in 1 2 3 4; do
+        for rank in 0 1; do
+            sleep 0.4
+            echo "{\"event\":\"progress\",\"rank\":$rank,\"step\":0,\"done\":$done,\"total\":4}"
+        done
+    done
+    done_event true
+    exit 0 ;;
 unordered)
     echo '{"event":"progress","rank":1,"step":0,"done":1,"total":2}'
     hello

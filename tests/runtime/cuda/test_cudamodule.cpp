@@ -3,6 +3,7 @@
 // module, that the real module loads from the build tree, lists GPUs and creates a backend whose errors reach
 // this program (which does not link the module) as RuntimeError.
 #include "base/gpus_module.h"
+#include "base/version.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cudamodule.h"
 #include "runtime/cuda/gpuinfo.h"

@@ -1,8 +1,10 @@
 #pragma once
 // main() for the run panel's QtTest binaries: the offscreen platform and a private runtime folder are
-// set before the QApplication exists, so the tests run without a display and without warnings.
+// set before the QApplication exists, so the tests run without a display and without warnings; QSettings
+// write to a throw-away location (QStandardPaths' test mode), not the user's.
 #include <QApplication>
 #include <QDir>
+#include <QStandardPaths>
 #include <QTest>
 
 #include <sys/stat.h>
@@ -20,6 +22,7 @@ inline void prepareOffscreen()
         ::chmod(QFile::encodeName(dir).constData(), 0700);
         qputenv("XDG_RUNTIME_DIR", QFile::encodeName(dir));
     }
+    QStandardPaths::setTestModeEnabled(true);
 }
 
 } // namespace dps::test

@@ -177,17 +177,20 @@ private slots:
         QVERIFY(describeExit(f).message.startsWith(QStringLiteral("dpstudio crashed (signal 15")));
         f = ExitFacts();
         f.exitCode = 3;
-        f.lastHumanLine = QStringLiteral("run failed: rank 1 exited on signal 9 (Killed)");
-        QCOMPARE(describeExit(f).message, QStringLiteral("The run failed: rank 1 exited on signal 9 (Killed)"));
+        f.firstError = QStringLiteral("rank 1: std::bad_alloc in 1F3");
+        f.failedMessage = QStringLiteral("rank 1: std::bad_alloc in 1F3; mpirun: rank 1 exit code 3");
+        f.lastStderrLine = QStringLiteral("mpirun: Forwarding signal 15 to job");
+        QCOMPARE(describeExit(f).message,
+            QStringLiteral("The run failed: rank 1: std::bad_alloc in 1F3; mpirun: rank 1 exit code 3"));
         f.exitCode = 2;
-        f.lastHumanLine = QStringLiteral("error: /p.json: cannot read: No such file or directory");
+        f.failedMessage = QStringLiteral("/p.json: cannot read: No such file or directory");
         QCOMPARE(describeExit(f).message,
             QStringLiteral(
                 "dpstudio refused the arguments or could not read a file: /p.json: cannot read: No such file "
                 "or directory"));
         f = ExitFacts();
         f.exitCode = 42;
-        f.lastHumanLine = QStringLiteral("odd");
+        f.lastStderrLine = QStringLiteral("odd");
         QCOMPARE(describeExit(f).message, QStringLiteral("dpstudio exited with unexpected code 42: odd"));
     }
 
@@ -311,7 +314,23 @@ private slots:
                            "variant dualpipev has 2 ranks"));
         QCOMPARE(failureOf(QStringLiteral("refused")),
             QStringLiteral("The correctness check failed or the project is invalid: variant 'dualpipev': the layer "
-                           "partition covers 6 of 8 layers"));
+                           "partition covers 6 of 8 layers; nothing was started"));
+    }
+
+    void theFailedEventSaysWhy()
+    {
+        ProgressStream s;
+        const ProgressStream::Line line
+            = s.feed(R"({"event":"failed","format_version":2,"exit_code":3,"message":"rank 1: std::bad_alloc"})");
+        QCOMPARE(line.kind, ProgressStream::LineKind::Failed);
+        QVERIFY(line.text.isEmpty());
+        QVERIFY(s.failed());
+        QCOMPARE(s.failed()->exitCode, 3);
+        QCOMPARE(s.failed()->message, QStringLiteral("rank 1: std::bad_alloc"));
+        // The reason is the stream's, not whatever stderr said last (here mpirun, after dpstudio's event).
+        QCOMPARE(failureOf(QStringLiteral("quiet-failure")),
+            QStringLiteral("The run failed: run timed out after 5 s without progress (rank 1 at step 1, 0/4 actions): "
+                           "mpirun and its ranks were ended"));
     }
 
     void failedCheckKeepsTheMeasurement()

@@ -13,7 +13,9 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -152,6 +154,22 @@ private slots:
         for (const QLabel* label : p.findChildren<QLabel*>())
             shown = shown || label->text() == QStringLiteral("2 cores · Fake CPU @ 3.00GHz");
         QVERIFY(shown);
+    }
+
+    void timeoutIsASettingKeptForTheNextSession()
+    {
+        QSettings().remove(QStringLiteral("run/timeoutS"));
+        {
+            RunPanel p;
+            QCOMPARE(p.currentOptions().timeoutS, dps::launch::RunOptions {}.timeoutS); // dpstudio run's default
+            auto* timeout = p.findChild<QSpinBox*>(QStringLiteral("timeout"));
+            QVERIFY(timeout);
+            timeout->setValue(5400); // 1000 steps of a large model
+            QCOMPARE(p.currentOptions().timeoutS, 5400.0);
+        }
+        RunPanel next; // a later session: the panel starts with the user's choice
+        QCOMPARE(next.currentOptions().timeoutS, 5400.0);
+        QSettings().remove(QStringLiteral("run/timeoutS"));
     }
 
     void runGoesIntoTheHistory()
