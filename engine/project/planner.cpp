@@ -81,8 +81,8 @@ double parseMemorySize(const std::string& text, const std::string& field)
     constexpr double kMaxBytes = 9007199254740992.0; // 2^53: the largest exact byte count
     const auto outOfRange = [&](double bytes) -> double {
         if (bytes < 1.0 || bytes > kMaxBytes)
-            throw ConstraintError("plan.memory-limit",
-                field + ": '" + text + "' is outside 1 byte to 2^53 bytes (8 PiB)");
+            throw ConstraintError(
+                "plan.memory-limit", field + ": '" + text + "' is outside 1 byte to 2^53 bytes (8 PiB)");
         return bytes;
     };
     std::string unit(end);
@@ -455,8 +455,8 @@ PlanResult plan(const Project& project, const PlanRequest& request)
                             ++result.failed;
                             ++failedEarly[kind];
                             drop(result,
-                                planVariantName(
-                                    Variant { "", kind, pp, microbatches, v, {}, {}, dp, transformer ? mbs : 0, rc },
+                                planVariantName(Variant { "", kind, pp, microbatches, v, {}, {}, dp,
+                                                    transformer ? mbs : 0, rc, {}, 1, 1, false },
                                     project),
                                 it->second.error);
                             continue;
