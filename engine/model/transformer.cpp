@@ -79,6 +79,8 @@ struct AttentionShape {
     double coreForwardFlops = 0.0; ///< scores + values, causal half, of the whole layer's heads
     KeptBytes kept; ///< F→I without the sequence-squared softmax output
     KeptBytes normUpKept; ///< of `kept`, what recompute "norm-up-projection" recomputes instead
+    KeptBytes normOutputs; ///< of `normUpKept`, the norms' outputs (GEMM inputs: cached at the cache dtype)
+    KeptBytes contextKept; ///< of `kept`, the context (W^O's input: cached at the cache dtype)
     double softmaxBytes = 0.0; ///< the softmax output, e·n_h·s·T/cp (the full square, as Korthikanti)
     KeptBytes weightGradKept; ///< I→W
     double kvBytesPerToken = 0.0; ///< bytes of one token's keys and values (what ring attention passes on)
@@ -121,6 +123,8 @@ AttentionShape attentionShape(const Transformer& m)
         a.kept = { t * e * 2.0 * h, t * e * (qLowRank + 2.0 * kvl), t * e * (2.0 * qDim + 2.0 * nh * v) };
         // the norm outputs and the up-projections' outputs Q, K and V (the context is the core's)
         a.normUpKept = { t * e * h, t * e * ((m.mla.qLoraRank > 0 ? ql : 0.0) + kvl), t * e * (2.0 * qDim + nh * v) };
+        a.normOutputs = { t * e * h, t * e * ((m.mla.qLoraRank > 0 ? ql : 0.0) + kvl), 0.0 };
+        a.contextKept = { 0.0, 0.0, t * e * nh * v };
         // X, [dC_q, norm(c_q)], d[c_kv; k_rope], norm(c_kv), dQ, d[K_nope; V], context, d(output)
         a.weightGradKept
             = { t * e * 2.0 * h, t * e * (qLowRank + (kvl + rope) + kvl), t * e * (qDim + nh * (nope + v) + nh * v) };
@@ -135,6 +139,8 @@ AttentionShape attentionShape(const Transformer& m)
         // norm input X, norm output (the projections' input), Q, K, V, context (W^O's input)
         a.kept = { t * e * 2.0 * h, 0.0, t * e * (2.0 * qd + 2.0 * kvd) };
         a.normUpKept = { t * e * h, 0.0, 0.0 }; // the norm output (no up-projection)
+        a.normOutputs = a.normUpKept;
+        a.contextKept = { 0.0, 0.0, t * e * qd };
         // norm output, dQ, dK, dV, context, d(output)
         a.weightGradKept = { t * e * 2.0 * h, 0.0, t * e * (2.0 * qd + 2.0 * kvd) };
         a.kvBytesPerToken = e * 2.0 * kvd;
@@ -156,6 +162,7 @@ struct MlpShape {
                                   ///< the routed experts)
     double keptBytes = 0.0; ///< F→I
     double normKeptBytes = 0.0; ///< of keptBytes, the norm's output (recompute "norm-up-projection")
+    double gemmInputKeptBytes = 0.0; ///< of keptBytes, the other GEMM inputs (cached at the cache dtype)
     double weightGradKeptBytes = 0.0; ///< I→W
 };
 
@@ -177,6 +184,7 @@ MlpShape mlpShape(const Transformer& m, bool moe)
         p.computedWeights = p.weightsHeld;
         // norm input, norm output (W_gate/W_up input), gate and up outputs, W_down's input
         p.keptBytes = residual(t * e * 2.0 * h) + t * e * 3.0 * f / tp;
+        p.gemmInputKeptBytes = t * e * 3.0 * f / tp; // the SwiGLU's inputs and W_down's input
         // norm output, d(gate), d(up), W_down's input, d(output)
         p.weightGradKeptBytes = residual(t * e * 2.0 * h) + t * e * 3.0 * f / tp;
         return p;
@@ -200,6 +208,8 @@ MlpShape mlpShape(const Transformer& m, bool moe)
     // input and its output (the gate weight's gradient needs it)
     p.keptBytes = residual(t * e * 2.0 * h) + t * e * 3.0 * shared * ef / tp + routerProbs
         + busy * t * k * e * (2.0 * h + 3.0 * ef / tp);
+    // the shared experts' SwiGLU and W_down inputs, each routed pair's input and SwiGLU and W_down inputs
+    p.gemmInputKeptBytes = t * e * 3.0 * shared * ef / tp + busy * t * k * e * (h + 3.0 * ef / tp);
     // norm output, d(router logits), [d(output) once + per shared expert d(gate), d(up), down input], per
     // routed pair: input, d(gate), d(up), down input, d(its output)
     p.weightGradKeptBytes = residual(t * e * h) + routerProbs
@@ -246,13 +256,19 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
 
     const double attentionKept = a.kept.on(m);
     const double softmax = a.softmaxBytes / tp;
+    // GEMM inputs cached at activationCacheBytes (DeepSeek-V3 report §3.3.1: FP8) save this share of their bytes.
+    const double cacheSaving = m.activationCacheBytes > 0 && m.activationCacheBytes < m.dtypeBytes
+        ? 1.0 - static_cast<double>(m.activationCacheBytes) / m.dtypeBytes
+        : 0.0;
+    const double otherInputsSaved = cacheSaving * (a.contextKept.on(m) + p.gemmInputKeptBytes);
+    const double inputsSaved = otherInputsSaved + cacheSaving * (a.normOutputs.on(m) + p.normKeptBytes);
     switch (recompute) {
     case Recompute::None:
-        c.activationBytes = attentionKept + softmax + p.keptBytes;
+        c.activationBytes = attentionKept + softmax + p.keptBytes - inputsSaved;
         c.recomputeFlops = 0.0;
         break;
     case Recompute::Selective:
-        c.activationBytes = attentionKept + p.keptBytes;
+        c.activationBytes = attentionKept + p.keptBytes - inputsSaved;
         c.recomputeFlops = c.attentionCoreFlops;
         break;
     case Recompute::Full:
@@ -262,7 +278,7 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
     case Recompute::NormUpProjection:
         // DeepSeek-V3 §3.2.3: the norms' outputs and MLA's up-projections are rerun in the backward; the
         // attention core's output is kept (its flash-attention backward needs only Q, K, V and the context).
-        c.activationBytes = attentionKept - a.normUpKept.on(m) + p.keptBytes - p.normKeptBytes;
+        c.activationBytes = attentionKept - a.normUpKept.on(m) + p.keptBytes - p.normKeptBytes - otherInputsSaved;
         c.recomputeFlops = 2.0 * t * a.upProjectionWeights / tp;
         break;
     }

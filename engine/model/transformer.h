@@ -75,6 +75,9 @@ struct Transformer {
     int tp = 1; ///< tensor-parallel degree: heads, MLP columns, experts' columns and the vocabulary split tp ways
     int cp = 1; ///< context-parallel degree: the sequence split cp ways (ring attention)
     bool sequenceParallel = false; ///< with tp > 1, the residual stream (norms' inputs and outputs) split tp ways
+    /// Bytes per element of the activations kept for a GEMM's backward (its inputs: norm outputs, the context,
+    /// the SwiGLU's and W_down's inputs, a routed token's input); 0 = dtypeBytes (DeepSeek-V3 report §3.3.1: FP8)
+    int activationCacheBytes = 0;
 
     bool isMoe() const { return moe.experts > 0; }
     /// Whether global layer `layer` (0-based) is an MoE layer.

@@ -215,6 +215,7 @@ model::Transformer transformerFor(const Project& project, const Variant& variant
     t.tp = std::max(1, variant.tp);
     t.cp = std::max(1, variant.cp);
     t.sequenceParallel = variant.sequenceParallel && t.tp > 1;
+    t.activationCacheBytes = project.training.present ? project.training.activationCacheBytes : 0;
     return t;
 }
 
