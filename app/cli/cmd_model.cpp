@@ -143,18 +143,20 @@ std::string modelSummary(const Project& project, const Variant& variant)
     std::string line = project.model.preset.empty() ? std::string("transformer") : project.model.preset;
     if (!c.device.empty())
         line += " on " + c.device;
-    const long long devices = static_cast<long long>(variant.dp) * variant.ranks;
-    line += ": dp " + std::to_string(variant.dp) + " × pp " + std::to_string(variant.ranks) + " = "
-        + std::to_string(devices) + " devices";
+    const long long devices = static_cast<long long>(variant.dp) * variant.ranks * variant.tp * variant.cp;
+    line += std::string(": ") + (variant.tp > 1 ? "tp " + std::to_string(variant.tp) + " × " : "")
+        + (variant.cp > 1 ? "cp " + std::to_string(variant.cp) + " × " : "") + "dp " + std::to_string(variant.dp)
+        + " × pp " + std::to_string(variant.ranks) + " = " + std::to_string(devices) + " devices"
+        + (variant.tp > 1 && variant.sequenceParallel ? " (sequence parallel)" : "");
     // The placement rule lays out max(dp, ep) replicas per rank (transformercost.h): the nodes it spans.
-    const long long laidOut = static_cast<long long>(placement.replicas) * variant.ranks;
+    const long long laidOut = static_cast<long long>(placement.replicas) * placement.tp * variant.ranks;
     std::string where = c.gpusPerNode > 0 ? std::to_string(c.gpusPerNode) + " per node" : std::string("one node");
-    if (placement.replicas > variant.dp)
+    if (placement.replicas > variant.dp * variant.cp)
         where += "; ep " + std::to_string(t.moe.ep) + " lays out " + std::to_string(placement.replicas)
             + " replicas per rank: " + std::to_string(laidOut) + " devices";
     if (c.gpusPerNode > 0) {
         const long long nodes = (laidOut + c.gpusPerNode - 1) / c.gpusPerNode;
-        where += (placement.replicas > variant.dp ? " on " : ", ")
+        where += (placement.replicas > variant.dp * variant.cp ? " on " : ", ")
             + formatCountOf(static_cast<std::size_t>(nodes), "node");
     }
     line += " (" + where + ")";

@@ -40,26 +40,55 @@ std::string_view recomputeName(Recompute r)
         return "selective";
     case Recompute::Full:
         return "full";
+    case Recompute::NormUpProjection:
+        return "norm-up-projection";
     }
     return "none";
 }
 
 namespace {
 
-/// The attention block of one layer (input RMSNorm, projections, core) for T tokens; see
-/// docs/model-library.md "Attention".
+/// Bytes of one device, split by how tensor parallelism divides them (Korthikanti et al. 2022 §4.2): the
+/// residual stream (a norm's input and output, an output gradient: T×h) is whole on every tensor rank unless
+/// sequence parallelism splits it; latent vectors (MLA's compressed q and kv, routed tokens' h-wide copies) are
+/// whole on every tensor rank; the rest (per-head and per-column tensors) is split tp ways.
+struct KeptBytes {
+    double residual = 0.0;
+    double whole = 0.0;
+    double split = 0.0;
+
+    double on(const Transformer& m) const
+    {
+        return (m.sequenceParallel ? residual / m.tp : residual) + whole + split / m.tp;
+    }
+};
+
+/// Tokens one device computes: T ÷ cp (context parallelism splits the sequence).
+double deviceTokens(const Transformer& m)
+{
+    return m.tokens() / m.cp;
+}
+
+/// The attention block of one layer (input RMSNorm, projections, core) for one device's T ÷ cp tokens; see
+/// docs/model-library.md "Attention" and "Tensor and context parallelism".
 struct AttentionShape {
-    double projectionWeights = 0.0; ///< elements of the weight GEMMs
+    double splitWeights = 0.0; ///< elements of the weight GEMMs split tp ways (q, k, v, up-projections, output)
+    double wholeWeights = 0.0; ///< elements of the GEMMs every tensor rank holds whole (MLA's down-projections)
+    double upProjectionWeights = 0.0; ///< of splitWeights, MLA's up-projections (W^UQ, W^UK, W^UV)
     double normWeights = 0.0; ///< elements of the RMSNorm weights (input norm; MLA: q and kv norms too)
-    double coreForwardFlops = 0.0; ///< scores + values, causal half
-    double keptBytes = 0.0; ///< F→I without the sequence-squared softmax output
-    double softmaxBytes = 0.0; ///< the softmax output, e·n_h·s·T (the full square, as Korthikanti)
-    double weightGradKeptBytes = 0.0; ///< I→W
+    double coreForwardFlops = 0.0; ///< scores + values, causal half, of the whole layer's heads
+    KeptBytes kept; ///< F→I without the sequence-squared softmax output
+    KeptBytes normUpKept; ///< of `kept`, what recompute "norm-up-projection" recomputes instead
+    KeptBytes normOutputs; ///< of `normUpKept`, the norms' outputs (GEMM inputs: cached at the cache dtype)
+    KeptBytes contextKept; ///< of `kept`, the context (W^O's input: cached at the cache dtype)
+    double softmaxBytes = 0.0; ///< the softmax output, e·n_h·s·T/cp (the full square, as Korthikanti)
+    KeptBytes weightGradKept; ///< I→W
+    double kvBytesPerToken = 0.0; ///< bytes of one token's keys and values (what ring attention passes on)
 };
 
 AttentionShape attentionShape(const Transformer& m)
 {
-    const double t = m.tokens();
+    const double t = deviceTokens(m);
     const double h = m.hidden;
     const double s = m.seqLen;
     const double e = m.dtypeBytes;
@@ -77,91 +106,115 @@ AttentionShape attentionShape(const Transformer& m)
         const double v = m.mla.vHeadDim;
         const double qDim = nh * (nope + rope);
         if (m.mla.qLoraRank > 0) {
-            a.projectionWeights += h * ql + ql * qDim; // W^DQ, W^UQ (with W^QR folded in)
+            a.wholeWeights += h * ql; // W^DQ
+            a.upProjectionWeights += ql * qDim; // W^UQ (with W^QR folded in)
             a.normWeights += ql; // q_a_layernorm
         } else {
-            a.projectionWeights += h * qDim; // W^Q
+            a.splitWeights += h * qDim; // W^Q
         }
-        a.projectionWeights += h * (kvl + rope); // W^DKV with W^KR
-        a.projectionWeights += kvl * nh * (nope + v); // W^UK, W^UV
-        a.projectionWeights += nh * v * h; // W^O
+        a.wholeWeights += h * (kvl + rope); // W^DKV with W^KR
+        a.upProjectionWeights += kvl * nh * (nope + v); // W^UK, W^UV
+        a.splitWeights += a.upProjectionWeights + nh * v * h; // W^O
         a.normWeights += kvl; // kv_a_layernorm
         dk = nope + rope;
         dv = v;
         const double qLowRank = m.mla.qLoraRank > 0 ? 2.0 * ql : 0.0; // c_q (norm input) and its norm output
         // norm input X, norm output, [c_q, norm(c_q)], c_kv, norm(c_kv), Q, K (per head), V, context
-        a.keptBytes = t * e * (2.0 * h + qLowRank + 2.0 * kvl + 2.0 * qDim + 2.0 * nh * v);
+        a.kept = { t * e * 2.0 * h, t * e * (qLowRank + 2.0 * kvl), t * e * (2.0 * qDim + 2.0 * nh * v) };
+        // the norm outputs and the up-projections' outputs Q, K and V (the context is the core's)
+        a.normUpKept = { t * e * h, t * e * ((m.mla.qLoraRank > 0 ? ql : 0.0) + kvl), t * e * (2.0 * qDim + nh * v) };
+        a.normOutputs = { t * e * h, t * e * ((m.mla.qLoraRank > 0 ? ql : 0.0) + kvl), 0.0 };
+        a.contextKept = { 0.0, 0.0, t * e * nh * v };
         // X, [dC_q, norm(c_q)], d[c_kv; k_rope], norm(c_kv), dQ, d[K_nope; V], context, d(output)
-        a.weightGradKeptBytes = t * e * (2.0 * h + qLowRank + (kvl + rope) + kvl + qDim + nh * (nope + v) + nh * v);
+        a.weightGradKept
+            = { t * e * 2.0 * h, t * e * (qLowRank + (kvl + rope) + kvl), t * e * (qDim + nh * (nope + v) + nh * v) };
+        a.kvBytesPerToken = e * nh * (dk + dv);
     } else {
         const double d = m.headDim > 0 ? m.headDim : static_cast<double>(m.hidden / m.heads);
         const double qd = nh * d;
         const double kvd = static_cast<double>(m.kvHeads) * d;
-        a.projectionWeights = h * qd + 2.0 * h * kvd + qd * h; // W^Q, W^K, W^V, W^O
+        a.splitWeights = h * qd + 2.0 * h * kvd + qd * h; // W^Q, W^K, W^V, W^O
         dk = d;
         dv = d;
         // norm input X, norm output (the projections' input), Q, K, V, context (W^O's input)
-        a.keptBytes = t * e * (2.0 * h + 2.0 * qd + 2.0 * kvd);
+        a.kept = { t * e * 2.0 * h, 0.0, t * e * (2.0 * qd + 2.0 * kvd) };
+        a.normUpKept = { t * e * h, 0.0, 0.0 }; // the norm output (no up-projection)
+        a.normOutputs = a.normUpKept;
+        a.contextKept = { 0.0, 0.0, t * e * qd };
         // norm output, dQ, dK, dV, context, d(output)
-        a.weightGradKeptBytes = t * e * (2.0 * h + 2.0 * qd + 2.0 * kvd);
+        a.weightGradKept = { t * e * 2.0 * h, 0.0, t * e * (2.0 * qd + 2.0 * kvd) };
+        a.kvBytesPerToken = e * 2.0 * kvd;
     }
-    a.coreForwardFlops = t * s * nh * (dk + dv); // ½ × 2·T·s·n_h·(d_k + d_v): causal half
+    a.coreForwardFlops = t * s * nh * (dk + dv); // ½ × 2·(T/cp)·s·n_h·(d_k + d_v): causal half
     a.softmaxBytes = e * nh * s * t;
     return a;
 }
 
-/// The MLP block of one layer (post-attention RMSNorm, dense SwiGLU or router + shared + routed experts);
-/// see docs/model-library.md "Dense MLP" and "MoE layer".
+/// The MLP block of one layer (post-attention RMSNorm, dense SwiGLU or router + shared + routed experts) on one
+/// device; see docs/model-library.md "Dense MLP", "MoE layer" and "Tensor and context parallelism".
 struct MlpShape {
     double weightsTotal = 0.0; ///< every weight GEMM's elements (every routed expert)
-    double weightsHeld = 0.0; ///< on one device of the EP group (experts / ep routed experts)
+    double weightsHeld = 0.0; ///< on one device (experts / ep routed experts, split tp ways but the router)
     double weightsActive = 0.0; ///< used by one token (top_k routed experts)
     double expertWeightsHeld = 0.0; ///< of weightsHeld, the routed experts'
     double normWeights = 0.0;
-    double computedWeights = 0.0; ///< GEMM elements one token passes through on this device (balanced)
+    double computedWeights = 0.0; ///< GEMM elements one token passes through on this device (× imbalance for
+                                  ///< the routed experts)
     double keptBytes = 0.0; ///< F→I
+    double normKeptBytes = 0.0; ///< of keptBytes, the norm's output (recompute "norm-up-projection")
+    double gemmInputKeptBytes = 0.0; ///< of keptBytes, the other GEMM inputs (cached at the cache dtype)
     double weightGradKeptBytes = 0.0; ///< I→W
 };
 
 MlpShape mlpShape(const Transformer& m, bool moe)
 {
-    const double t = m.tokens();
+    const double t = deviceTokens(m);
     const double h = m.hidden;
     const double e = m.dtypeBytes;
+    const double tp = m.tp;
+    const auto residual = [&](double bytes) { return m.sequenceParallel ? bytes / tp : bytes; };
     MlpShape p;
     p.normWeights = h;
+    p.normKeptBytes = residual(t * e * h);
     if (!moe) {
         const double f = (m.isMoe() && m.moe.denseFfn > 0) ? m.moe.denseFfn : m.ffn;
         p.weightsTotal = 3.0 * h * f; // W_gate, W_up: h×f; W_down: f×h
-        p.weightsHeld = p.weightsTotal;
+        p.weightsHeld = p.weightsTotal / tp;
         p.weightsActive = p.weightsTotal;
-        p.computedWeights = p.weightsTotal;
+        p.computedWeights = p.weightsHeld;
         // norm input, norm output (W_gate/W_up input), gate and up outputs, W_down's input
-        p.keptBytes = t * e * (2.0 * h + 3.0 * f);
+        p.keptBytes = residual(t * e * 2.0 * h) + t * e * 3.0 * f / tp;
+        p.gemmInputKeptBytes = t * e * 3.0 * f / tp; // the SwiGLU's inputs and W_down's input
         // norm output, d(gate), d(up), W_down's input, d(output)
-        p.weightGradKeptBytes = t * e * (2.0 * h + 3.0 * f);
+        p.weightGradKeptBytes = residual(t * e * 2.0 * h) + t * e * 3.0 * f / tp;
         return p;
     }
     const double experts = m.moe.experts;
     const double k = m.moe.topK;
     const double ef = m.moe.expertFfn;
     const double shared = m.moe.sharedExperts;
+    const double busy = m.moe.imbalance; // the busiest device's routed tokens over the balanced share
     const double expert = 3.0 * h * ef; // one SwiGLU expert
     const double router = h * experts;
     p.weightsTotal = router + shared * expert + experts * expert;
-    p.expertWeightsHeld = (experts / m.moe.ep) * expert;
-    p.weightsHeld = router + shared * expert + p.expertWeightsHeld;
+    p.expertWeightsHeld = (experts / m.moe.ep) * expert / tp;
+    p.weightsHeld = router + shared * expert / tp + p.expertWeightsHeld;
     p.weightsActive = router + shared * expert + k * expert;
-    p.computedWeights = p.weightsActive; // balanced routing: T·top_k token-expert pairs on every device
+    // Balanced routing: T·top_k token-expert pairs on every device, × imbalance on the busiest.
+    p.computedWeights = router + shared * expert / tp + busy * k * expert / tp;
     const double routerProbs = 4.0 * t * experts; // fp32 gating scores (and, for W, their gradient)
     // norm input, norm output (router and shared experts' input), router scores, shared experts' gate/up
     // outputs and down input, and per routed token-expert pair: its dispatched input, gate/up outputs, down
     // input and its output (the gate weight's gradient needs it)
-    p.keptBytes = t * e * (2.0 * h + 3.0 * shared * ef) + routerProbs + t * k * e * (2.0 * h + 3.0 * ef);
+    p.keptBytes = residual(t * e * 2.0 * h) + t * e * 3.0 * shared * ef / tp + routerProbs
+        + busy * t * k * e * (2.0 * h + 3.0 * ef / tp);
+    // the shared experts' SwiGLU and W_down inputs, each routed pair's input and SwiGLU and W_down inputs
+    p.gemmInputKeptBytes = t * e * 3.0 * shared * ef / tp + busy * t * k * e * (h + 3.0 * ef / tp);
     // norm output, d(router logits), [d(output) once + per shared expert d(gate), d(up), down input], per
     // routed pair: input, d(gate), d(up), down input, d(its output)
-    p.weightGradKeptBytes = t * e * h + routerProbs + (m.moe.sharedExperts > 0 ? t * e * (h + 3.0 * shared * ef) : 0.0)
-        + t * k * e * (2.0 * h + 3.0 * ef);
+    p.weightGradKeptBytes = residual(t * e * h) + routerProbs
+        + (m.moe.sharedExperts > 0 ? residual(t * e * h) + t * e * 3.0 * shared * ef / tp : 0.0)
+        + busy * t * k * e * (2.0 * h + 3.0 * ef / tp);
     return p;
 }
 
@@ -179,41 +232,63 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
         throw std::out_of_range(
             "layerCost: layer " + std::to_string(layer) + " outside [0, " + std::to_string(m.layers) + ")");
     const int ep = m.moe.ep;
-    const double t = m.tokens();
+    const double t = deviceTokens(m);
     const double h = m.hidden;
     const double e = m.dtypeBytes;
+    const double tp = m.tp;
     const bool moe = m.isMoeLayer(layer);
     const AttentionShape a = attentionShape(m);
     const MlpShape p = mlpShape(m, moe);
 
     LayerCost c;
     c.moe = moe;
-    const double attentionParameters = a.projectionWeights + a.normWeights;
-    c.parameters = attentionParameters + p.weightsHeld + p.normWeights;
-    c.parametersTotal = attentionParameters + p.weightsTotal + p.normWeights;
-    c.parametersActive = attentionParameters + p.weightsActive + p.normWeights;
+    const double attentionWeights = a.splitWeights + a.wholeWeights;
+    c.parameters = a.splitWeights / tp + a.wholeWeights + a.normWeights + p.weightsHeld + p.normWeights;
+    c.parametersTotal = attentionWeights + a.normWeights + p.weightsTotal + p.normWeights;
+    c.parametersActive = attentionWeights + a.normWeights + p.weightsActive + p.normWeights;
     c.expertParameters = p.expertWeightsHeld;
 
-    c.attention = weightGemms(t, a.projectionWeights);
-    c.attention.f += a.coreForwardFlops;
-    c.attention.i += 2.0 * a.coreForwardFlops;
+    c.attention = weightGemms(t, a.splitWeights / tp + a.wholeWeights);
+    c.attentionCoreFlops = a.coreForwardFlops / tp;
+    c.attention.f += c.attentionCoreFlops;
+    c.attention.i += 2.0 * c.attentionCoreFlops;
     c.mlp = weightGemms(t, p.computedWeights);
 
+    const double attentionKept = a.kept.on(m);
+    const double softmax = a.softmaxBytes / tp;
+    // GEMM inputs cached at activationCacheBytes (DeepSeek-V3 report §3.3.1: FP8) save this share of their bytes.
+    const double cacheSaving = m.activationCacheBytes > 0 && m.activationCacheBytes < m.dtypeBytes
+        ? 1.0 - static_cast<double>(m.activationCacheBytes) / m.dtypeBytes
+        : 0.0;
+    const double otherInputsSaved = cacheSaving * (a.contextKept.on(m) + p.gemmInputKeptBytes);
+    const double inputsSaved = otherInputsSaved + cacheSaving * (a.normOutputs.on(m) + p.normKeptBytes);
     switch (recompute) {
     case Recompute::None:
-        c.activationBytes = a.keptBytes + a.softmaxBytes + p.keptBytes;
+        c.activationBytes = attentionKept + softmax + p.keptBytes - inputsSaved;
         c.recomputeFlops = 0.0;
         break;
     case Recompute::Selective:
-        c.activationBytes = a.keptBytes + p.keptBytes;
-        c.recomputeFlops = a.coreForwardFlops;
+        c.activationBytes = attentionKept + p.keptBytes - inputsSaved;
+        c.recomputeFlops = c.attentionCoreFlops;
         break;
     case Recompute::Full:
-        c.activationBytes = t * h * e; // the layer's input
+        c.activationBytes = (m.sequenceParallel ? t * h * e / tp : t * h * e); // the layer's input
         c.recomputeFlops = c.attention.f + c.mlp.f;
         break;
+    case Recompute::NormUpProjection:
+        // DeepSeek-V3 §3.2.3: the norms' outputs and MLA's up-projections are rerun in the backward; the
+        // attention core's output is kept (its flash-attention backward needs only Q, K, V and the context).
+        c.activationBytes = attentionKept - a.normUpKept.on(m) + p.keptBytes - p.normKeptBytes - otherInputsSaved;
+        c.recomputeFlops = 2.0 * t * a.upProjectionWeights / tp;
+        break;
     }
-    c.weightGradKeptBytes = a.weightGradKeptBytes + p.weightGradKeptBytes;
+    c.weightGradKeptBytes = a.weightGradKept.on(m) + p.weightGradKeptBytes;
+    // Megatron-LM's tensor parallelism (Narayanan et al. 2021 §2.3): the row-parallel output of attention and
+    // of the MLP are summed over the tensor ranks in F, the column-parallel inputs' gradients in B: one T×h
+    // all-reduce (or reduce-scatter + all-gather with sequence parallelism, the same bytes) each.
+    c.tensorAllReduceBytes = m.tp > 1 ? t * h * e : 0.0;
+    // Ring attention (Liu et al. 2023): each step passes one device's keys and values to the next context rank.
+    c.contextKvBytes = m.cp > 1 ? t * a.kvBytesPerToken / tp : 0.0;
 
     if (moe && ep > 1) {
         if (placement.nodesSpanned < 1)
@@ -224,7 +299,9 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
                 + " outside [0, ep − 1 = " + std::to_string(ep - 1) + "]");
         // DeepSeek-V3 report §3.2.2: each of the T·top_k token-expert pairs leaves the device unless its
         // expert is local ((ep − 1)/ep of them under balanced routing).
-        const double pairsOut = t * m.moe.topK * (ep - 1.0) / ep;
+        // The busiest device sends imbalance × its share; with tensor parallelism each tensor rank dispatches a
+        // tp-th of the tokens (Megatron-LM's all-to-all dispatcher).
+        const double pairsOut = t * m.moe.topK * (ep - 1.0) / ep * m.moe.imbalance / tp;
         c.dispatchBytes = pairsOut * h * m.moe.dispatchBytes;
         c.combineBytes = pairsOut * h * m.moe.combineBytes;
         if (placement.nodesSpanned > 1) {
@@ -236,8 +313,9 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
             // token reaches: at most min(M, top_k, nodes spanned − 1) nodes besides its own.
             if (m.moe.maxNodesPerToken > 0) {
                 const int remoteNodes = std::min({ m.moe.maxNodesPerToken, m.moe.topK, placement.nodesSpanned - 1 });
-                dispatchInter = std::min(dispatchInter, t * remoteNodes * h * m.moe.dispatchBytes);
-                combineInter = std::min(combineInter, t * remoteNodes * h * m.moe.combineBytes);
+                const double copies = t * remoteNodes * m.moe.imbalance / tp;
+                dispatchInter = std::min(dispatchInter, copies * h * m.moe.dispatchBytes);
+                combineInter = std::min(combineInter, copies * h * m.moe.combineBytes);
             }
             c.dispatchInterNodeBytes = dispatchInter;
             c.combineInterNodeBytes = combineInter;
@@ -249,18 +327,18 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
 EdgeCost embeddingCost(const Transformer& m)
 {
     EdgeCost c;
-    c.parameters = static_cast<double>(m.vocab) * m.hidden;
+    c.parameters = static_cast<double>(m.vocab) * m.hidden / m.tp; // vocabulary-parallel (Megatron-LM)
     // F: a lookup (0 FLOPs); I: none (the input is token ids); W: a scatter-add of the output gradient into
     // the weight's gradient (T·h additions, not counted). The token ids kept for W (4·T bytes) are not counted.
-    c.weightGradKeptBytes = m.tokens() * m.hidden * m.dtypeBytes;
+    c.weightGradKeptBytes = deviceTokens(m) * m.hidden * m.dtypeBytes;
     return c;
 }
 
 EdgeCost headCost(const Transformer& m, Recompute /*recompute: the head is never recomputed*/)
 {
-    const double t = m.tokens();
+    const double t = deviceTokens(m);
     const double h = m.hidden;
-    const double v = m.vocab;
+    const double v = static_cast<double>(m.vocab) / m.tp; // vocabulary-parallel head and loss (Megatron-LM)
     const double e = m.dtypeBytes;
     EdgeCost c;
     c.parameters = h + v * h; // final RMSNorm and the output matrix (tied: the embedding's copy)
@@ -273,8 +351,12 @@ EdgeCost headCost(const Transformer& m, Recompute /*recompute: the head is never
     return c;
 }
 
-Totals totals(const Transformer& m)
+Totals totals(const Transformer& whole)
 {
+    Transformer m = whole; // the whole model, on one device
+    m.tp = 1;
+    m.cp = 1;
+    m.sequenceParallel = false;
     Totals result;
     double forwardFlops = 0.0;
     for (int layer = 0; layer < m.layers; ++layer) {

@@ -17,8 +17,11 @@ enum class Recompute {
     None, ///< keep every activation the backward needs
     Selective, ///< recompute the attention core (the sequence-squared softmax/score activations)
     Full, ///< keep only each layer's input; the backward reruns the layer's forward
+    /// DeepSeek-V3 report §3.2.3: the RMSNorm outputs and the MLA up-projections (queries, keys and values
+    /// from their latent vectors) are recomputed; everything else is kept
+    NormUpProjection,
 };
-std::string_view recomputeName(Recompute r); ///< "none", "selective", "full"
+std::string_view recomputeName(Recompute r); ///< "none", "selective", "full", "norm-up-projection"
 
 /// Multi-head latent attention (DeepSeek-V2 §2.1): low-rank query and key-value projections with
 /// decoupled rotary dimensions. Shapes with heads n_h: q: h → q_lora_rank → n_h·(nope + rope);
@@ -45,6 +48,9 @@ struct Moe {
     int dispatchBytes = 2; ///< bytes per element of the dispatch (DeepSeek-V3: FP8 = 1)
     int combineBytes = 2; ///< bytes per element of the combine (DeepSeek-V3: BF16 = 2)
     int maxNodesPerToken = 0; ///< node-limited routing: a token reaches at most this many nodes; 0 = no limit
+    /// Tokens the busiest device of an EP group receives over the balanced share T·top_k (1.0 = balanced).
+    /// Scales the routed experts' compute, kept activations and all-to-all volume of that device.
+    double imbalance = 1.0;
 };
 
 /// A decoder-only transformer: embedding, `layers` × (RMSNorm, attention, RMSNorm, SwiGLU MLP or MoE), final
@@ -64,6 +70,14 @@ struct Transformer {
     int seqLen = 0;
     int microbatchSize = 1;
     int dtypeBytes = 2; ///< bytes per parameter and activation element (bf16 = 2)
+    // How one layer is split over devices besides the pipeline and the experts (layerCost gives one device's
+    // share; Megatron-LM's placement, Narayanan et al. 2021 §2.3 and Korthikanti et al. 2022 §4.2).
+    int tp = 1; ///< tensor-parallel degree: heads, MLP columns, experts' columns and the vocabulary split tp ways
+    int cp = 1; ///< context-parallel degree: the sequence split cp ways (ring attention)
+    bool sequenceParallel = false; ///< with tp > 1, the residual stream (norms' inputs and outputs) split tp ways
+    /// Bytes per element of the activations kept for a GEMM's backward (its inputs: norm outputs, the context,
+    /// the SwiGLU's and W_down's inputs, a routed token's input); 0 = dtypeBytes (DeepSeek-V3 report §3.3.1: FP8)
+    int activationCacheBytes = 0;
 
     bool isMoe() const { return moe.experts > 0; }
     /// Whether global layer `layer` (0-based) is an MoE layer.
@@ -91,7 +105,9 @@ struct LayerCost {
     double expertParameters = 0.0; ///< of `parameters`, the routed experts' (ZeRO-1 shards them over dp / ep)
     Flops attention; ///< RMSNorm, projections, rotary, attention core (with its sequence term)
     Flops mlp; ///< RMSNorm, dense SwiGLU or router + shared + routed experts
-    double recomputeFlops = 0.0; ///< forward FLOPs the backward reruns (selective: attention core; full: all F)
+    double attentionCoreFlops = 0.0; ///< of attention.f, the core's (scores and values; no weights, not a GEMM)
+    double recomputeFlops = 0.0; ///< forward FLOPs the backward reruns (selective: attention core; full: all F;
+                                 ///< norm-up-projection: MLA's up-projection GEMMs)
     double activationBytes = 0.0; ///< kept from F until I (or B), after the recompute policy
     double weightGradKeptBytes = 0.0; ///< kept from I until W (the inputs of every weight GEMM and the
                                       ///< gradients of its outputs)
@@ -99,6 +115,8 @@ struct LayerCost {
     double combineBytes = 0.0; ///< in one combine; the backward sends the same two volumes back
     double dispatchInterNodeBytes = 0.0; ///< of dispatchBytes, those crossing nodes (given the placement)
     double combineInterNodeBytes = 0.0;
+    double tensorAllReduceBytes = 0.0; ///< tp > 1: bytes of each of the 2 all-reduces in F and 2 in B (T/cp × h)
+    double contextKvBytes = 0.0; ///< cp > 1: bytes of one ring-attention step (one device's K and V block)
 };
 
 /// The embedding (on the first model stage) or the LM head with the final norm and the loss (last stage).

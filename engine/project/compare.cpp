@@ -40,8 +40,8 @@ Variant onSameDevices(const Project& project, const Variant& variant, int device
     const int k = devices / own;
     if (variant.microbatches % k != 0)
         throw ConstraintError("compare.same-devices",
-            std::to_string(variant.microbatches) + " microbatches cannot be split over "
-                + std::to_string(k) + " times the data-parallel replicas at the same global batch");
+            std::to_string(variant.microbatches) + " microbatches cannot be split over " + std::to_string(k)
+                + " times the data-parallel replicas at the same global batch");
     Variant v = variant;
     v.dp = std::max(1, variant.dp) * k;
     v.microbatches = variant.microbatches / k;

@@ -34,7 +34,7 @@ std::vector<double> expertParametersPerStage(
     std::vector<double> result(static_cast<std::size_t>(std::max(0, stages)), 0.0);
     if (project.model.kind != ModelKind::Transformer || !project.model.transformer.isMoe())
         return result;
-    const model::Transformer t = transformerOf(project.model, microbatchSizeOf(project, variant));
+    const model::Transformer t = transformerFor(project, variant);
     const std::vector<int> partition = effectivePartition(project, variant);
     const model::Recompute recompute = recomputeOf(project, variant);
     int layer = 0;
@@ -52,12 +52,14 @@ DataParallelAllReduce dataParallelAllReduce(
 {
     DataParallelAllReduce result;
     result.dp = std::max(1, variant.dp);
+    const int cp = std::max(1, variant.cp);
+    const int shards = result.dp * cp; // gradients are summed over dp × cp (the context ranks too)
     const std::size_t ranks = static_cast<std::size_t>(std::max(0, schedule.ranks));
     result.denseBytes.assign(ranks, 0.0);
     result.expertBytes.assign(ranks, 0.0);
     result.us.assign(ranks, 0.0);
     result.interNode.assign(ranks, 0);
-    if (result.dp <= 1)
+    if (shards <= 1)
         return result;
     const DevicePlacement placement = placementOf(project, variant);
     const int stages = std::min(schedule.stages, static_cast<int>(costs.stages.size()));
@@ -72,33 +74,44 @@ DataParallelAllReduce dataParallelAllReduce(
         }
     const model::Transformer& t = project.model.transformer;
     const int ep = project.model.kind == ModelKind::Transformer && t.isMoe() ? std::max(1, t.moe.ep) : 1;
-    const int expertReplicas = std::max(1, result.dp / ep); // the replicas holding one expert (dp ÷ ep)
+    const int expertReplicas = std::max(1, shards / ep); // the replicas holding one expert (dp × cp ÷ ep)
+    // Bytes of one gradient element: the training's gradient dtype for a transformer (its ZeRO-2/3 costs hold a
+    // shard only), the stage's own ratio for the block model (4 on a CPU run).
+    const bool transformer = project.model.kind == ModelKind::Transformer;
+    const double transformerElement
+        = project.training.present ? dtypeBytes(project.training.gradientDtype) : dtypeBytes(project.model.dtype);
+    // ZeRO-3 gathers parameters in every F and B: the step end only reduce-scatters the gradients (half the ring).
+    const double share = project.training.present && project.training.zero >= 3 ? 0.5 : 1.0;
+    const std::int64_t tp = placement.tp;
     const ClusterDesc& cluster = project.cluster;
-    const std::int64_t replicas = placement.replicas; // D = dp here (ep divides dp)
+    const std::int64_t replicas = placement.replicas; // D = dp × cp here (ep divides it)
     for (std::size_t r = 0; r < ranks; ++r) {
         for (int s = 0; s < stages; ++s) {
             if (!held[r * static_cast<std::size_t>(stages) + static_cast<std::size_t>(s)])
                 continue;
             const StageCost& c = costs.stages[static_cast<std::size_t>(s)];
-            const double perElement = c.parameterCount > 0.0 ? c.gradientBytes / c.parameterCount : 0.0;
+            const double perElement = transformer ? transformerElement
+                : c.parameterCount > 0.0          ? c.gradientBytes / c.parameterCount
+                                                  : 0.0;
             const double expert = std::min(experts[static_cast<std::size_t>(s)], c.parameterCount);
             result.denseBytes[r] += (c.parameterCount - expert) * perElement;
             result.expertBytes[r] += expert * perElement;
         }
-        // Device (r, d) = r × D + d: the dense ring is devices r·D … r·D + dp − 1; the ring of one expert is
-        // every ep-th of them (replica 0's: r·D, r·D + ep, …, r·D + (dp/ep − 1)·ep).
-        const std::int64_t first = static_cast<std::int64_t>(r) * replicas;
-        const bool denseInter
-            = nodeOf(first, cluster.gpusPerNode) != nodeOf(first + result.dp - 1, cluster.gpusPerNode);
+        // Device (r, d, t) = (r × D + d) × tp + t: the dense ring of tensor rank 0 is devices r·D·tp, (r·D + 1)·tp,
+        // … (r·D + dp·cp − 1)·tp; the ring of one expert every ep-th of them.
+        const std::int64_t first = static_cast<std::int64_t>(r) * replicas * tp;
+        const bool denseInter = nodeOf(first, cluster.gpusPerNode)
+            != nodeOf(first + static_cast<std::int64_t>(shards - 1) * tp, cluster.gpusPerNode);
         const bool expertInter = nodeOf(first, cluster.gpusPerNode)
-            != nodeOf(first + static_cast<std::int64_t>(expertReplicas - 1) * ep, cluster.gpusPerNode);
+            != nodeOf(first + static_cast<std::int64_t>(expertReplicas - 1) * ep * tp, cluster.gpusPerNode);
         result.interNode[r] = denseInter ? 1 : 0;
         const auto link = [&](bool inter, double bytes, int n) {
             return inter ? ringAllReduceUs(bytes, n, cluster.interNodeLatencyUs, cluster.interNodeBandwidthBytesPerUs)
                          : ringAllReduceUs(bytes, n, cluster.latencyUs, cluster.bandwidthBytesPerUs);
         };
-        result.us[r] = link(denseInter, result.denseBytes[r], result.dp)
-            + link(expertInter, result.expertBytes[r], expertReplicas);
+        result.us[r] = share
+            * (link(denseInter, result.denseBytes[r], shards)
+                + link(expertInter, result.expertBytes[r], expertReplicas));
     }
     return result;
 }

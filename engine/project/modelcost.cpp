@@ -210,7 +210,7 @@ void checkEngineRunsModel(const ModelDesc& model)
         return;
     if (model.transformer.tiedEmbeddings)
         throw FormatError("model.tied_embeddings: the engine does not run tied embeddings yet (the first and last "
-            "stages would share the embedding)");
+                          "stages would share the embedding)");
 }
 
 } // namespace dps

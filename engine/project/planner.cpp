@@ -455,8 +455,8 @@ PlanResult plan(const Project& project, const PlanRequest& request)
                             ++result.failed;
                             ++failedEarly[kind];
                             drop(result,
-                                planVariantName(
-                                    Variant { "", kind, pp, microbatches, v, {}, {}, dp, transformer ? mbs : 0, rc },
+                                planVariantName(Variant { "", kind, pp, microbatches, v, {}, {}, dp,
+                                                    transformer ? mbs : 0, rc, {}, 1, 1, false },
                                     project),
                                 it->second.error);
                             continue;

@@ -139,7 +139,8 @@ Prediction predict(const Project& project, const Variant& variant, const Predict
         try {
             const DataParallelAllReduce allReduce = dataParallelAllReduce(project, variant, *p.schedule, p.costs);
             p.dp = allReduce.dp;
-            p.devices = p.schedule->ranks * placementOf(project, variant).replicas;
+            const DevicePlacement placement = placementOf(project, variant);
+            p.devices = p.schedule->ranks * placement.replicas * placement.tp;
             p.allReduceUsPerRank = allReduce.us;
             for (double us : allReduce.us)
                 p.allReduceUs = std::max(p.allReduceUs, us);

@@ -1,14 +1,14 @@
 #include "project.h"
 #include "base/fileio.h"
 
+#include "base/checked.h"
+#include "base/errors.h"
 #include "jsonreader.h"
 #include "modelcost.h"
 #include "partitioning.h"
 #include "projectreaders.h"
-#include "transformercost.h"
-#include "base/checked.h"
-#include "base/errors.h"
 #include "schedule/generator.h"
+#include "transformercost.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -385,7 +385,13 @@ int readWireBytes(const JsonReader& r, const char* key, int fallback)
 model::Recompute readRecompute(const JsonReader& r, const char* key, model::Recompute fallback)
 {
     return static_cast<model::Recompute>(
-        readChoice(r, key, { "none", "selective", "full" }, static_cast<int>(fallback)));
+        readChoice(r, key, { "none", "selective", "full", "norm-up-projection" }, static_cast<int>(fallback)));
+}
+
+/// A GEMM or cache precision: "fp8" (1 byte), "bf16" (2) or "fp32" (4); 0 when absent (the model's dtype).
+int readPrecisionBytes(const JsonReader& r, const char* key)
+{
+    return readWireBytes(r, key, 0);
 }
 
 /// An integer member ≥ minimum, `fallback` when absent.
@@ -415,7 +421,7 @@ model::Mla readMla(const JsonReader& r)
 model::Moe readMoe(const JsonReader& r, DType dtype)
 {
     r.allowOnly({ "experts", "top_k", "expert_ffn", "shared_experts", "dense_layers", "dense_ffn", "ep",
-        "dispatch_dtype", "combine_dtype", "max_nodes_per_token" });
+        "dispatch_dtype", "combine_dtype", "max_nodes_per_token", "imbalance" });
     model::Moe moe;
     moe.experts = integerOr(r, "experts", 0, 0);
     moe.topK = integerOr(r, "top_k", 0, 0);
@@ -427,6 +433,9 @@ model::Moe readMoe(const JsonReader& r, DType dtype)
     moe.dispatchBytes = readWireBytes(r, "dispatch_dtype", dtypeBytes(dtype));
     moe.combineBytes = readWireBytes(r, "combine_dtype", dtypeBytes(dtype));
     moe.maxNodesPerToken = integerOr(r, "max_nodes_per_token", 0, 0);
+    moe.imbalance = r.numberOr("imbalance", JsonReader::kPositive, 1.0);
+    if (moe.imbalance < 1.0)
+        r.fail("imbalance", "must be at least 1 (1 = balanced routing), got " + JsonReader::shown(r.get("imbalance")));
     return moe;
 }
 
@@ -469,7 +478,8 @@ ModelDesc detail::readModel(const JsonReader& r, const std::string& source)
             { "kind", "preset", "layers", "hidden", "ffn", "seq_len", "microbatch_size", "dtype", "recompute" });
     } else {
         r.allowOnly({ "kind", "preset", "layers", "hidden", "ffn", "seq_len", "microbatch_size", "dtype", "recompute",
-            "heads", "kv_heads", "head_dim", "vocab", "tied_embeddings", "attention", "mla", "moe" });
+            "recompute_layers", "heads", "kv_heads", "head_dim", "vocab", "tied_embeddings", "attention", "mla",
+            "moe" });
     }
     m.preset = r.has("preset") ? r.string("preset") : "";
     m.layers = r.integer("layers", 1);
@@ -487,6 +497,7 @@ ModelDesc detail::readModel(const JsonReader& r, const std::string& source)
     m.microbatchSize = r.integer("microbatch_size", 1);
     m.dtype = readDtype(r, "dtype", DType::FP32);
     m.recompute = readRecompute(r, "recompute", model::Recompute::None);
+    m.recomputeLayers = integerOr(r, "recompute_layers", 0, 0);
     if (m.kind == ModelKind::Transformer) {
         m.transformer = readTransformer(r, m);
         try {
@@ -526,15 +537,19 @@ ClusterDesc detail::readCluster(const JsonReader& r)
 
 TrainingDesc detail::readTraining(const JsonReader& r)
 {
-    r.allowOnly({ "master_weights", "moment_dtype", "gradient_dtype", "zero" });
+    r.allowOnly({ "master_weights", "moment_dtype", "gradient_dtype", "zero", "gemm_dtype", "activation_cache_dtype",
+        "ema_on_cpu" });
     TrainingDesc t;
     t.present = true;
     t.masterWeights = readBool(r, "master_weights", t.masterWeights);
     t.momentBytes = dtypeBytes(readDtype(r, "moment_dtype", DType::FP32));
     t.gradientDtype = readDtype(r, "gradient_dtype", t.gradientDtype);
     t.zero = integerOr(r, "zero", 0, t.zero);
-    if (t.zero > 1)
-        r.fail("zero", "must be 0 or 1, got " + std::to_string(t.zero));
+    if (t.zero > 3)
+        r.fail("zero", "must be 0, 1, 2 or 3, got " + std::to_string(t.zero));
+    t.gemmBytes = readPrecisionBytes(r, "gemm_dtype");
+    t.activationCacheBytes = readPrecisionBytes(r, "activation_cache_dtype");
+    t.emaOnCpu = readBool(r, "ema_on_cpu", t.emaOnCpu);
     return t;
 }
 
@@ -578,8 +593,8 @@ std::vector<std::vector<Action>> readOrder(const JsonReader& r)
 
 Variant readVariant(const JsonReader& r)
 {
-    r.allowOnly({ "name", "kind", "ranks", "microbatches", "dp", "microbatch_size", "recompute", "stages_per_rank",
-        "layer_partition", "order" });
+    r.allowOnly({ "name", "kind", "ranks", "microbatches", "dp", "tp", "cp", "sequence_parallel", "microbatch_size",
+        "recompute", "recompute_layers", "stages_per_rank", "layer_partition", "order" });
     Variant v;
     v.name = r.string("name");
     if (v.name.empty())
@@ -588,9 +603,14 @@ Variant readVariant(const JsonReader& r)
     v.ranks = r.integer("ranks", 1);
     v.microbatches = r.integer("microbatches", 1);
     v.dp = integerOr(r, "dp", 1, 1);
+    v.tp = integerOr(r, "tp", 1, 1);
+    v.cp = integerOr(r, "cp", 1, 1);
+    v.sequenceParallel = readBool(r, "sequence_parallel", false);
     v.microbatchSize = integerOr(r, "microbatch_size", 1, 0);
     if (r.has("recompute"))
         v.recompute = readRecompute(r, "recompute", model::Recompute::None);
+    if (r.has("recompute_layers"))
+        v.recomputeLayers = r.integer("recompute_layers", 0);
     v.stagesPerRank = r.has("stages_per_rank") ? r.integer("stages_per_rank", 1) : 0;
     if (r.has("layer_partition"))
         v.layerPartition = readPartition(r);
@@ -685,18 +705,74 @@ void checkModelAndTraining(const Project& project)
 {
     if (project.model.kind == ModelKind::Transformer)
         model::check(transformerOf(project.model));
+    if (project.model.recomputeLayers < 0)
+        throw FormatError(
+            "model.recompute_layers: must not be negative, got " + std::to_string(project.model.recomputeLayers));
+    if (project.model.recomputeLayers > 0 && project.model.recompute != model::Recompute::Full)
+        throw FormatError("model.recompute_layers: " + std::to_string(project.model.recomputeLayers)
+            + " layers recomputed needs model.recompute \"full\", got \""
+            + std::string(model::recomputeName(project.model.recompute)) + "\"");
     const TrainingDesc& t = project.training;
     if (!t.present)
         return;
     if (t.momentBytes != 2 && t.momentBytes != 4)
         throw FormatError("training.moment_dtype: must be \"fp32\" or \"bf16\", got " + std::to_string(t.momentBytes)
             + " bytes per element");
-    if (t.zero != 0 && t.zero != 1)
-        throw FormatError("training.zero: must be 0 or 1, got " + std::to_string(t.zero));
+    if (t.zero < 0 || t.zero > 3)
+        throw FormatError("training.zero: must be 0, 1, 2 or 3, got " + std::to_string(t.zero));
+    for (const auto& [bytes, field] : { std::pair { t.gemmBytes, "training.gemm_dtype" },
+             std::pair { t.activationCacheBytes, "training.activation_cache_dtype" } })
+        if (bytes != 0 && bytes != 1 && bytes != 2 && bytes != 4)
+            throw FormatError(
+                std::string(field) + ": " + std::to_string(bytes) + " bytes per element is not 1, 2 or 4");
+
     if (project.costs.optimizerBytesPerParameter > 0.0)
         throw FormatError("training: given together with costs.optimizer_bytes_per_parameter "
             + shown(project.costs.optimizerBytesPerParameter)
             + "; the optimizer state is set by one or the other (remove one)");
+}
+
+/// A variant's tp, cp and sequence_parallel: positive; tp divides model.heads (and model.kv_heads: Megatron-LM
+/// splits attention by heads, each tensor rank whole query groups), cp divides model.seq_len (each context
+/// rank a contiguous share of the sequence); a block model refuses all three.
+void checkTensorAndContext(const Project& project, const Variant& v, const std::string& where)
+{
+    for (const auto& [value, field] : { std::pair { v.tp, ".tp" }, std::pair { v.cp, ".cp" } }) {
+        if (value < 1)
+            throw FormatError(where + field + ": must be a positive integer, got " + std::to_string(value));
+        if (value > 1 && project.model.kind != ModelKind::Transformer)
+            throw FormatError(where + field + ": only for model.kind \"transformer\" (the block model runs whole "
+                + "layers on one device), got " + std::to_string(value));
+    }
+    if (v.sequenceParallel && project.model.kind != ModelKind::Transformer)
+        throw FormatError(where + ".sequence_parallel: only for model.kind \"transformer\"");
+    if (project.model.kind != ModelKind::Transformer)
+        return;
+    const model::Transformer& t = project.model.transformer;
+    if (t.heads % v.tp != 0)
+        throw FormatError(where + ".tp: " + std::to_string(v.tp) + " does not divide model.heads "
+            + std::to_string(t.heads) + " (tensor parallelism splits attention by heads)");
+    if (t.attention != model::Attention::MLA && t.kvHeads % v.tp != 0)
+        throw FormatError(where + ".tp: " + std::to_string(v.tp) + " does not divide model.kv_heads "
+            + std::to_string(t.kvHeads) + " (each tensor rank holds whole key-value groups)");
+    if (project.model.seqLen % v.cp != 0)
+        throw FormatError(where + ".cp: " + std::to_string(v.cp) + " does not divide model.seq_len "
+            + std::to_string(project.model.seqLen) + " (context parallelism splits the sequence)");
+}
+
+/// A variant's recompute_layers: not negative, and only with the variant's recompute "full".
+void checkVariantRecompute(const Project& project, const Variant& v, const std::string& where)
+{
+    if (!v.recomputeLayers)
+        return;
+    if (*v.recomputeLayers < 0)
+        throw FormatError(where + ".recompute_layers: must not be negative, got " + std::to_string(*v.recomputeLayers));
+    if (project.model.kind != ModelKind::Transformer)
+        throw FormatError(where + ".recompute_layers: only for model.kind \"transformer\"");
+    const model::Recompute r = v.recompute.value_or(project.model.recompute);
+    if (*v.recomputeLayers > 0 && r != model::Recompute::Full)
+        throw FormatError(where + ".recompute_layers: " + std::to_string(*v.recomputeLayers)
+            + " layers recomputed needs recompute \"full\", got \"" + std::string(model::recomputeName(r)) + "\"");
 }
 
 /// Structural checks that need the whole project: stage counts fit an int, partitions and hand-edited orders
@@ -722,21 +798,28 @@ void checkVariants(const Project& project)
         if (v.microbatchSize > 0 && !transformer)
             throw FormatError(where + ".microbatch_size: only for model.kind \"transformer\" (a block model uses "
                 + "model.microbatch_size " + std::to_string(project.model.microbatchSize) + ")");
-        if (ep > 1 && v.dp > 1 && v.dp % ep != 0)
-            throw FormatError(where + ".dp: " + std::to_string(v.dp) + " is not a multiple of model.moe.ep "
-                + std::to_string(ep) + " (an expert-parallel group is formed across the dp replicas of a stage)");
-        // Devices are numbered rank × max(dp, ep) + replica (transformercost.h), an int.
-        const bool dpWins = v.dp >= ep;
-        const std::string replicas = dpWins ? where + ".dp" : std::string("model.moe.ep");
+        checkTensorAndContext(project, v, where);
+        checkVariantRecompute(project, v, where);
+        const std::int64_t shards = static_cast<std::int64_t>(v.dp) * v.cp; // the replicas EP is formed across
+        if (ep > 1 && shards > 1 && shards % ep != 0)
+            throw FormatError(where + ".dp: " + std::to_string(v.dp) + (v.cp > 1 ? " × cp " + std::to_string(v.cp) : "")
+                + " is not a multiple of model.moe.ep " + std::to_string(ep) + " (an expert-parallel group is formed "
+                + "across the dp " + (v.cp > 1 ? "× cp " : "") + "replicas of a stage)");
+        // Devices are numbered ((rank × max(dp × cp, ep) + replica) × tp + tensor rank) (transformercost.h), an int.
+        const bool dpWins = shards >= ep;
+        const std::string replicas = dpWins ? where + ".dp × cp" : std::string("model.moe.ep");
         const std::int64_t devices = checkedProduct(
-            { { where + ".ranks", v.ranks }, { replicas, dpWins ? v.dp : ep } }, "devices", kIntRange);
+            { { where + ".ranks", v.ranks }, { where + ".tp", v.tp }, { replicas, dpWins ? shards : ep } }, "devices",
+            kIntRange);
         // A cluster that says how many nodes it has must hold the job.
         const ClusterDesc& c = project.cluster;
         if (c.nodes > 0 && c.gpusPerNode > 0 && devices > static_cast<std::int64_t>(c.nodes) * c.gpusPerNode)
             throw FormatError(where + ": " + std::to_string(v.ranks) + " ranks × "
-                + (dpWins ? "dp " + std::to_string(v.dp) : "model.moe.ep " + std::to_string(ep)) + " = "
-                + std::to_string(devices) + " devices do not fit cluster.nodes " + std::to_string(c.nodes) + " × "
-                + "cluster.gpus_per_node " + std::to_string(c.gpusPerNode));
+                + (v.tp > 1 ? "tp " + std::to_string(v.tp) + " × " : "")
+                + (dpWins ? "dp " + std::to_string(v.dp) + (v.cp > 1 ? " × cp " + std::to_string(v.cp) : "")
+                          : "model.moe.ep " + std::to_string(ep))
+                + " = " + std::to_string(devices) + " devices do not fit cluster.nodes " + std::to_string(c.nodes)
+                + " × " + "cluster.gpus_per_node " + std::to_string(c.gpusPerNode));
     }
 }
 
@@ -901,8 +984,10 @@ bool needsFormat2(const Project& p)
         || c.interNodeBandwidthBytesPerUs != defaults.interNodeBandwidthBytesPerUs
         || c.commComputeShare != defaults.commComputeShare)
         return true;
-    return std::any_of(p.variants.begin(), p.variants.end(),
-        [](const Variant& v) { return v.dp != 1 || v.microbatchSize != 0 || v.recompute.has_value(); });
+    return std::any_of(p.variants.begin(), p.variants.end(), [](const Variant& v) {
+        return v.dp != 1 || v.microbatchSize != 0 || v.recompute.has_value() || v.recomputeLayers.has_value()
+            || v.tp != 1 || v.cp != 1 || v.sequenceParallel;
+    });
 }
 
 std::string wireDtypeName(int bytes)
@@ -921,6 +1006,8 @@ ojson moeJson(const model::Moe& moe, DType dtype)
     if (moe.combineBytes != dtypeBytes(dtype))
         j["combine_dtype"] = wireDtypeName(moe.combineBytes);
     j["max_nodes_per_token"] = moe.maxNodesPerToken;
+    if (moe.imbalance != 1.0)
+        j["imbalance"] = moe.imbalance;
     return j;
 }
 
@@ -931,7 +1018,8 @@ bool hasMoe(const model::Moe& moe, DType dtype)
     return moe.experts != dense.experts || moe.topK != dense.topK || moe.expertFfn != dense.expertFfn
         || moe.sharedExperts != dense.sharedExperts || moe.denseLayers != dense.denseLayers
         || moe.denseFfn != dense.denseFfn || moe.ep != dense.ep || moe.maxNodesPerToken != dense.maxNodesPerToken
-        || moe.dispatchBytes != dtypeBytes(dtype) || moe.combineBytes != dtypeBytes(dtype);
+        || moe.dispatchBytes != dtypeBytes(dtype) || moe.combineBytes != dtypeBytes(dtype)
+        || moe.imbalance != dense.imbalance;
 }
 
 ojson modelJson(const ModelDesc& m, bool format2)
@@ -949,6 +1037,8 @@ ojson modelJson(const ModelDesc& m, bool format2)
     j["microbatch_size"] = m.microbatchSize;
     j["dtype"] = std::string(dtypeName(m.dtype));
     j["recompute"] = std::string(model::recomputeName(m.recompute));
+    if (m.recomputeLayers > 0)
+        j["recompute_layers"] = m.recomputeLayers;
     if (m.kind != ModelKind::Transformer)
         return j;
     const model::Transformer& t = m.transformer;
@@ -970,8 +1060,15 @@ ojson modelJson(const ModelDesc& m, bool format2)
 
 ojson trainingJson(const TrainingDesc& t)
 {
-    return { { "master_weights", t.masterWeights }, { "moment_dtype", t.momentBytes == 2 ? "bf16" : "fp32" },
+    ojson j { { "master_weights", t.masterWeights }, { "moment_dtype", t.momentBytes == 2 ? "bf16" : "fp32" },
         { "gradient_dtype", std::string(dtypeName(t.gradientDtype)) }, { "zero", t.zero } };
+    if (t.gemmBytes > 0)
+        j["gemm_dtype"] = wireDtypeName(t.gemmBytes);
+    if (t.activationCacheBytes > 0)
+        j["activation_cache_dtype"] = wireDtypeName(t.activationCacheBytes);
+    if (t.emaOnCpu)
+        j["ema_on_cpu"] = true;
+    return j;
 }
 
 ojson clusterJson(const ClusterDesc& c, bool format2)
@@ -1006,10 +1103,18 @@ ojson variantJson(const Variant& v)
         { "microbatches", v.microbatches } };
     if (v.dp != 1)
         j["dp"] = v.dp;
+    if (v.tp != 1)
+        j["tp"] = v.tp;
+    if (v.cp != 1)
+        j["cp"] = v.cp;
+    if (v.sequenceParallel)
+        j["sequence_parallel"] = true;
     if (v.microbatchSize > 0)
         j["microbatch_size"] = v.microbatchSize;
     if (v.recompute)
         j["recompute"] = std::string(model::recomputeName(*v.recompute));
+    if (v.recomputeLayers)
+        j["recompute_layers"] = *v.recomputeLayers;
     if (v.stagesPerRank > 0)
         j["stages_per_rank"] = v.stagesPerRank;
     if (!v.layerPartition.empty())

@@ -40,6 +40,10 @@ struct ModelDesc {
     DType dtype = DType::FP32;
     std::string preset; ///< the preset it was made from ("deepseek-v3"), informational; "" = typed by hand
     model::Recompute recompute = model::Recompute::None; ///< `model.recompute`; a variant may override it
+    /// `model.recompute_layers`: with recompute "full", the layers of each stage that are recomputed (the
+    /// first ones; Megatron-LM's --recompute-method block --recompute-num-layers); the rest keep everything.
+    /// 0 = every layer. A variant may override it.
+    int recomputeLayers = 0;
     /// Transformer-only fields (heads, kv_heads, head_dim, vocab, tied embeddings, attention, mla, moe);
     /// its layers/hidden/ffn/seqLen/microbatchSize/dtypeBytes are filled from the fields above by
     /// transformerOf().
@@ -56,8 +60,18 @@ struct TrainingDesc {
     bool masterWeights = true; ///< an fp32 master copy of every parameter (when the dtype is not fp32)
     int momentBytes = 4; ///< bytes of each of Adam's two moments (fp32 = 4; DeepSeek-V3 keeps them in bf16 = 2)
     DType gradientDtype = DType::FP32; ///< gradients (accumulated in fp32 by default)
-    int zero = 0; ///< 0: every replica holds all optimizer state; 1: sharded over the dp replicas (experts:
-                  ///< over dp / ep, the replicas of one expert)
+    /// ZeRO stage (Rajbhandari et al. 2020): 0 every replica holds all state; 1 optimizer state sharded over
+    /// the replicas that hold the same parameters (dense: dp × cp; routed experts: dp × cp / ep); 2 gradients
+    /// too; 3 (FSDP) parameters too, gathered layer by layer in F and B.
+    int zero = 0;
+    /// Bytes per element the GEMMs read: 1 = FP8 (DeepSeek-V3 report §3.3; the device's FP8 peak), else the
+    /// model's dtype bytes; 0 = the model's dtype (`training.gemm_dtype` absent).
+    int gemmBytes = 0;
+    /// Bytes per element of the activations kept for a GEMM's backward (its input): 1 = cached in FP8 (DeepSeek-V3
+    /// report §3.3.1, "low-precision storage"); 0 = the model's dtype.
+    int activationCacheBytes = 0;
+    bool emaOnCpu = false; ///< an EMA copy of the parameters kept in CPU memory (DeepSeek-V3 report §3.2.3);
+                           ///< false: no EMA
 };
 
 /// The devices the prediction is for. Devices are numbered node by node (gpusPerNode each); the placement
@@ -88,9 +102,14 @@ struct Variant {
     int stagesPerRank = 0; ///< 0 = the kind's default
     std::vector<int> layerPartition; ///< layers per stage; empty = even split of the model's layers
     std::optional<std::vector<std::vector<Action>>> order; ///< hand-edited order; unset = generated
-    int dp = 1; ///< data-parallel replicas of the pipeline; the job uses ranks × dp devices
+    int dp = 1; ///< data-parallel replicas of the pipeline; the job uses ranks × tp × cp × dp devices
     int microbatchSize = 0; ///< sequences per microbatch; 0 = the model's
     std::optional<model::Recompute> recompute; ///< unset = the model's
+    std::optional<int> recomputeLayers; ///< unset = model.recompute_layers
+    int tp = 1; ///< tensor-parallel degree (Megatron-LM column/row split of attention and MLP)
+    int cp = 1; ///< context-parallel degree (ring attention over the sequence)
+    bool sequenceParallel = false; ///< with tp > 1: norms and dropout split over the sequence, all-reduce
+                                   ///< replaced by reduce-scatter + all-gather (Korthikanti et al. 2022)
 };
 
 struct CostSettings {

@@ -2,6 +2,7 @@
 
 #include "base/checked.h"
 #include "base/errors.h"
+#include "dataparallel.h"
 #include "modelcost.h"
 
 #include <algorithm>
@@ -48,34 +49,69 @@ double a2aUs(double bytes, double interBytes, const Link& intra, const Link& int
     return us;
 }
 
+/// The device's sustained rates: the GEMMs' (the FP8 peak with training.gemm_dtype "fp8", DeepSeek-V3 report
+/// §3.3; a device without an FP8 peak, cluster.device_flops_fp8 0, runs them at device_flops) and everything else's
+/// (the model dtype's peak: the attention core stays in BF16), both × efficiency.
+class Rates {
+public:
+    explicit Rates(const Project& project)
+        : m_other(project.cluster)
+        , m_gemm(project.cluster)
+        , m_fp8(project.training.present && project.training.gemmBytes == 1 && project.cluster.deviceFlopsFp8 > 0.0)
+    {
+        if (m_fp8)
+            m_gemm.deviceFlops = project.cluster.deviceFlopsFp8;
+    }
+
+    bool fp8() const { return m_fp8; }
+    /// µs of `flops`, `coreFlops` of them outside the GEMMs (one conversion when both rates are the same).
+    double us(double flops, double coreFlops) const
+    {
+        return m_fp8 ? flopsToUs(flops - coreFlops, m_gemm) + flopsToUs(coreFlops, m_other) : flopsToUs(flops, m_other);
+    }
+    const ClusterDesc& cluster() const { return m_other; }
+
+private:
+    ClusterDesc m_other;
+    ClusterDesc m_gemm;
+    bool m_fp8;
+};
+
 /// Builds a chain of chunks: consecutive compute pieces merge into one chunk (their FLOPs summed, turned into
-/// µs once); a merged chunk carries the layer of its last piece that belongs to a layer (−1 if none).
+/// µs once, plus the µs of collectives that hold the compute stream); a merged chunk carries the layer of its
+/// last piece that belongs to a layer (−1 if none).
 class ChainBuilder {
 public:
-    explicit ChainBuilder(const ClusterDesc& cluster)
-        : m_cluster(cluster)
+    explicit ChainBuilder(const Rates& rates)
+        : m_rates(rates)
     {
     }
 
-    void compute(double flops, int layer)
+    /// `flops` of compute, `coreFlops` of them outside the GEMMs.
+    void compute(double flops, int layer, double coreFlops = 0.0)
     {
-        if (m_pieces.empty() || m_pieces.back().lane != Chunk::Compute)
-            m_pieces.push_back({ Chunk::Compute, 0.0, -1 });
-        Piece& p = m_pieces.back();
+        Piece& p = computePiece(layer);
         p.amount += flops;
-        if (layer >= 0)
-            p.layer = layer;
+        p.core += coreFlops;
     }
 
-    void comm(double us, int layer) { m_pieces.push_back({ Chunk::Comm, us, layer }); }
+    /// µs on the compute stream that are not FLOPs (a tensor-parallel all-reduce, the exposed part of a ring).
+    void serial(double us, int layer)
+    {
+        if (us > 0.0)
+            computePiece(layer).us += us;
+    }
 
-    /// The chunks in order: compute pieces in µs at the cluster's sustained rate.
+    void comm(double us, int layer) { m_pieces.push_back({ Chunk::Comm, us, 0.0, 0.0, layer }); }
+
+    /// The chunks in order: compute pieces in µs at the device's rates.
     std::vector<Chunk> chunks() const
     {
         std::vector<Chunk> out;
         out.reserve(m_pieces.size());
         for (const Piece& p : m_pieces)
-            out.push_back({ p.lane, p.lane == Chunk::Compute ? flopsToUs(p.amount, m_cluster) : p.amount, p.layer });
+            out.push_back(
+                { p.lane, p.lane == Chunk::Compute ? m_rates.us(p.amount, p.core) + p.us : p.amount, p.layer });
         return out;
     }
 
@@ -83,9 +119,22 @@ private:
     struct Piece {
         Chunk::Lane lane;
         double amount; ///< FLOPs (compute) or µs (communication)
+        double core; ///< of the FLOPs, those outside the GEMMs
+        double us; ///< compute: µs besides the FLOPs
         int layer;
     };
-    const ClusterDesc& m_cluster;
+
+    Piece& computePiece(int layer)
+    {
+        if (m_pieces.empty() || m_pieces.back().lane != Chunk::Compute)
+            m_pieces.push_back({ Chunk::Compute, 0.0, 0.0, 0.0, -1 });
+        Piece& p = m_pieces.back();
+        if (layer >= 0)
+            p.layer = layer;
+        return p;
+    }
+
+    const Rates& m_rates;
     std::vector<Piece> m_pieces;
 };
 
@@ -160,38 +209,353 @@ int microbatchSizeOf(const Project& project, const Variant& variant)
     return variant.microbatchSize > 0 ? variant.microbatchSize : project.model.microbatchSize;
 }
 
+model::Transformer transformerFor(const Project& project, const Variant& variant)
+{
+    model::Transformer t = transformerOf(project.model, microbatchSizeOf(project, variant));
+    t.tp = std::max(1, variant.tp);
+    t.cp = std::max(1, variant.cp);
+    t.sequenceParallel = variant.sequenceParallel && t.tp > 1;
+    t.activationCacheBytes = project.training.present ? project.training.activationCacheBytes : 0;
+    return t;
+}
+
 DevicePlacement placementOf(const Project& project, const Variant& variant)
 {
     const int ep = epOf(project);
-    const int dp = std::max(1, variant.dp);
-    if (dp > 1 && dp % ep != 0)
-        throw FormatError(detail::variantField(project, variant, "dp") + ": " + std::to_string(dp)
-            + " is not a multiple of model.moe.ep " + std::to_string(ep)
+    const int tp = std::max(1, variant.tp);
+    const int shards = std::max(1, variant.dp) * std::max(1, variant.cp); // dp × cp: EP is formed across them
+    if (shards > 1 && shards % ep != 0)
+        throw FormatError(detail::variantField(project, variant, "dp") + ": " + std::to_string(variant.dp)
+            + (variant.cp > 1 ? " × cp " + std::to_string(variant.cp) : std::string()) + " is not a multiple of "
+            + "model.moe.ep " + std::to_string(ep)
             + " (an expert-parallel group is formed across the data-parallel replicas of one stage)");
     DevicePlacement placement;
-    placement.replicas = std::max(dp, ep);
-    // Every device must have an int index: ranks × D devices.
+    placement.replicas = std::max(shards, ep);
+    placement.tp = tp;
+    // Every device must have an int index: ranks × tp × D devices.
     checkedProduct({ { detail::variantField(project, variant, "ranks"), variant.ranks },
-                       { dp >= ep ? detail::variantField(project, variant, "dp") : std::string("model.moe.ep"),
+                       { detail::variantField(project, variant, "tp"), tp },
+                       { shards >= ep ? detail::variantField(project, variant, "dp") : std::string("model.moe.ep"),
                            placement.replicas } },
         "devices", kIntRange);
     const int gpusPerNode = project.cluster.gpusPerNode;
+    placement.tpInterNode = gpusPerNode > 0 && tp > gpusPerNode;
     if (gpusPerNode <= 0) {
         // One node holds every device: no pipeline hop and no expert peer crosses nodes.
         placement.ep.peersInNode = ep - 1;
         placement.ep.nodesSpanned = 1;
         return placement;
     }
+    const std::int64_t perRank = static_cast<std::int64_t>(placement.replicas) * tp;
     placement.rankNode.resize(static_cast<std::size_t>(std::max(0, variant.ranks)));
     for (int r = 0; r < variant.ranks; ++r)
         placement.rankNode[static_cast<std::size_t>(r)]
-            = static_cast<int>(static_cast<std::int64_t>(r) * placement.replicas / gpusPerNode);
-    // The EP group of device 0 (ep consecutive devices from a multiple of ep): exact for every group when
-    // gpusPerNode divides ep or ep divides gpusPerNode.
-    placement.ep.peersInNode = std::min(ep, gpusPerNode) - 1;
-    placement.ep.nodesSpanned = static_cast<int>((static_cast<std::int64_t>(ep) + gpusPerNode - 1) / gpusPerNode);
+            = static_cast<int>(static_cast<std::int64_t>(r) * perRank / gpusPerNode);
+    // The EP group of device 0: ep replicas tp devices apart, from a multiple of ep × tp; exact for every group
+    // when gpusPerNode divides ep × tp or ep × tp divides gpusPerNode.
+    const std::int64_t span = static_cast<std::int64_t>(ep) * tp;
+    placement.ep.peersInNode = static_cast<int>(std::min<std::int64_t>(span, gpusPerNode) / tp) - 1;
+    placement.ep.peersInNode = std::max(0, placement.ep.peersInNode);
+    placement.ep.nodesSpanned = static_cast<int>((span + gpusPerNode - 1) / gpusPerNode);
     return placement;
 }
+
+namespace {
+
+/// The variant's layers recomputed under recompute "full" on a stage (recompute_layers; 0 = every layer).
+int recomputeLayersOf(const Project& project, const Variant& variant)
+{
+    return variant.recomputeLayers.value_or(project.model.recomputeLayers);
+}
+
+/// The links a stage's collectives use (placement rule of transformercost.h): the tensor ranks are the devices
+/// of one replica (intra-node while tp ≤ GPUs per node), the context ranks tp devices apart, the data-parallel
+/// (ZeRO-3) group of dp × cp replicas spread over replicas × tp devices.
+struct StageLinks {
+    Link intra;
+    Link inter;
+    Link tensor;
+    Link context;
+    Link shards;
+};
+
+StageLinks stageLinks(const Project& project, const Variant& variant, const DevicePlacement& placement)
+{
+    const ClusterDesc& c = project.cluster;
+    StageLinks l;
+    l.intra = { c.latencyUs, c.bandwidthBytesPerUs, "cluster.bandwidth_bytes_per_us" };
+    l.inter = { c.interNodeLatencyUs, c.interNodeBandwidthBytesPerUs, "cluster.inter_node_bandwidth_bytes_per_us" };
+    const auto within = [&](std::int64_t devices) { return c.gpusPerNode <= 0 || devices <= c.gpusPerNode; };
+    const std::int64_t tp = placement.tp;
+    l.tensor = within(tp) ? l.intra : l.inter;
+    l.context = within(tp * std::max(1, variant.cp)) ? l.intra : l.inter;
+    l.shards = within(tp * std::max(1, variant.dp) * std::max(1, variant.cp)) ? l.intra : l.inter;
+    return l;
+}
+
+/// A ring all-gather (or reduce-scatter) of `bytes` over `participants`: half a ring all-reduce
+/// ((n − 1)/n × bytes ÷ bandwidth + (n − 1) × latency; dataparallel.h).
+double ringAllGatherUs(double bytes, int participants, const Link& link)
+{
+    return ringAllReduceUs(bytes, participants, link.latencyUs, link.bandwidthBytesPerUs) / 2.0;
+}
+
+/// What a stage's layers add up to while the chains are built.
+struct StageBuild {
+    double fFlops = 0.0, iFlops = 0.0, wFlops = 0.0;
+    double fCore = 0.0, iCore = 0.0; ///< of fFlops and iFlops, the attention core's (not at the GEMM rate)
+    double fSerialUs = 0.0, iSerialUs = 0.0; ///< tensor- and context-parallel µs on the compute stream
+    double parameters = 0.0, expertParameters = 0.0, largestLayerParameters = 0.0;
+    bool communicates = false;
+};
+
+/// The tensor- and context-parallel µs one layer adds to F and to B (I) on the compute stream: two T×h
+/// all-reduces each way with tp > 1 (and two more in B when the layer is rerun in full), and the part of the
+/// ring attention's cp − 1 steps not hidden behind the attention core (F: K and V once; B: K, V and their
+/// gradients, twice the bytes against twice the core; once more in B when the recompute reruns the core).
+std::pair<double, double> parallelLayerUs(const model::LayerCost& lc, model::Recompute recompute,
+    const model::Transformer& m, const StageLinks& links, const Rates& rates)
+{
+    const double allReduce
+        = ringAllReduceUs(lc.tensorAllReduceBytes, m.tp, links.tensor.latencyUs, links.tensor.bandwidthBytesPerUs);
+    double f = 2.0 * allReduce;
+    double b = 2.0 * allReduce + (recompute == model::Recompute::Full ? 2.0 * allReduce : 0.0);
+    if (m.cp > 1) {
+        const double ring = (m.cp - 1.0) * (links.context.latencyUs + links.context.wireUs(lc.contextKvBytes));
+        const double core = rates.us(lc.attentionCoreFlops, lc.attentionCoreFlops);
+        const double exposed = std::max(0.0, ring - core);
+        f += exposed;
+        b += std::max(0.0, 2.0 * ring - 2.0 * core)
+            + (recompute == model::Recompute::Selective || recompute == model::Recompute::Full ? exposed : 0.0);
+    }
+    return { f, b };
+}
+
+} // namespace
+
+namespace {
+
+/// What every step of a stage's cost reads.
+struct StageInputs {
+    const model::Transformer& m;
+    model::Recompute recompute;
+    int recomputeLayers; ///< recompute "full" on the first this many layers of the stage only; 0 = every layer
+    const DevicePlacement& placement;
+    const StageLinks& links;
+    const Rates& rates;
+    std::string_view layersField;
+
+    /// The recompute of the stage's k-th layer (Megatron-LM's block method: the first recompute_layers).
+    model::Recompute layerRecompute(int k) const
+    {
+        return recompute == model::Recompute::Full && recomputeLayers > 0 && k >= recomputeLayers
+            ? model::Recompute::None
+            : recompute;
+    }
+};
+
+/// FLOPs outside the GEMMs that one layer's I reruns or runs: the core's backward and its rerun.
+double backwardCoreFlops(const model::LayerCost& lc, model::Recompute recompute)
+{
+    const bool rerun = recompute == model::Recompute::Selective || recompute == model::Recompute::Full;
+    return 2.0 * lc.attentionCoreFlops + (rerun ? lc.attentionCoreFlops : 0.0);
+}
+
+/// The forward chain (embedding, layers with their all-to-alls and tensor/context collectives, head) and the
+/// stage's FLOPs, parameters and kept activations; returns each layer's cost for the backward.
+std::vector<model::LayerCost> buildForward(const StageInputs& in, int firstLayer, int layers, bool firstStage,
+    bool lastStage, StageCost& cost, ChainBuilder& forward, StageBuild& b)
+{
+    const model::EdgeCost embedding = model::embeddingCost(in.m);
+    if (firstStage) {
+        forward.compute(embedding.flops.f, -1);
+        b.fFlops += embedding.flops.f;
+        b.iFlops += embedding.flops.i;
+        b.wFlops += embedding.flops.w;
+        b.parameters += embedding.parameters;
+        cost.activationBytes += embedding.activationBytes;
+        cost.weightGradKeptBytes += embedding.weightGradKeptBytes;
+    }
+    std::vector<model::LayerCost> layerCosts;
+    layerCosts.reserve(static_cast<std::size_t>(std::max(0, layers)));
+    for (int k = 0; k < layers; ++k) {
+        const int layer = firstLayer + k;
+        const model::Recompute recompute = in.layerRecompute(k);
+        const model::LayerCost lc = model::layerCost(in.m, layer, recompute, in.placement.ep);
+        const double parallelFUs = parallelLayerUs(lc, recompute, in.m, in.links, in.rates).first;
+        b.fFlops += lc.attention.f + lc.mlp.f;
+        b.iFlops += lc.attention.i + lc.mlp.i + lc.recomputeFlops;
+        b.wFlops += lc.attention.w + lc.mlp.w;
+        b.fCore += lc.attentionCoreFlops;
+        b.iCore += backwardCoreFlops(lc, recompute);
+        b.fSerialUs += parallelFUs;
+        b.parameters += lc.parameters;
+        b.expertParameters += lc.expertParameters;
+        b.largestLayerParameters = std::max(b.largestLayerParameters, lc.parameters);
+        cost.activationBytes += lc.activationBytes;
+        cost.weightGradKeptBytes += lc.weightGradKeptBytes;
+        cost.a2aBytes += lc.dispatchBytes + lc.combineBytes;
+        if (lc.dispatchBytes > 0.0 || lc.combineBytes > 0.0) {
+            b.communicates = true;
+            checkA2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, in.links.intra, in.links.inter, in.layersField);
+            checkA2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter, in.layersField);
+            forward.compute(lc.attention.f, layer, lc.attentionCoreFlops);
+            forward.serial(parallelFUs, layer);
+            forward.comm(a2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, in.links.intra, in.links.inter), layer);
+            forward.compute(lc.mlp.f, layer);
+            forward.comm(a2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter), layer);
+        } else {
+            forward.compute(lc.attention.f + lc.mlp.f, layer, lc.attentionCoreFlops);
+            forward.serial(parallelFUs, layer);
+        }
+        layerCosts.push_back(lc);
+    }
+    if (lastStage) {
+        const model::EdgeCost head = model::headCost(in.m, in.recompute);
+        forward.compute(head.flops.f, -1);
+        b.fFlops += head.flops.f;
+        b.iFlops += head.flops.i;
+        b.wFlops += head.flops.w;
+        // A tied head on a stage that also holds the embedding is the same matrix: only its final norm is new.
+        b.parameters += head.parameters - (firstStage && in.m.tiedEmbeddings ? embedding.parameters : 0.0);
+        cost.activationBytes += head.activationBytes;
+        cost.weightGradKeptBytes += head.weightGradKeptBytes;
+    }
+    return layerCosts;
+}
+
+/// The backward chain: the head's backward, the layers in reverse, the embedding's. Per MoE layer the combine's
+/// gradient comes back, the experts' backward runs, the dispatch's gradient goes back, then the attention's
+/// backward. Both return exchanges carry BF16 gradients, so both are sized at the combine's dtype
+/// (combineBytes). The recompute runs just before the first backward chunk that needs it: selective and
+/// norm-up-projection before the attention's backward, full (the whole layer) before the layer's first chunk.
+void buildBackward(const StageInputs& in, int firstLayer, const std::vector<model::LayerCost>& layerCosts,
+    bool firstStage, bool lastStage, ChainBuilder& backward, StageBuild& b)
+{
+    if (lastStage) {
+        const model::EdgeCost head = model::headCost(in.m, in.recompute);
+        backward.compute(head.flops.i + head.flops.w, -1);
+    }
+    for (int k = static_cast<int>(layerCosts.size()) - 1; k >= 0; --k) {
+        const int layer = firstLayer + k;
+        const model::Recompute recompute = in.layerRecompute(k);
+        const model::LayerCost& lc = layerCosts[static_cast<std::size_t>(k)];
+        const double parallelBUs = parallelLayerUs(lc, recompute, in.m, in.links, in.rates).second;
+        const double core = backwardCoreFlops(lc, recompute);
+        b.iSerialUs += parallelBUs;
+        if (lc.dispatchBytes > 0.0 || lc.combineBytes > 0.0) {
+            const double gradUs = a2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter);
+            const bool full = recompute == model::Recompute::Full;
+            backward.comm(gradUs, layer);
+            backward.compute(
+                lc.mlp.i + lc.mlp.w + (full ? lc.recomputeFlops : 0.0), layer, full ? lc.attentionCoreFlops : 0.0);
+            backward.comm(gradUs, layer);
+            backward.compute(lc.attention.i + lc.attention.w + (full ? 0.0 : lc.recomputeFlops), layer,
+                full ? core - lc.attentionCoreFlops : core);
+            backward.serial(parallelBUs, layer);
+        } else {
+            backward.compute(lc.attention.i + lc.attention.w + lc.mlp.i + lc.mlp.w + lc.recomputeFlops, layer, core);
+            backward.serial(parallelBUs, layer);
+        }
+    }
+    if (firstStage) {
+        const model::EdgeCost embedding = model::embeddingCost(in.m);
+        backward.compute(embedding.flops.i + embedding.flops.w, -1);
+    }
+}
+
+/// The dense and expert parameters' shard counts under ZeRO: dp × cp replicas hold the same dense parameters,
+/// dp × cp ÷ ep the same routed experts.
+std::pair<double, double> zeroShards(const Project& project, const Variant& variant)
+{
+    const int shards = std::max(1, variant.dp) * std::max(1, variant.cp);
+    return { static_cast<double>(shards), static_cast<double>(std::max(1, shards / epOf(project))) };
+}
+
+/// ZeRO-3 (FSDP): the stage's parameters are all-gathered over their shards before F and again before B, on the
+/// shards' link; what the stage's compute does not hide (prefetch of the next layer's parameters while this one
+/// runs) is added to F and to B. The gradients' reduce-scatter is the step end's (dataparallel.h).
+void addShardGathers(const Project& project, const Variant& variant, const StageLinks& links, const Rates& rates,
+    int lastLayer, ChainBuilder& forward, ChainBuilder& backward, StageBuild& b)
+{
+    if (!project.training.present || project.training.zero < 3)
+        return;
+    const auto [dense, expert] = zeroShards(project, variant);
+    const double e = dtypeBytes(project.model.dtype);
+    const double gatherUs
+        = ringAllGatherUs((b.parameters - b.expertParameters) * e, static_cast<int>(dense), links.shards)
+        + ringAllGatherUs(b.expertParameters * e, static_cast<int>(expert), links.shards);
+    const double fExposed = std::max(0.0, gatherUs - rates.us(b.fFlops, b.fCore));
+    const double bExposed = std::max(0.0, gatherUs - rates.us(b.iFlops + b.wFlops, b.iCore));
+    forward.serial(fExposed, lastLayer);
+    backward.serial(bExposed, -1);
+    b.fSerialUs += fExposed;
+    b.iSerialUs += bExposed;
+}
+
+/// F, I and W of the stage: compute at the device's rates plus the collectives on the compute stream; with
+/// expert all-to-alls the chains are the truth and F and I + W are their sums exactly.
+void stageTimes(const ClusterDesc& cluster, const Rates& rates, const StageBuild& b, const ChainBuilder& forward,
+    const ChainBuilder& backward, std::string_view layersField, int layers, StageCost& cost)
+{
+    checkComputeUs(b.fFlops, cluster, "F", layersField, layers);
+    checkComputeUs(b.iFlops, cluster, "I (with its recompute)", layersField, layers);
+    checkComputeUs(b.wFlops, cluster, "W", layersField, layers);
+    cost.weightGradUs = rates.us(b.wFlops, 0.0);
+    if (b.communicates) {
+        cost.forwardChain = forward.chunks();
+        cost.backwardChain = backward.chunks();
+        cost.forwardUs = chainSum(cost.forwardChain);
+        std::tie(cost.inputGradUs, cost.weightGradUs) = splitBackward(chainSum(cost.backwardChain), cost.weightGradUs);
+    } else {
+        cost.forwardUs = rates.us(b.fFlops, b.fCore) + b.fSerialUs;
+        cost.inputGradUs = rates.us(b.iFlops, b.iCore) + b.iSerialUs;
+    }
+    if (!(cost.forwardUs <= kMaxCostUs) || !(cost.backward() <= kMaxCostUs))
+        throw FormatError(std::string(layersField) + ": F of " + shown(cost.forwardUs) + " µs or B of "
+            + shown(cost.backward()) + " µs (compute and expert all-to-all) is more than " + kMaxCostText);
+}
+
+/// Memory of one device: parameters (ZeRO-3: their shard and one gathered layer), gradients (ZeRO-2 and 3:
+/// their shard), optimizer state (ZeRO-1 and up: its shard; Rajbhandari et al. 2020 §5).
+void stageMemory(const Project& project, const Variant& variant, const model::Transformer& m, const StageBuild& b,
+    std::string_view layersField, int layers, const std::string& sizes, StageCost& cost)
+{
+    const int e = m.dtypeBytes;
+    const TrainingDesc& t = project.training;
+    const int zero = t.present ? t.zero : 0;
+    const auto [denseShards, expertShards] = zeroShards(project, variant);
+    const double dense = b.parameters - b.expertParameters;
+    const double shard = dense / denseShards + b.expertParameters / expertShards;
+    cost.parameterCount = b.parameters;
+    cost.parameterBytes = (zero >= 3 ? shard + b.largestLayerParameters : b.parameters) * e;
+    const int gradientBytes = t.present ? dtypeBytes(t.gradientDtype) : e;
+    cost.gradientBytes = (zero >= 2 ? shard : b.parameters) * gradientBytes;
+    cost.expertGradientBytes = (zero >= 2 ? b.expertParameters / expertShards : b.expertParameters) * gradientBytes;
+    checkBytes(cost.activationBytes, "activation bytes kept from F until I", layersField, layers, sizes);
+    checkBytes(cost.weightGradKeptBytes, "activation bytes kept from I until W", layersField, layers, sizes);
+    const std::string weightSizes = "model.hidden " + std::to_string(m.hidden) + ", model.ffn " + std::to_string(m.ffn)
+        + (m.isMoe() ? ", model.moe.experts " + std::to_string(m.moe.experts) + " over model.moe.ep "
+                    + std::to_string(m.moe.ep)
+                     : std::string());
+    checkBytes(cost.parameterBytes + cost.gradientBytes, "bytes of parameters and gradients", layersField, layers,
+        weightSizes);
+    if (!t.present)
+        return;
+    const double perParameter
+        = (t.masterWeights && project.model.dtype != DType::FP32 ? 4.0 : 0.0) + 2.0 * t.momentBytes;
+    const double denseState = zero >= 1 ? denseShards : 1.0;
+    const double expertState = zero >= 1 ? expertShards : 1.0;
+    cost.optimizerBytes = perParameter * dense / denseState + perParameter * b.expertParameters / expertState;
+    if (!(cost.parameterBytes + cost.gradientBytes + *cost.optimizerBytes <= kMaxExactBytes))
+        throw FormatError("training.moment_dtype: " + shown(perParameter)
+            + " bytes of optimizer state per parameter (moments and training.master_weights) make "
+            + shown(*cost.optimizerBytes) + " bytes for " + std::string(layersField) + ", with its "
+            + shown(cost.parameterBytes + cost.gradientBytes) + " bytes of parameters and gradients more than "
+            + kMaxBytesText);
+}
+
+} // namespace
 
 StageCost transformerStageCost(const Project& project, const Variant& variant, const DevicePlacement& placement,
     int firstLayer, int layers, bool firstStage, bool lastStage, std::string_view layersField)
@@ -200,8 +564,9 @@ StageCost transformerStageCost(const Project& project, const Variant& variant, c
     const int microbatchSize = microbatchSizeOf(project, variant);
     const std::string mbField = variant.microbatchSize > 0 ? detail::variantField(project, variant, "microbatch_size")
                                                            : std::string("model.microbatch_size");
-    const model::Transformer m = transformerOf(project.model, microbatchSize);
+    const model::Transformer m = transformerFor(project, variant);
     const model::Recompute recompute = recomputeOf(project, variant);
+    const int recomputeLayers = recomputeLayersOf(project, variant);
     const int e = m.dtypeBytes;
 
     // Sizes first, as the block model checks them: one T×h tensor (a layer's input, the message between
@@ -217,143 +582,25 @@ StageCost transformerStageCost(const Project& project, const Variant& variant, c
     const std::string sizes = "model.hidden " + std::to_string(m.hidden) + ", model.seq_len " + std::to_string(m.seqLen)
         + " and " + mbField + " " + std::to_string(microbatchSize);
 
-    const Link intra { cluster.latencyUs, cluster.bandwidthBytesPerUs, "cluster.bandwidth_bytes_per_us" };
-    const Link inter { cluster.interNodeLatencyUs, cluster.interNodeBandwidthBytesPerUs,
-        "cluster.inter_node_bandwidth_bytes_per_us" };
-
+    const StageLinks links = stageLinks(project, variant, placement);
+    const Rates rates(project);
     StageCost cost;
     cost.activationBytes = 0.0;
     cost.weightGradKeptBytes = 0.0;
-    ChainBuilder forward(cluster);
-    ChainBuilder backward(cluster);
-    double fFlops = 0.0, iFlops = 0.0, wFlops = 0.0;
-    double parameters = 0.0, expertParameters = 0.0;
-    bool communicates = false;
-
-    const model::EdgeCost embedding = model::embeddingCost(m);
-    const model::EdgeCost head = model::headCost(m, recompute);
-    if (firstStage) {
-        forward.compute(embedding.flops.f, -1);
-        fFlops += embedding.flops.f;
-        iFlops += embedding.flops.i;
-        wFlops += embedding.flops.w;
-        parameters += embedding.parameters;
-        cost.activationBytes += embedding.activationBytes;
-        cost.weightGradKeptBytes += embedding.weightGradKeptBytes;
-    }
-    std::vector<model::LayerCost> layerCosts;
-    layerCosts.reserve(static_cast<std::size_t>(std::max(0, layers)));
-    for (int k = 0; k < layers; ++k) {
-        const int layer = firstLayer + k;
-        const model::LayerCost lc = model::layerCost(m, layer, recompute, placement.ep);
-        fFlops += lc.attention.f + lc.mlp.f;
-        iFlops += lc.attention.i + lc.mlp.i + lc.recomputeFlops;
-        wFlops += lc.attention.w + lc.mlp.w;
-        parameters += lc.parameters;
-        expertParameters += lc.expertParameters;
-        cost.activationBytes += lc.activationBytes;
-        cost.weightGradKeptBytes += lc.weightGradKeptBytes;
-        cost.a2aBytes += lc.dispatchBytes + lc.combineBytes;
-        if (lc.dispatchBytes > 0.0 || lc.combineBytes > 0.0) {
-            communicates = true;
-            checkA2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, intra, inter, layersField);
-            checkA2aUs(lc.combineBytes, lc.combineInterNodeBytes, intra, inter, layersField);
-            forward.compute(lc.attention.f, layer);
-            forward.comm(a2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, intra, inter), layer);
-            forward.compute(lc.mlp.f, layer);
-            forward.comm(a2aUs(lc.combineBytes, lc.combineInterNodeBytes, intra, inter), layer);
-        } else {
-            forward.compute(lc.attention.f + lc.mlp.f, layer);
-        }
-        layerCosts.push_back(lc);
-    }
-    if (lastStage) {
-        forward.compute(head.flops.f, -1);
-        fFlops += head.flops.f;
-        iFlops += head.flops.i;
-        wFlops += head.flops.w;
-        // A tied head on a stage that also holds the embedding is the same matrix: only its final norm is new.
-        parameters += head.parameters - (firstStage && m.tiedEmbeddings ? embedding.parameters : 0.0);
-        cost.activationBytes += head.activationBytes;
-        cost.weightGradKeptBytes += head.weightGradKeptBytes;
-        backward.compute(head.flops.i + head.flops.w, -1);
-    }
-    // The backward runs the layers in reverse: per MoE layer the combine's gradient comes back, the experts'
-    // backward runs, the dispatch's gradient goes back, then the attention's backward. Both return exchanges
-    // carry BF16 gradients, so both are sized at the combine's dtype (combineBytes). The recompute runs just
-    // before the first backward chunk that needs it: selective (the attention core) before the attention's
-    // backward, full (the whole layer) before the layer's first backward chunk.
-    for (int k = layers - 1; k >= 0; --k) {
-        const int layer = firstLayer + k;
-        const model::LayerCost& lc = layerCosts[static_cast<std::size_t>(k)];
-        if (lc.dispatchBytes > 0.0 || lc.combineBytes > 0.0) {
-            const double gradUs = a2aUs(lc.combineBytes, lc.combineInterNodeBytes, intra, inter);
-            const bool full = recompute == model::Recompute::Full;
-            backward.comm(gradUs, layer);
-            backward.compute(lc.mlp.i + lc.mlp.w + (full ? lc.recomputeFlops : 0.0), layer);
-            backward.comm(gradUs, layer);
-            backward.compute(lc.attention.i + lc.attention.w + (full ? 0.0 : lc.recomputeFlops), layer);
-        } else {
-            backward.compute(lc.attention.i + lc.attention.w + lc.mlp.i + lc.mlp.w + lc.recomputeFlops, layer);
-        }
-    }
-    if (firstStage)
-        backward.compute(embedding.flops.i + embedding.flops.w, -1);
-
-    // Times: compute at the device's sustained rate; with communication the chains are the truth and F and
-    // I + W are their sums exactly.
-    checkComputeUs(fFlops, cluster, "F", layersField, layers);
-    checkComputeUs(iFlops, cluster, "I (with its recompute)", layersField, layers);
-    checkComputeUs(wFlops, cluster, "W", layersField, layers);
-    cost.weightGradUs = flopsToUs(wFlops, cluster);
-    if (communicates) {
-        cost.forwardChain = forward.chunks();
-        cost.backwardChain = backward.chunks();
-        cost.forwardUs = chainSum(cost.forwardChain);
-        std::tie(cost.inputGradUs, cost.weightGradUs) = splitBackward(chainSum(cost.backwardChain), cost.weightGradUs);
-    } else {
-        cost.forwardUs = flopsToUs(fFlops, cluster);
-        cost.inputGradUs = flopsToUs(iFlops, cluster);
-    }
-    if (!(cost.forwardUs <= kMaxCostUs) || !(cost.backward() <= kMaxCostUs))
-        throw FormatError(std::string(layersField) + ": F of " + shown(cost.forwardUs) + " µs or B of "
-            + shown(cost.backward()) + " µs (compute and expert all-to-all) is more than " + kMaxCostText);
-
-    // Memory of one device.
-    cost.parameterCount = parameters;
-    cost.parameterBytes = parameters * e;
-    const int gradientBytes = project.training.present ? dtypeBytes(project.training.gradientDtype) : e;
-    cost.gradientBytes = parameters * gradientBytes;
-    cost.expertGradientBytes = expertParameters * gradientBytes;
+    ChainBuilder forward(rates);
+    ChainBuilder backward(rates);
+    StageBuild build;
+    const std::vector<model::LayerCost> layerCosts
+        = buildForward({ m, recompute, recomputeLayers, placement, links, rates, layersField }, firstLayer, layers,
+            firstStage, lastStage, cost, forward, build);
+    buildBackward({ m, recompute, recomputeLayers, placement, links, rates, layersField }, firstLayer, layerCosts,
+        firstStage, lastStage, backward, build);
+    addShardGathers(project, variant, links, rates, firstLayer + layers - 1, forward, backward, build);
+    stageTimes(cluster, rates, build, forward, backward, layersField, layers, cost);
     cost.messageBytes = static_cast<double>(messageBytes);
-    checkBytes(cost.activationBytes, "activation bytes kept from F until I", layersField, layers, sizes);
-    checkBytes(cost.weightGradKeptBytes, "activation bytes kept from I until W", layersField, layers, sizes);
-    const std::string weightSizes = "model.hidden " + std::to_string(m.hidden) + ", model.ffn " + std::to_string(m.ffn)
-        + (m.isMoe() ? ", model.moe.experts " + std::to_string(m.moe.experts) + " over model.moe.ep "
-                    + std::to_string(m.moe.ep)
-                     : std::string());
-    checkBytes(cost.parameterBytes + cost.gradientBytes, "bytes of parameters and gradients", layersField, layers,
-        weightSizes);
-    if (project.training.present) {
-        const TrainingDesc& t = project.training;
-        const double perParameter
-            = (t.masterWeights && project.model.dtype != DType::FP32 ? 4.0 : 0.0) + 2.0 * t.momentBytes;
-        // ZeRO-1 shards the state over the replicas that hold the same parameters: dp for dense parameters,
-        // dp / ep for routed experts (each expert lives on dp / ep devices); dp = 1 shards nothing.
-        const int dp = std::max(1, variant.dp);
-        const int ep = epOf(project);
-        const double denseShards = t.zero >= 1 ? dp : 1.0;
-        const double expertShards = t.zero >= 1 ? std::max(1, dp / ep) : 1.0;
-        cost.optimizerBytes = perParameter * (parameters - expertParameters) / denseShards
-            + perParameter * expertParameters / expertShards;
-        if (!(cost.parameterBytes + cost.gradientBytes + *cost.optimizerBytes <= kMaxExactBytes))
-            throw FormatError("training.moment_dtype: " + shown(perParameter)
-                + " bytes of optimizer state per parameter (moments and training.master_weights) make "
-                + shown(*cost.optimizerBytes) + " bytes for " + std::string(layersField) + ", with its "
-                + shown(cost.parameterBytes + cost.gradientBytes) + " bytes of parameters and gradients more than "
-                + kMaxBytesText);
-    }
+    stageMemory(project, variant, m, build, layersField, layers, sizes, cost);
     // Inter-node pipeline hops carry the same message on the inter-node link.
+    const Link& inter = links.inter;
     if (!placement.rankNode.empty() && inter.bandwidthBytesPerUs > 0.0
         && !(cost.messageBytes / inter.bandwidthBytesPerUs <= kMaxCostUs))
         throw FormatError(std::string(inter.bandwidthField) + ": " + shown(inter.bandwidthBytesPerUs)

@@ -11,16 +11,23 @@
 
 namespace dps {
 
-/// Where a variant's devices sit. Devices are numbered node by node; device(r, d) = r × D + d for pipeline
-/// rank r and replica d, D = max(dp, ep) (the replicas of one rank, and so an EP group, on consecutive
-/// devices; with dp = 1 the EP group is still formed of ep replicas laid out that way).
+/// Where a variant's devices sit. Devices are numbered node by node; device(r, d, t) = (r × D + d) × tp + t for
+/// pipeline rank r, replica d and tensor rank t, D = max(dp × cp, ep), replica d = dp index × cp + cp index:
+/// tp innermost, then cp, then ep and dp (an EP group is ep consecutive replicas), then pp. With dp × cp = 1 the
+/// EP group is still formed of ep replicas laid out that way.
 struct DevicePlacement {
     int replicas = 1; ///< D
     std::vector<int> rankNode; ///< node of replica 0 of each pipeline rank
     model::EpPlacement ep; ///< where the EP peers of a device sit (the same for every rank)
+    int tp = 1; ///< devices of one replica (its tensor ranks, consecutive)
+    bool tpInterNode = false; ///< tp exceeds the GPUs of a node: the tensor-parallel collectives cross nodes
 };
-/// Throws FormatError naming variants[i].dp / model.moe.ep when ep does not divide dp (dp > 1).
+/// Throws FormatError naming variants[i].dp / model.moe.ep when ep does not divide dp × cp (dp × cp > 1).
 DevicePlacement placementOf(const Project& project, const Variant& variant);
+
+/// The variant's transformer: the model's with the variant's microbatch size, tp, cp and sequence parallelism
+/// (sequence_parallel only counts with tp > 1).
+model::Transformer transformerFor(const Project& project, const Variant& variant);
 
 /// The variant's effective recompute policy and microbatch size.
 model::Recompute recomputeOf(const Project& project, const Variant& variant);

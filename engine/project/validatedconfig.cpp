@@ -29,8 +29,8 @@ json predictionJson(const Prediction& p)
 {
     if (p.sim.deadlocked)
         return { { "deadlocked", true }, { "message", p.sim.deadlockMessage } };
-    return { { "makespan_us", p.makespanUs }, { "bubble_rate", p.bubbleRate },
-        { "largest_idle_us", p.largestIdleUs }, { "total_p2p_bytes", p.p2pBytes } };
+    return { { "makespan_us", p.makespanUs }, { "bubble_rate", p.bubbleRate }, { "largest_idle_us", p.largestIdleUs },
+        { "total_p2p_bytes", p.p2pBytes } };
 }
 
 json runJson(const ValidatedRun& run)

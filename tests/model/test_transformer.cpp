@@ -446,6 +446,101 @@ TEST(ModelLayer, FullKeepsLessThanSelectiveLessThanNone)
     }
 }
 
+TEST(ModelLayer, TensorParallelismSplitsHeadsColumnsAndTheNonResidualActivations)
+{
+    // Llama 3 8B, tp 4 (Megatron-LM: q/k/v/o by heads, the MLP by columns; Korthikanti et al. 2022 §4.2).
+    Transformer m = llama3_8b();
+    m.tp = 4;
+    const double T = 8192;
+    const double attention = 4096.0 * 4096 + 2 * 4096.0 * 1024 + 4096.0 * 4096;
+    const double mlp = 3 * 4096.0 * 14336;
+    const double core = T * 8192 * 32 * (128 + 128);
+    const LayerCost c = layerCost(m, 5, Recompute::None);
+    EXPECT_DOUBLE_EQ(c.parameters, attention / 4 + mlp / 4 + 2 * 4096); // the two norms whole on every rank
+    EXPECT_DOUBLE_EQ(c.parametersTotal, attention + mlp + 2 * 4096);
+    EXPECT_DOUBLE_EQ(c.attention.f, 2 * T * attention / 4 + core / 4);
+    EXPECT_DOUBLE_EQ(c.attention.i, 2 * T * attention / 4 + 2 * core / 4);
+    EXPECT_DOUBLE_EQ(c.mlp.w, 2 * T * mlp / 4);
+    // Without sequence parallelism the norms' inputs and outputs (2 × T×h per block) stay whole.
+    const double residual = T * 2 * (2 * 4096) * 2;
+    const double split = T * 2 * (2 * 4096 + 2 * 1024) + 2.0 * 32 * 8192 * T + T * 2 * 3 * 14336;
+    EXPECT_DOUBLE_EQ(c.activationBytes, residual + split / 4);
+    EXPECT_DOUBLE_EQ(c.tensorAllReduceBytes, T * 4096 * 2); // one T×h bf16 tensor
+    EXPECT_DOUBLE_EQ(c.contextKvBytes, 0);
+    m.sequenceParallel = true;
+    const LayerCost sp = layerCost(m, 5, Recompute::None);
+    EXPECT_DOUBLE_EQ(sp.activationBytes, (residual + split) / 4);
+    EXPECT_DOUBLE_EQ(layerCost(m, 5, Recompute::Full).activationBytes, T * 4096 * 2 / 4);
+    // The whole model's totals do not depend on the split.
+    EXPECT_DOUBLE_EQ(totals(m).parametersTotal, totals(llama3_8b()).parametersTotal);
+}
+
+TEST(ModelLayer, ContextParallelismSplitsTheTokensAndPassesKeysAndValues)
+{
+    Transformer m = llama3_8b();
+    m.cp = 2;
+    const double T = 4096; // 8192 tokens over 2 context ranks
+    const double attention = 4096.0 * 4096 + 2 * 4096.0 * 1024 + 4096.0 * 4096;
+    const double core = T * 8192 * 32 * (128 + 128); // this rank's queries against every key, causal half
+    const LayerCost c = layerCost(m, 5, Recompute::Selective);
+    EXPECT_DOUBLE_EQ(c.parameters, layerCost(llama3_8b(), 5, Recompute::Selective).parameters);
+    EXPECT_DOUBLE_EQ(c.attention.f, 2 * T * attention + core);
+    EXPECT_DOUBLE_EQ(c.activationBytes, layerCost(llama3_8b(), 5, Recompute::Selective).activationBytes / 2);
+    EXPECT_DOUBLE_EQ(c.contextKvBytes, T * 2 * (2 * 1024)); // K and V: 8 kv heads × 128, bf16
+}
+
+TEST(ModelLayer, NormUpProjectionRecomputeOfDeepSeekV3)
+{
+    // DeepSeek-V3 report §3.2.3: RMSNorm outputs and MLA's up-projections recomputed in the backward.
+    const Transformer m = deepseekV3();
+    const double T = 4096;
+    const double qDim = 128.0 * (128 + 64);
+    const LayerCost none = layerCost(m, 5, Recompute::None);
+    const LayerCost sel = layerCost(m, 5, Recompute::Selective);
+    const LayerCost c = layerCost(m, 5, Recompute::NormUpProjection);
+    // Freed against selective: attention norm output (7168), norm(c_q) (1536), norm(c_kv) (512), Q and K
+    // (n_h·192 each), V (n_h·128); the MLP norm output (7168); bf16.
+    const double freed = T * 2 * (7168 + 1536 + 512 + 2 * qDim + 128.0 * 128) + T * 2 * 7168;
+    EXPECT_DOUBLE_EQ(c.activationBytes, sel.activationBytes - freed);
+    // Rerun: W^UQ (1536 × n_h·192) and W^UK, W^UV (512 × n_h·256).
+    EXPECT_DOUBLE_EQ(c.recomputeFlops, 2 * T * (1536 * qDim + 512.0 * 128 * 256));
+    EXPECT_DOUBLE_EQ(c.weightGradKeptBytes, none.weightGradKeptBytes);
+    EXPECT_EQ(recomputeName(Recompute::NormUpProjection), "norm-up-projection");
+}
+
+TEST(ModelLayer, Fp8ActivationCacheHalvesTheGemmInputsKept)
+{
+    // DeepSeek-V3 report §3.3.1: the inputs of the GEMMs' backward cached in FP8 (1 byte instead of bf16's 2).
+    Transformer m = deepseekV3();
+    const double T = 4096;
+    const LayerCost bf16 = layerCost(m, 5, Recompute::NormUpProjection);
+    m.activationCacheBytes = 1;
+    const LayerCost fp8 = layerCost(m, 5, Recompute::NormUpProjection);
+    // Still kept and now in FP8: the context (n_h·128), the shared expert's gate/up/down inputs (3·2048), each
+    // of the 8 routed pairs' input (7168) and gate/up/down inputs (3·2048); half their bf16 bytes saved.
+    const double inputs = T * 2 * (128.0 * 128 + 3 * 2048 + 8 * (7168 + 3 * 2048.0));
+    EXPECT_DOUBLE_EQ(bf16.activationBytes - fp8.activationBytes, inputs / 2);
+    // Without the recompute the norms' outputs (7168 + 1536 + 512 and the MLP's 7168) are cached in FP8 too.
+    m.activationCacheBytes = 0;
+    const double selective = layerCost(m, 5, Recompute::Selective).activationBytes;
+    m.activationCacheBytes = 1;
+    EXPECT_DOUBLE_EQ(selective - layerCost(m, 5, Recompute::Selective).activationBytes,
+        inputs / 2 + T * (7168 + 1536 + 512 + 7168.0));
+}
+
+TEST(ModelLayer, ImbalanceScalesTheBusiestDevicesRoutedWork)
+{
+    Transformer m = deepseekV3();
+    const LayerCost balanced = layerCost(m, 5, Recompute::Selective, EpPlacement { 7, 8 });
+    m.moe.imbalance = 1.5;
+    const LayerCost busy = layerCost(m, 5, Recompute::Selective, EpPlacement { 7, 8 });
+    const double T = 4096;
+    const double routed = 8 * 3 * 7168.0 * 2048; // top-8 experts of 3·h·2048
+    EXPECT_DOUBLE_EQ(busy.mlp.f - balanced.mlp.f, 2 * T * 0.5 * routed);
+    EXPECT_DOUBLE_EQ(busy.activationBytes - balanced.activationBytes, 0.5 * T * 8 * 2 * (2 * 7168.0 + 3 * 2048));
+    EXPECT_DOUBLE_EQ(busy.dispatchBytes, 1.5 * balanced.dispatchBytes);
+}
+
 TEST(ModelLayer, RefusesLayerAndPlacementOutOfRange)
 {
     EXPECT_THROW(layerCost(llama3_8b(), 32, Recompute::None), std::out_of_range);

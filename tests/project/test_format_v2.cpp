@@ -405,7 +405,67 @@ TEST(FormatV2, ValidateProjectChecksAProjectBuiltInCode)
     p.model.transformer.moe.topK = 9;
     EXPECT_THROW(validateProject(p), FormatError);
     p = parseProject(moeJson().dump());
-    p.training.zero = 2;
+    p.training.zero = 4;
+    EXPECT_THROW(validateProject(p), FormatError);
+}
+
+TEST(FormatV2, ParallelismPrecisionAndRecomputeFieldsRoundTrip)
+{
+    json j = moeJson();
+    j["variants"][0]["dp"] = 2; // 4 ranks × tp 2 × dp 2 × cp 2 = 32 devices, cluster.nodes 4 × 8
+    j["variants"][0]["tp"] = 2;
+    j["variants"][0]["cp"] = 2;
+    j["variants"][0]["sequence_parallel"] = true;
+    j["variants"][0]["recompute_layers"] = 1;
+    j["variants"][1]["recompute"] = "norm-up-projection";
+    j["model"]["moe"]["imbalance"] = 1.25;
+    j["training"]["zero"] = 3;
+    j["training"]["gemm_dtype"] = "fp8";
+    j["training"]["activation_cache_dtype"] = "fp8";
+    j["training"]["ema_on_cpu"] = true;
+    const Project p = parseProject(j.dump());
+    const Variant& v = p.variants[0];
+    EXPECT_EQ(v.tp, 2);
+    EXPECT_EQ(v.cp, 2);
+    EXPECT_TRUE(v.sequenceParallel);
+    EXPECT_EQ(v.recomputeLayers, 1);
+    EXPECT_EQ(p.variants[1].recompute, model::Recompute::NormUpProjection);
+    EXPECT_EQ(p.variants[1].tp, 1);
+    EXPECT_FALSE(p.variants[1].recomputeLayers.has_value());
+    EXPECT_EQ(p.model.transformer.moe.imbalance, 1.25);
+    EXPECT_EQ(p.training.zero, 3);
+    EXPECT_EQ(p.training.gemmBytes, 1);
+    EXPECT_EQ(p.training.activationCacheBytes, 1);
+    EXPECT_TRUE(p.training.emaOnCpu);
+    const json written = json::parse(serializeProject(p));
+    EXPECT_EQ(written["variants"][0]["tp"], 2);
+    EXPECT_EQ(written["variants"][0]["cp"], 2);
+    EXPECT_EQ(written["variants"][0]["sequence_parallel"], true);
+    EXPECT_EQ(written["variants"][0]["recompute_layers"], 1);
+    EXPECT_FALSE(written["variants"][1].contains("tp"));
+    EXPECT_EQ(written["model"]["moe"]["imbalance"], 1.25);
+    EXPECT_EQ(written["training"]["gemm_dtype"], "fp8");
+    EXPECT_EQ(written["training"]["activation_cache_dtype"], "fp8");
+    EXPECT_EQ(written["training"]["ema_on_cpu"], true);
+    EXPECT_EQ(serializeProject(parseProject(serializeProject(p))), serializeProject(p));
+}
+
+TEST(FormatV2, ABlockModelRefusesTensorAndContextParallelism)
+{
+    for (const char* field : { "tp", "cp" }) {
+        Project p = defaultProject();
+        (std::string(field) == "tp" ? p.variants[0].tp : p.variants[0].cp) = 2;
+        try {
+            validateProject(p);
+            FAIL() << field;
+        } catch (const FormatError& e) {
+            EXPECT_EQ(std::string(e.what()),
+                "variants[0]." + std::string(field)
+                    + ": only for model.kind \"transformer\" (the block model runs whole layers on one device), got 2");
+        }
+    }
+    Project p = defaultProject();
+    p.variants[0].sequenceParallel = true;
     EXPECT_THROW(validateProject(p), FormatError);
 }
 
@@ -462,7 +522,7 @@ const ErrorCase kErrors[] = {
     { "UnknownModelKind", [](json& j) { j["model"]["kind"] = "moe"; },
         "model.kind: must be \"block\" or \"transformer\", got \"moe\"" },
     { "UnknownRecompute", [](json& j) { j["model"]["recompute"] = "some"; },
-        "model.recompute: must be \"none\", \"selective\" or \"full\", got \"some\"" },
+        "model.recompute: must be \"none\", \"selective\", \"full\" or \"norm-up-projection\", got \"some\"" },
     { "VariantRecomputeNotText", [](json& j) { j["variants"][0]["recompute"] = true; },
         "variants[0].recompute: must be a string, got true" },
     { "Fp8ModelDtype", [](json& j) { j["model"]["dtype"] = "fp8"; },
@@ -488,7 +548,35 @@ const ErrorCase kErrors[] = {
     { "NegativeInterNodeBandwidth", [](json& j) { j["cluster"]["inter_node_bandwidth_bytes_per_us"] = -5; },
         "cluster.inter_node_bandwidth_bytes_per_us: must be a non-negative number, got -5" },
     { "DeviceNotText", [](json& j) { j["cluster"]["device"] = 800; }, "cluster.device: must be a string, got 800" },
-    { "ZeroTwo", [](json& j) { j["training"]["zero"] = 2; }, "training.zero: must be 0 or 1, got 2" },
+    { "ZeroFour", [](json& j) { j["training"]["zero"] = 4; }, "training.zero: must be 0, 1, 2 or 3, got 4" },
+    { "TpNotDividingHeads", [](json& j) { j["variants"][0]["tp"] = 3; },
+        "variants[0].tp: 3 does not divide model.heads 8 (tensor parallelism splits attention by heads)" },
+    { "TpNotDividingKvHeads", [](json& j) { j["variants"][1]["tp"] = 4; },
+        "variants[1].tp: 4 does not divide model.kv_heads 2 (each tensor rank holds whole key-value groups)" },
+    { "ZeroTp", [](json& j) { j["variants"][1]["tp"] = 0; }, "variants[1].tp: must be a positive integer, got 0" },
+    { "CpNotDividingSequence", [](json& j) { j["variants"][1]["cp"] = 3; },
+        "variants[1].cp: 3 does not divide model.seq_len 64 (context parallelism splits the sequence)" },
+    { "TpTimesDpTooManyDevices", [](json& j) { j["variants"][0]["tp"] = 2; },
+        "variants[0]: 4 ranks × tp 2 × dp 8 = 64 devices do not fit cluster.nodes 4 × cluster.gpus_per_node 8" },
+    { "CpTimesDpNotAMultipleOfEp",
+        [](json& j) {
+            j["variants"][0]["dp"] = 1;
+            j["variants"][0]["cp"] = 2;
+        },
+        "variants[0].dp: 1 × cp 2 is not a multiple of model.moe.ep 4 (an expert-parallel group is formed across the "
+        "dp × cp replicas of a stage)" },
+    { "SequenceParallelNotBool", [](json& j) { j["variants"][0]["sequence_parallel"] = "yes"; },
+        "variants[0].sequence_parallel: must be true or false, got \"yes\"" },
+    { "ImbalanceBelowOne", [](json& j) { j["model"]["moe"]["imbalance"] = 0.5; },
+        "model.moe.imbalance: must be at least 1 (1 = balanced routing), got 0.5" },
+    { "RecomputeLayersWithoutFull", [](json& j) { j["model"]["recompute_layers"] = 2; },
+        "model.recompute_layers: 2 layers recomputed needs model.recompute \"full\", got \"selective\"" },
+    { "VariantRecomputeLayersWithoutFull", [](json& j) { j["variants"][1]["recompute_layers"] = 2; },
+        "variants[1].recompute_layers: 2 layers recomputed needs recompute \"full\", got \"selective\"" },
+    { "UnknownGemmDtype", [](json& j) { j["training"]["gemm_dtype"] = "int4"; },
+        "training.gemm_dtype: must be \"fp8\", \"bf16\" or \"fp32\", got \"int4\"" },
+    { "EmaNotBool", [](json& j) { j["training"]["ema_on_cpu"] = 1; },
+        "training.ema_on_cpu: must be true or false, got 1" },
     { "ZeroDp", [](json& j) { j["variants"][0]["dp"] = 0; }, "variants[0].dp: must be a positive integer, got 0" },
     { "ZeroVariantMicrobatch", [](json& j) { j["variants"][1]["microbatch_size"] = 0; },
         "variants[1].microbatch_size: must be a positive integer, got 0" },
@@ -557,7 +645,8 @@ TEST(FormatV2Errors, DeepNestingIsMalformedJsonNotACrash)
             parseProject(text, "deep.json");
             FAIL() << "no error";
         } catch (const FormatError& e) {
-            EXPECT_EQ(std::string(e.what()), "deep.json: not valid JSON: arrays and objects nested deeper than 64 levels");
+            EXPECT_EQ(
+                std::string(e.what()), "deep.json: not valid JSON: arrays and objects nested deeper than 64 levels");
         }
     }
 }

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -456,6 +458,65 @@ TEST(TransformerMemory, ZeroOneShardsDenseOverDpAndExpertsOverDpOverEp)
     EXPECT_DOUBLE_EQ(*buildCostModel(p, p.variants[0]).stages[1].optimizerBytes, 8 * dense / 8 + 8 * expert / 2);
     p.model.dtype = DType::FP32;
     EXPECT_DOUBLE_EQ(*buildCostModel(p, p.variants[0]).stages[1].optimizerBytes, 4 * dense / 8 + 4 * expert / 2);
+}
+
+TEST(TransformerMemory, ZeroTwoAndThreeShardGradientsAndParameters)
+{
+    Project p = smallMoe(8);
+    p.training.present = true;
+    const double expert = 2 * 3 * 64 * 32; // 12,288 (as above)
+    const double dense = 4 * 64 * 64 + 64 + 64 * 8 + 64; // 17,024
+    p.training.zero = 2; // gradients (fp32) sharded like the optimizer state
+    StageCost c = buildCostModel(p, p.variants[0]).stages[1];
+    EXPECT_DOUBLE_EQ(c.gradientBytes, 4 * (dense / 8 + expert / 2));
+    EXPECT_DOUBLE_EQ(c.expertGradientBytes, 4 * expert / 2);
+    EXPECT_DOUBLE_EQ(c.parameterBytes, 2 * (dense + expert));
+    p.training.zero = 3; // parameters too, plus the one gathered layer (the stage's only layer)
+    c = buildCostModel(p, p.variants[0]).stages[1];
+    EXPECT_DOUBLE_EQ(c.parameterBytes, 2 * (dense / 8 + expert / 2 + dense + expert));
+    // The gathers before F and B: (S − 1)/S × bytes ÷ 1000 bytes/µs + (S − 1) × 2 µs on the one link, dense over
+    // 8 shards, experts over 2; F's compute hides part of them.
+    const double gather = 7.0 / 8 * dense * 2 / 1000 + 7 * 2 + 1.0 / 2 * expert * 2 / 1000 + 1 * 2; // 58.08 µs
+    p.training.zero = 1;
+    const StageCost one = buildCostModel(p, p.variants[0]).stages[1];
+    EXPECT_DOUBLE_EQ(c.forwardUs,
+        one.forwardUs
+            + std::max(0.0, gather - 2 * 64 * (4096 * 4 + 64 * 8 + 2 * 3 * 64 * 32) / 5e5 - 64 * 32 * 4 * 32 / 5e5));
+}
+
+TEST(TransformerStageCost, TensorParallelAllReducesHoldTheComputeStream)
+{
+    // The small dense model, tp 2 on one node: per layer two all-reduces of T×h bf16 (64·64·2 = 8192 bytes) in
+    // F and two in B, each 2(2 − 1)/2 × 8192 ÷ bandwidth + 2 × latency.
+    Project p = smallDense();
+    p.variants[0].tp = 2;
+    const CostModel costs = buildCostModel(p, p.variants[0]);
+    const Project whole = smallDense();
+    const StageCost& one = buildCostModel(whole, whole.variants[0]).stages[1];
+    const StageCost& split = costs.stages[1];
+    const double allReduce = 8192.0 / p.cluster.bandwidthBytesPerUs + 2 * p.cluster.latencyUs;
+    // Compute halves (every GEMM and the core split by heads / columns), plus 2 layers × 2 all-reduces.
+    EXPECT_DOUBLE_EQ(split.forwardUs, one.forwardUs / 2 + 4 * allReduce);
+    EXPECT_DOUBLE_EQ(split.inputGradUs, one.inputGradUs / 2 + 4 * allReduce);
+    EXPECT_DOUBLE_EQ(split.weightGradUs, one.weightGradUs / 2);
+    // Parameters: the two norms of 64 per layer stay whole.
+    EXPECT_DOUBLE_EQ(split.parameterCount, (one.parameterCount - 2 * 128) / 2 + 2 * 128);
+}
+
+TEST(TransformerStageCost, Fp8GemmsRunAtTheFp8PeakButNotTheAttentionCore)
+{
+    Project p = smallDense();
+    p.cluster.deviceFlopsFp8 = 2e12; // twice the 1e12 BF16 peak
+    p.training.present = true;
+    p.training.gemmBytes = 1;
+    const StageCost& c = buildCostModel(p, p.variants[0]).stages[1];
+    const double gemm = 2 * 2 * 64 * (12288 + 24576); // F of the 2 layers' weight GEMMs
+    const double core = 2 * 64 * 32 * 4 * 32; // the 2 layers' attention cores
+    EXPECT_DOUBLE_EQ(c.forwardUs, gemm / 1e6 + core / 5e5); // 1e12 × 0.5 and 2e12 × 0.5 FLOP/s
+    EXPECT_DOUBLE_EQ(c.weightGradUs, gemm / 1e6);
+    // A device without an FP8 peak runs them at its BF16 rate.
+    p.cluster.deviceFlopsFp8 = 0;
+    EXPECT_DOUBLE_EQ(buildCostModel(p, p.variants[0]).stages[1].forwardUs, (gemm + core) / 5e5);
 }
 
 TEST(TransformerMemory, SmallMoeExchangesOnOneNode)
