@@ -381,9 +381,11 @@ void drop(PlanResult& result, std::string candidate, std::string reason)
 
 } // namespace
 
-PlanResult plan(const Project& project, const PlanRequest& request)
+namespace {
+
+/// Throws ConstraintError naming the flag when the request's sizes are out of range.
+void checkRequest(const PlanRequest& request)
 {
-    const auto started = std::chrono::steady_clock::now();
     if (request.devices < 1)
         throw ConstraintError(
             "plan.devices", "--devices: must be at least 1 (got " + std::to_string(request.devices) + ")");
@@ -392,14 +394,11 @@ PlanResult plan(const Project& project, const PlanRequest& request)
             "--global-batch: must be at least 1 (got " + std::to_string(request.globalBatch) + ")");
     if (!(request.memoryLimitBytes >= 0.0))
         throw ConstraintError("plan.memory-limit", "--memory-limit: must not be negative");
-    PlanResult result;
-    const double limit
-        = request.memoryLimitBytes > 0.0 ? request.memoryLimitBytes : project.cluster.memoryPerDeviceBytes;
-    result.memoryLimitBytes = limit;
-    const bool transformer = project.model.kind == ModelKind::Transformer;
-    const model::Transformer& t = project.model.transformer;
-    const int ep = transformer && t.isMoe() ? std::max(1, t.moe.ep) : 1;
-    const std::vector<ScheduleKind> kinds = request.kinds.empty() ? generatedKinds() : request.kinds;
+}
+
+/// The recompute kinds searched: the request's, else none, selective and full; a block model has none.
+std::vector<std::optional<model::Recompute>> recomputeChoices(bool transformer, const PlanRequest& request)
+{
     std::vector<std::optional<model::Recompute>> recomputes;
     if (!transformer)
         recomputes.push_back(std::nullopt);
@@ -408,14 +407,92 @@ PlanResult plan(const Project& project, const PlanRequest& request)
     else
         for (model::Recompute r : request.recomputes)
             recomputes.push_back(r);
-    // Typed per-stage costs replace the model's whatever the partition: the time bound does not hold then.
-    const bool timeBoundValid = project.costs.stages.empty();
+    return recomputes;
+}
 
-    // The space: p × d = devices (ep divides d), microbatches × size × d = global batch, every kind (interleaved
-    // with each chunk count), every recompute; sizes the generators refuse and more stages than layers left out.
-    std::map<std::tuple<int, int, int>, LayerFigures> figures;
+/// One search: its inputs, the candidates enumerated and those kept.
+struct Search {
+    const Project& project;
+    const PlanRequest& request;
+    PlanResult& result;
+    double limit = 0.0; ///< bytes per device
+    bool transformer = false;
+    bool timeBoundValid = true; ///< typed per-stage costs replace the model's whatever the partition
+    std::vector<ScheduleKind> kinds;
+    std::vector<std::optional<model::Recompute>> recomputes;
+    std::map<std::tuple<int, int, int>, LayerFigures> figures; ///< by (dp, microbatch size, recompute)
+    std::map<ScheduleKind, int> failedEarly; ///< candidates whose sizes the model cannot be costed at
     std::vector<Spec> specs;
-    std::map<ScheduleKind, int> failedEarly; // candidates whose sizes the model cannot be costed at
+    std::vector<Tried> kept;
+    std::vector<Spec> keptSpecs;
+    std::vector<std::pair<double, double>> keptPoints; ///< (step, peak) of the candidates that fit
+    double smallestBound = std::numeric_limits<double>::infinity();
+    std::string smallestBoundName;
+};
+
+/// The kind's summary row, added when it has none yet.
+PlanKindSummary& summaryOf(PlanResult& result, ScheduleKind kind)
+{
+    for (PlanKindSummary& k : result.kinds)
+        if (k.kind == kind)
+            return k;
+    return result.kinds.emplace_back(PlanKindSummary { kind });
+}
+
+/// The layer figures of (dp, mbs, recompute), computed once.
+const LayerFigures& figuresOf(Search& search, int dp, int mbs, const std::optional<model::Recompute>& rc)
+{
+    const auto key = std::make_tuple(dp, mbs, rc ? static_cast<int>(*rc) : -1);
+    auto it = search.figures.find(key);
+    if (it == search.figures.end())
+        it = search.figures.emplace(key, layerFigures(search.project, dp, mbs, rc)).first;
+    return it->second;
+}
+
+/// Every kind, chunk count and recompute at pipeline size pp, dp replicas and microbatches of mbs: sizes the
+/// generators refuse and more stages than layers left out, candidates the model cannot cost counted as failed.
+void addSpecs(Search& search, int pp, int dp, int mbs, int microbatches)
+{
+    for (ScheduleKind kind : search.kinds) {
+        const std::vector<int> chunks
+            = kind == ScheduleKind::Interleaved1F1B ? search.request.interleavedChunks : std::vector<int> { 0 };
+        for (int v : chunks) {
+            const int stages = stageCountFor(kind, pp, v > 0 ? v : defaultStagesPerRank(kind));
+            if (stages < 1 || stages > search.project.model.layers)
+                continue;
+            try {
+                checkConstraints({ kind, pp, microbatches, v });
+            } catch (const ConstraintError&) {
+                continue;
+            }
+            for (const auto& rc : search.recomputes) {
+                const LayerFigures& figures = figuresOf(search, dp, mbs, rc);
+                Spec s { kind, pp, dp, v, stages, microbatches, mbs, rc, &figures };
+                if (!figures.error.empty()) {
+                    ++search.result.enumerated;
+                    ++search.result.failed;
+                    ++search.failedEarly[kind];
+                    drop(search.result,
+                        planVariantName(Variant { "", kind, pp, microbatches, v, {}, {}, dp,
+                                            search.transformer ? mbs : 0, rc, {}, 1, 1, false },
+                            search.project),
+                        figures.error);
+                    continue;
+                }
+                setBounds(s, search.timeBoundValid);
+                search.specs.push_back(s);
+            }
+        }
+    }
+}
+
+/// The space: p × d = devices (ep divides d), microbatches × size × d = global batch, then addSpecs; sorted
+/// best-first by the time bound, so that the fast candidates are found early and bound the rest.
+void enumerateSpecs(Search& search)
+{
+    const PlanRequest& request = search.request;
+    const model::Transformer& t = search.project.model.transformer;
+    const int ep = search.transformer && t.isMoe() ? std::max(1, t.moe.ep) : 1;
     for (int pp : divisors(request.devices)) {
         const int dp = request.devices / pp;
         if (ep > 1 && dp % ep != 0)
@@ -426,168 +503,165 @@ PlanResult plan(const Project& project, const PlanRequest& request)
         for (int mbs : divisors(perReplica)) {
             if (mbs > request.maxMicrobatchSize)
                 break;
-            if (!transformer && mbs != project.model.microbatchSize)
+            if (!search.transformer && mbs != search.project.model.microbatchSize)
                 continue; // a block model's microbatch size is the model's (variants cannot override it)
-            const int microbatches = perReplica / mbs;
-            if (microbatches > request.maxMicrobatches)
-                continue;
-            for (ScheduleKind kind : kinds) {
-                std::vector<int> chunks { 0 };
-                if (kind == ScheduleKind::Interleaved1F1B)
-                    chunks = request.interleavedChunks;
-                for (int v : chunks) {
-                    const int stages = stageCountFor(kind, pp, v > 0 ? v : defaultStagesPerRank(kind));
-                    if (stages < 1 || stages > project.model.layers)
-                        continue;
-                    try {
-                        checkConstraints({ kind, pp, microbatches, v });
-                    } catch (const ConstraintError&) {
-                        continue;
-                    }
-                    for (const auto& rc : recomputes) {
-                        const auto key = std::make_tuple(dp, mbs, rc ? static_cast<int>(*rc) : -1);
-                        auto it = figures.find(key);
-                        if (it == figures.end())
-                            it = figures.emplace(key, layerFigures(project, dp, mbs, rc)).first;
-                        Spec s { kind, pp, dp, v, stages, microbatches, mbs, rc, &it->second };
-                        if (!it->second.error.empty()) {
-                            ++result.enumerated;
-                            ++result.failed;
-                            ++failedEarly[kind];
-                            drop(result,
-                                planVariantName(Variant { "", kind, pp, microbatches, v, {}, {}, dp,
-                                                    transformer ? mbs : 0, rc, {}, 1, 1, false },
-                                    project),
-                                it->second.error);
-                            continue;
-                        }
-                        setBounds(s, timeBoundValid);
-                        specs.push_back(s);
-                    }
-                }
-            }
+            if (perReplica / mbs <= request.maxMicrobatches)
+                addSpecs(search, pp, dp, mbs, perReplica / mbs);
         }
     }
-    result.enumerated += static_cast<int>(specs.size());
-    // Best-first by the time bound, so that the fast candidates are found early and bound the rest.
-    std::stable_sort(specs.begin(), specs.end(), [](const Spec& a, const Spec& b) {
+    search.result.enumerated += static_cast<int>(search.specs.size());
+    std::stable_sort(search.specs.begin(), search.specs.end(), [](const Spec& a, const Spec& b) {
         return a.timeBound != b.timeBound ? a.timeBound < b.timeBound : a.memoryBound < b.memoryBound;
     });
-
     for (ScheduleKind kind : generatedKinds())
-        if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end())
-            result.kinds.push_back({ kind });
-    const auto summary = [&result](ScheduleKind kind) -> PlanKindSummary& {
-        for (PlanKindSummary& k : result.kinds)
-            if (k.kind == kind)
-                return k;
-        return result.kinds.emplace_back(PlanKindSummary { kind });
-    };
-    for (const Spec& s : specs)
-        summary(s.kind).enumerated++;
-    for (const auto& [kind, count] : failedEarly) {
-        summary(kind).enumerated += count;
-        summary(kind).failed += count;
+        if (std::find(search.kinds.begin(), search.kinds.end(), kind) != search.kinds.end())
+            search.result.kinds.push_back({ kind });
+    for (const Spec& s : search.specs)
+        summaryOf(search.result, s.kind).enumerated++;
+    for (const auto& [kind, count] : search.failedEarly) {
+        summaryOf(search.result, kind).enumerated += count;
+        summaryOf(search.result, kind).failed += count;
     }
+}
 
-    std::vector<Tried> kept;
-    std::vector<Spec> keptSpecs;
-    std::vector<std::pair<double, double>> keptPoints; // (step, peak) of the candidates that fit
-    const int total = static_cast<int>(specs.size());
-    double smallestBound = std::numeric_limits<double>::infinity();
-    std::string smallestBoundName;
+/// The variant a spec describes, with its DP-balanced partition.
+Variant variantOfSpec(const Spec& s, const Project& project, bool transformer)
+{
+    Variant v;
+    v.kind = s.kind;
+    v.ranks = s.pp;
+    v.microbatches = s.microbatches;
+    v.stagesPerRank = s.stagesPerRank;
+    v.dp = s.dp;
+    v.microbatchSize = transformer ? s.microbatchSize : 0;
+    v.recompute = s.recompute;
+    v.layerPartition = minMaxPartition(s.layers->balance, s.stages);
+    v.name = planVariantName(v, project);
+    return v;
+}
+
+/// Whether a sound lower bound rules the spec out: its static memory alone over the limit, or a kept candidate
+/// at least as good in both time and memory. Counts and explains it.
+bool prunedByBounds(Search& search, const Spec& s, const std::string& name)
+{
+    PlanResult& result = search.result;
+    if (s.memoryBound > search.limit) {
+        ++result.pruned;
+        summaryOf(result, s.kind).pruned++;
+        drop(result, name,
+            "pruned: its peak memory is at least " + formatBytes(s.memoryBound) + " (static memory"
+                + (oneStagePerRank(s.kind) && hasActivations(*s.layers) ? std::string(" and activations")
+                                                                        : std::string())
+                + " on the busiest rank), over the limit " + formatBytes(search.limit));
+        return true;
+    }
+    for (const auto& [step, peak] : search.keptPoints)
+        if (step <= s.timeBound && peak <= s.memoryBound && (step < s.timeBound || peak < s.memoryBound)) {
+            ++result.pruned;
+            summaryOf(result, s.kind).pruned++;
+            return true;
+        }
+    return false;
+}
+
+/// Predicts (and refines) a candidate and keeps it when it is valid and fits the limit; counts it either way.
+void tryCandidate(Search& search, const Spec& s, Variant v)
+{
+    PlanResult& result = search.result;
+    Tried tried = predictVariant(search.project, std::move(v), result.simulated);
+    if (search.request.refine && tried.prediction.valid())
+        tried = refine(search.project, std::move(tried), search.request, search.limit, result.refinements);
+    const Prediction& p = tried.prediction;
+    PlanKindSummary& kindSummary = summaryOf(result, s.kind);
+    kindSummary.simulated++;
+    if (!p.valid()) {
+        ++result.failed;
+        kindSummary.failed++;
+        drop(result, tried.variant.name, p.error);
+        return;
+    }
+    if (result.smallestPeakRank < 0 || p.peakMemoryBytes < result.smallestPeakBytes) {
+        result.smallestPeakBytes = p.peakMemoryBytes;
+        result.smallestPeakCandidate = tried.variant.name;
+        result.smallestPeakRank = p.peakMemoryRank;
+    }
+    if (kindSummary.smallestPeakBytes <= 0.0 || p.peakMemoryBytes < kindSummary.smallestPeakBytes)
+        kindSummary.smallestPeakBytes = p.peakMemoryBytes;
+    if (p.peakMemoryBytes > search.limit) {
+        ++result.overLimit;
+        kindSummary.overLimit++;
+        drop(result, tried.variant.name,
+            "peak memory " + formatBytes(p.peakMemoryBytes) + " on rank " + std::to_string(p.peakMemoryRank)
+                + " exceeds the limit " + formatBytes(search.limit));
+        return;
+    }
+    kindSummary.fitting++;
+    search.keptPoints.emplace_back(p.stepUs, p.peakMemoryBytes);
+    search.keptSpecs.push_back(s);
+    search.kept.push_back(std::move(tried));
+}
+
+/// Goes through the specs best-first, pruning by the bounds (when asked) and trying the rest; stops early when
+/// the progress callback cancels.
+void searchSpecs(Search& search)
+{
+    const int total = static_cast<int>(search.specs.size());
     for (int i = 0; i < total; ++i) {
-        if (request.progress && !request.progress(i, total)) {
-            result.cancelled = true;
+        if (search.request.progress && !search.request.progress(i, total)) {
+            search.result.cancelled = true;
             break;
         }
-        const Spec& s = specs[static_cast<std::size_t>(i)];
-        Variant v;
-        v.kind = s.kind;
-        v.ranks = s.pp;
-        v.microbatches = s.microbatches;
-        v.stagesPerRank = s.stagesPerRank;
-        v.dp = s.dp;
-        v.microbatchSize = transformer ? s.microbatchSize : 0;
-        v.recompute = s.recompute;
-        v.layerPartition = minMaxPartition(s.layers->balance, s.stages);
-        v.name = planVariantName(v, project);
-        if (s.memoryBound < smallestBound) {
-            smallestBound = s.memoryBound;
-            smallestBoundName = v.name;
+        const Spec& s = search.specs[static_cast<std::size_t>(i)];
+        Variant v = variantOfSpec(s, search.project, search.transformer);
+        if (s.memoryBound < search.smallestBound) {
+            search.smallestBound = s.memoryBound;
+            search.smallestBoundName = v.name;
         }
-        if (request.prune) {
-            if (s.memoryBound > limit) {
-                ++result.pruned;
-                summary(s.kind).pruned++;
-                drop(result, v.name,
-                    "pruned: its peak memory is at least " + formatBytes(s.memoryBound) + " (static memory"
-                        + (oneStagePerRank(s.kind) && hasActivations(*s.layers) ? std::string(" and activations")
-                                                                                : std::string())
-                        + " on the busiest rank), over the limit " + formatBytes(limit));
-                continue; // static memory alone exceeds the limit on some rank
-            }
-            bool dominated = false;
-            for (const auto& [step, peak] : keptPoints)
-                if (step <= s.timeBound && peak <= s.memoryBound && (step < s.timeBound || peak < s.memoryBound)) {
-                    dominated = true;
-                    break;
-                }
-            if (dominated) {
-                ++result.pruned;
-                summary(s.kind).pruned++;
-                continue;
-            }
-        }
-        Tried tried = predictVariant(project, std::move(v), result.simulated);
-        if (request.refine && tried.prediction.valid())
-            tried = refine(project, std::move(tried), request, limit, result.refinements);
-        const Prediction& p = tried.prediction;
-        PlanKindSummary& kindSummary = summary(s.kind);
-        kindSummary.simulated++;
-        if (!p.valid()) {
-            ++result.failed;
-            kindSummary.failed++;
-            drop(result, tried.variant.name, p.error);
+        if (search.request.prune && prunedByBounds(search, s, v.name))
             continue;
-        }
-        if (result.smallestPeakRank < 0 || p.peakMemoryBytes < result.smallestPeakBytes) {
-            result.smallestPeakBytes = p.peakMemoryBytes;
-            result.smallestPeakCandidate = tried.variant.name;
-            result.smallestPeakRank = p.peakMemoryRank;
-        }
-        if (kindSummary.smallestPeakBytes <= 0.0 || p.peakMemoryBytes < kindSummary.smallestPeakBytes)
-            kindSummary.smallestPeakBytes = p.peakMemoryBytes;
-        if (p.peakMemoryBytes > limit) {
-            ++result.overLimit;
-            kindSummary.overLimit++;
-            drop(result, tried.variant.name,
-                "peak memory " + formatBytes(p.peakMemoryBytes) + " on rank " + std::to_string(p.peakMemoryRank)
-                    + " exceeds the limit " + formatBytes(limit));
-            continue;
-        }
-        kindSummary.fitting++;
-        keptPoints.emplace_back(p.stepUs, p.peakMemoryBytes);
-        keptSpecs.push_back(s);
-        kept.push_back(std::move(tried));
+        tryCandidate(search, s, std::move(v));
     }
-    if (!result.cancelled && request.progress)
-        request.progress(total, total); // the end (its answer no longer matters)
-    if (result.smallestPeakRank < 0 && std::isfinite(smallestBound)) {
-        // Nothing simulated (every candidate's static memory over the limit): the least static bound.
-        result.smallestPeakBytes = smallestBound;
-        result.smallestPeakCandidate = smallestBoundName + " (static memory alone, a lower bound)";
-    }
+    if (!search.result.cancelled && search.request.progress)
+        search.request.progress(total, total); // the end (its answer no longer matters)
+}
 
-    for (std::size_t i = 0; i < kept.size(); ++i)
-        result.candidates.push_back(candidateOf(kept[i], keptSpecs[i]));
-    for (std::size_t i : paretoFront(keptPoints))
+/// The result's candidates (sorted by step time, the Pareto front marked) and its smallest peak.
+void finishResult(Search& search)
+{
+    PlanResult& result = search.result;
+    if (result.smallestPeakRank < 0 && std::isfinite(search.smallestBound)) {
+        // Nothing simulated (every candidate's static memory over the limit): the least static bound.
+        result.smallestPeakBytes = search.smallestBound;
+        result.smallestPeakCandidate = search.smallestBoundName + " (static memory alone, a lower bound)";
+    }
+    for (std::size_t i = 0; i < search.kept.size(); ++i)
+        result.candidates.push_back(candidateOf(search.kept[i], search.keptSpecs[i]));
+    for (std::size_t i : paretoFront(search.keptPoints))
         result.candidates[i].pareto = true;
     std::stable_sort(
         result.candidates.begin(), result.candidates.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
             return std::tie(a.stepUs, a.peakMemoryBytes, a.variant.name)
                 < std::tie(b.stepUs, b.peakMemoryBytes, b.variant.name);
         });
+}
+
+} // namespace
+
+PlanResult plan(const Project& project, const PlanRequest& request)
+{
+    const auto started = std::chrono::steady_clock::now();
+    checkRequest(request);
+    PlanResult result;
+    Search search { project, request, result };
+    search.limit = request.memoryLimitBytes > 0.0 ? request.memoryLimitBytes : project.cluster.memoryPerDeviceBytes;
+    result.memoryLimitBytes = search.limit;
+    search.transformer = project.model.kind == ModelKind::Transformer;
+    search.timeBoundValid = project.costs.stages.empty();
+    search.kinds = request.kinds.empty() ? generatedKinds() : request.kinds;
+    search.recomputes = recomputeChoices(search.transformer, request);
+    enumerateSpecs(search);
+    searchSpecs(search);
+    finishResult(search);
     result.searchMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     return result;
 }

@@ -6,6 +6,7 @@
 #include "project.h"
 
 #include <string>
+#include <vector>
 
 namespace dps::detail {
 
@@ -16,5 +17,8 @@ ModelDesc readModel(const JsonReader& r, const std::string& source);
 ClusterDesc readCluster(const JsonReader& r);
 /// A project's "training" object (format 2); the result has `present` set.
 TrainingDesc readTraining(const JsonReader& r);
+/// The "stages" array of a project's costs or of a cost file: [{stage, f_us?, i_us?, w_us?, b_us?, fb_us?}],
+/// indexed by stage.
+std::vector<StageCostOverride> readStageOverrides(const JsonReader& parent);
 
 } // namespace dps::detail
