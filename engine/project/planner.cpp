@@ -412,6 +412,13 @@ std::vector<std::optional<model::Recompute>> recomputeChoices(bool transformer, 
 
 /// One search: its inputs, the candidates enumerated and those kept.
 struct Search {
+    Search(const Project& p, const PlanRequest& r, PlanResult& out)
+        : project(p)
+        , request(r)
+        , result(out)
+    {
+    }
+
     const Project& project;
     const PlanRequest& request;
     PlanResult& result;
@@ -652,7 +659,7 @@ PlanResult plan(const Project& project, const PlanRequest& request)
     const auto started = std::chrono::steady_clock::now();
     checkRequest(request);
     PlanResult result;
-    Search search { project, request, result };
+    Search search(project, request, result);
     search.limit = request.memoryLimitBytes > 0.0 ? request.memoryLimitBytes : project.cluster.memoryPerDeviceBytes;
     result.memoryLimitBytes = search.limit;
     search.transformer = project.model.kind == ModelKind::Transformer;
