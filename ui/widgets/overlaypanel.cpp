@@ -404,7 +404,7 @@ void OverlayPanel::updateComparison()
         m_comparison->clear();
         return;
     }
-    const bool machine = m_snapshot && !m_snapshot->predictionFor.empty();
+    const bool machine = m_snapshot && m_snapshot->predictionFor.starts_with("this machine");
     QString text = (machine ? tr("Makespan: predicted <b>%1</b> for this machine · this run <b>%2</b> (%3)")
                             : tr("Makespan: predicted <b>%1</b> · this run <b>%2</b> (%3)"))
                        .arg(formatTime(makespan->predicted), formatTime(makespan->measured),
