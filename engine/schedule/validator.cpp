@@ -372,7 +372,7 @@ void Validator::scanRank(int r)
                 continue;
             }
             if (m_placementUsable && placedRank(op) != r) {
-                if (k == 1 && placedRank(a.op) == r)
+                if (k == 1 && inRange(a.op) && placedRank(a.op) == r)
                     reportOverlapRanks(a, r, p);
                 else
                     reportPlacement(op, r, p);

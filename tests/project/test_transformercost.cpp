@@ -492,7 +492,8 @@ TEST(TransformerStageCost, TensorParallelAllReducesHoldTheComputeStream)
     p.variants[0].tp = 2;
     const CostModel costs = buildCostModel(p, p.variants[0]);
     const Project whole = smallDense();
-    const StageCost& one = buildCostModel(whole, whole.variants[0]).stages[1];
+    const CostModel wholeCosts = buildCostModel(whole, whole.variants[0]);
+    const StageCost& one = wholeCosts.stages[1];
     const StageCost& split = costs.stages[1];
     const double allReduce = 8192.0 / p.cluster.bandwidthBytesPerUs + 2 * p.cluster.latencyUs;
     // Compute halves (every GEMM and the core split by heads / columns), plus 2 layers × 2 all-reduces.
@@ -509,7 +510,8 @@ TEST(TransformerStageCost, Fp8GemmsRunAtTheFp8PeakButNotTheAttentionCore)
     p.cluster.deviceFlopsFp8 = 2e12; // twice the 1e12 BF16 peak
     p.training.present = true;
     p.training.gemmBytes = 1;
-    const StageCost& c = buildCostModel(p, p.variants[0]).stages[1];
+    const CostModel model = buildCostModel(p, p.variants[0]);
+    const StageCost& c = model.stages[1];
     const double gemm = 2 * 2 * 64 * (12288 + 24576); // F of the 2 layers' weight GEMMs
     const double core = 2 * 64 * 32 * 4 * 32; // the 2 layers' attention cores
     EXPECT_DOUBLE_EQ(c.forwardUs, gemm / 1e6 + core / 5e5); // 1e12 × 0.5 and 2e12 × 0.5 FLOP/s
