@@ -194,6 +194,7 @@ json modelInfoJson(const ModelInfo& info)
     for (const StageInfo& s : info.stages)
         stages.push_back({ { "stage", s.stage }, { "layers", s.layers }, { "parameters", s.parameters },
             { "f_us", s.fUs }, { "i_us", s.iUs }, { "w_us", s.wUs }, { "b_us", s.bUs }, { "fb_us", s.fbUs },
+            { "fb_compute_us", s.fbComputeUs }, { "fb_comm_us", s.fbCommUs },
             { "activation_bytes", s.activationBytes }, { "a2a_bytes", s.a2aBytes } });
     json ranks = json::array();
     for (const RankInfo& r : info.ranks)

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace dps::model {
@@ -164,6 +165,10 @@ struct MlpShape {
     double normKeptBytes = 0.0; ///< of keptBytes, the norm's output (recompute "norm-up-projection")
     double gemmInputKeptBytes = 0.0; ///< of keptBytes, the other GEMM inputs (cached at the cache dtype)
     double weightGradKeptBytes = 0.0; ///< I→W
+    double weightGradFp32Bytes = 0.0; ///< of weightGradKeptBytes, the router's fp32 logit gradients
+    /// of gemmInputKeptBytes, the SwiGLUs' outputs (W_down's inputs) of an MoE layer: recompute
+    /// "norm-up-projection" reruns the SwiGLU from its kept input instead (DeepSeek-V3 report §3.3.2)
+    double swigluOutputKeptBytes = 0.0;
 };
 
 MlpShape mlpShape(const Transformer& m, bool moe)
@@ -205,17 +210,108 @@ MlpShape mlpShape(const Transformer& m, bool moe)
     const double routerProbs = 4.0 * t * experts; // fp32 gating scores (and, for W, their gradient)
     // norm input, norm output (router and shared experts' input), router scores, shared experts' gate/up
     // outputs and down input, and per routed token-expert pair: its dispatched input, gate/up outputs, down
-    // input and its output (the gate weight's gradient needs it)
-    p.keptBytes = residual(t * e * 2.0 * h) + t * e * 3.0 * shared * ef / tp + routerProbs
-        + busy * t * k * e * (2.0 * h + 3.0 * ef / tp);
+    // input, and for the routing probability's gradient: the expert's output where the combine scales it, or
+    // only the fp32 probability where it scales the SwiGLU's output before W_down (Megatron-Core
+    // moe/experts.py, weighted_bias_swiglu_impl: its gradient needs the SwiGLU's input, kept anyway).
+    const double perPair = m.moe.probsOnSwiglu ? e * (h + 3.0 * ef / tp) + 4.0 : e * (2.0 * h + 3.0 * ef / tp);
+    p.keptBytes = residual(t * e * 2.0 * h) + t * e * 3.0 * shared * ef / tp + routerProbs + busy * t * k * perPair;
     // the shared experts' SwiGLU and W_down inputs, each routed pair's input and SwiGLU and W_down inputs
     p.gemmInputKeptBytes = t * e * 3.0 * shared * ef / tp + busy * t * k * e * (h + 3.0 * ef / tp);
+    p.swigluOutputKeptBytes = t * e * shared * ef / tp + busy * t * k * e * ef / tp;
     // norm output, d(router logits), [d(output) once + per shared expert d(gate), d(up), down input], per
     // routed pair: input, d(gate), d(up), down input, d(its output)
+    p.weightGradFp32Bytes = routerProbs;
     p.weightGradKeptBytes = residual(t * e * h) + routerProbs
         + (m.moe.sharedExperts > 0 ? residual(t * e * h) + t * e * 3.0 * shared * ef / tp : 0.0)
         + busy * t * k * e * (2.0 * h + 3.0 * ef / tp);
     return p;
+}
+
+/// The attention block's forward weight GEMMs on one device (docs/model-library.md "Attention"): the columns of
+/// the q/k/v and up-projections and the rows of W^O split tp ways, MLA's down-projections whole.
+std::vector<Gemm> attentionGemms(const Transformer& m)
+{
+    const double t = deviceTokens(m);
+    const double h = m.hidden;
+    const double nh = m.heads;
+    const double tp = m.tp;
+    std::vector<Gemm> g;
+    if (m.attention == Attention::MLA) {
+        const double ql = m.mla.qLoraRank;
+        const double kvl = m.mla.kvLoraRank;
+        const double rope = m.mla.qkRopeHeadDim;
+        const double qDim = nh * (m.mla.qkNopeHeadDim + rope);
+        if (m.mla.qLoraRank > 0) {
+            g.push_back({ t, h, ql });
+            g.push_back({ t, ql, qDim / tp, 1.0, true, true, true });
+        } else {
+            g.push_back({ t, h, qDim / tp });
+        }
+        g.push_back({ t, h, kvl + rope });
+        g.push_back({ t, kvl, nh * (m.mla.qkNopeHeadDim + m.mla.vHeadDim) / tp, 1.0, true, true, true });
+        g.push_back({ t, nh * m.mla.vHeadDim / tp, h });
+        return g;
+    }
+    const double d = m.headDim > 0 ? m.headDim : static_cast<double>(m.hidden / m.heads);
+    g.push_back({ t, h, (nh + 2.0 * m.kvHeads) * d / tp });
+    g.push_back({ t, nh * d / tp, h });
+    return g;
+}
+
+/// The MLP block's forward weight GEMMs on one device: a dense SwiGLU (gate and up fused, then down), or the
+/// router (BF16), the shared experts and the routed experts as one grouped GEMM over the experts it holds.
+std::vector<Gemm> mlpGemms(const Transformer& m, bool moe)
+{
+    const double t = deviceTokens(m);
+    const double h = m.hidden;
+    const double tp = m.tp;
+    if (!moe) {
+        const double f = (m.isMoe() && m.moe.denseFfn > 0) ? m.moe.denseFfn : m.ffn;
+        return { { t, h, 2.0 * f / tp, 1.0, true, false }, { t, f / tp, h, 1.0, true, false } };
+    }
+    const double ef = m.moe.expertFfn;
+    const double shared = m.moe.sharedExperts;
+    const double pairs = m.moe.imbalance * t * m.moe.topK;
+    const double local = static_cast<double>(m.moe.experts) / std::max(1, m.moe.ep);
+    std::vector<Gemm> g { { t, h, static_cast<double>(m.moe.experts), 1.0, false, false } };
+    if (shared > 0) {
+        g.push_back({ t, h, 2.0 * shared * ef / tp, 1.0, true, false });
+        g.push_back({ t, shared * ef / tp, h, 1.0, true, false });
+    }
+    g.push_back({ pairs, h, 2.0 * ef / tp, local, true, false });
+    g.push_back({ pairs, ef / tp, h, local, true, false });
+    return g;
+}
+
+/// Forward bytes of the memory-bound operations (each reads its inputs and writes its outputs once): the
+/// attention block's RMSNorm (2·T·h), residual add (3·T·h), rotary (q and k's rotary parts, read and written)
+/// and MLA's latent norms; the MLP's RMSNorm, residual add, SwiGLU (2 in, 1 out per column), and of an MoE
+/// layer the router's fp32 softmax (2·4·T·E), the routed tokens' permute (T·h in, T·k·h out) and unpermute
+/// (T·k·h in, T·h out).
+std::pair<double, double> memoryBytes(const Transformer& m, bool moe)
+{
+    const double t = deviceTokens(m);
+    const double h = m.hidden;
+    const double e = m.dtypeBytes;
+    const double tp = m.tp;
+    const double stream = (m.sequenceParallel ? t * h * e / tp : t * h * e);
+    double attention = 5.0 * stream;
+    if (m.attention == Attention::MLA) {
+        const double rope = m.mla.qkRopeHeadDim;
+        attention += 2.0 * t * e * (m.heads * rope / tp + rope) + 2.0 * t * e * (m.mla.qLoraRank + m.mla.kvLoraRank);
+    } else {
+        const double d = m.headDim > 0 ? m.headDim : static_cast<double>(m.hidden / m.heads);
+        attention += 2.0 * t * e * (m.heads + m.kvHeads) * d / tp;
+    }
+    double mlp = 5.0 * stream;
+    if (!moe) {
+        const double f = (m.isMoe() && m.moe.denseFfn > 0) ? m.moe.denseFfn : m.ffn;
+        return { attention, mlp + 3.0 * t * e * f / tp };
+    }
+    const double pairs = m.moe.imbalance * t * m.moe.topK;
+    mlp += 8.0 * t * m.moe.experts + 2.0 * (t * h * e / tp + pairs * h * e / tp)
+        + 3.0 * e * m.moe.expertFfn / tp * (pairs + t * m.moe.sharedExperts);
+    return { attention, mlp };
 }
 
 Flops weightGemms(double tokens, double weights)
@@ -253,6 +349,10 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
     c.attention.f += c.attentionCoreFlops;
     c.attention.i += 2.0 * c.attentionCoreFlops;
     c.mlp = weightGemms(t, p.computedWeights);
+    c.gemms = attentionGemms(m);
+    for (const Gemm& g : mlpGemms(m, moe))
+        c.gemms.push_back(g);
+    std::tie(c.attentionMemoryBytes, c.mlpMemoryBytes) = memoryBytes(m, moe);
 
     const double attentionKept = a.kept.on(m);
     const double softmax = a.softmaxBytes / tp;
@@ -274,15 +374,25 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
     case Recompute::Full:
         c.activationBytes = (m.sequenceParallel ? t * h * e / tp : t * h * e); // the layer's input
         c.recomputeFlops = c.attention.f + c.mlp.f;
+        c.recomputeMemoryBytes = c.attentionMemoryBytes + c.mlpMemoryBytes;
         break;
     case Recompute::NormUpProjection:
         // DeepSeek-V3 §3.2.3: the norms' outputs and MLA's up-projections are rerun in the backward; the
         // attention core's output is kept (its flash-attention backward needs only Q, K, V and the context).
-        c.activationBytes = attentionKept - a.normUpKept.on(m) + p.keptBytes - p.normKeptBytes - otherInputsSaved;
+        // The MoE SwiGLUs' outputs are rerun from their kept inputs too (report §3.3.2), at their cached size.
+        c.activationBytes = attentionKept - a.normUpKept.on(m) + p.keptBytes - p.normKeptBytes - otherInputsSaved
+            - (1.0 - cacheSaving) * p.swigluOutputKeptBytes;
         c.recomputeFlops = 2.0 * t * a.upProjectionWeights / tp;
+        // the norms (each reads its input, writes its output) and the MoE SwiGLUs (2 in, 1 out)
+        c.recomputeMemoryBytes = 2.0 * (a.normOutputs.on(m) + p.normKeptBytes) + 3.0 * p.swigluOutputKeptBytes;
+        break;
         break;
     }
-    c.weightGradKeptBytes = a.weightGradKept.on(m) + p.weightGradKeptBytes;
+    // W's GEMM operands at the GEMM dtype; the router's fp32 logit gradients stay fp32.
+    const double gemmOperandScale
+        = m.gemmBytes > 0 && m.gemmBytes < m.dtypeBytes ? static_cast<double>(m.gemmBytes) / m.dtypeBytes : 1.0;
+    c.weightGradKeptBytes = (a.weightGradKept.on(m) + p.weightGradKeptBytes - p.weightGradFp32Bytes) * gemmOperandScale
+        + p.weightGradFp32Bytes;
     // Megatron-LM's tensor parallelism (Narayanan et al. 2021 §2.3): the row-parallel output of attention and
     // of the MLP are summed over the tensor ranks in F, the column-parallel inputs' gradients in B: one T×h
     // all-reduce (or reduce-scatter + all-gather with sequence parallelism, the same bytes) each.
@@ -331,6 +441,7 @@ EdgeCost embeddingCost(const Transformer& m)
     // F: a lookup (0 FLOPs); I: none (the input is token ids); W: a scatter-add of the output gradient into
     // the weight's gradient (T·h additions, not counted). The token ids kept for W (4·T bytes) are not counted.
     c.weightGradKeptBytes = deviceTokens(m) * m.hidden * m.dtypeBytes;
+    c.memoryBytes = 2.0 * deviceTokens(m) * m.hidden * m.dtypeBytes; // the gathered rows, read and written
     return c;
 }
 
@@ -343,6 +454,9 @@ EdgeCost headCost(const Transformer& m, Recompute /*recompute: the head is never
     EdgeCost c;
     c.parameters = h + v * h; // final RMSNorm and the output matrix (tied: the embedding's copy)
     c.flops = weightGemms(t, v * h);
+    c.gemms = { { t, h, v, 1.0, false, false } };
+    // the final norm (2·T·h) and the loss's softmax over the fp32 logits (read, written)
+    c.memoryBytes = 2.0 * t * h * e + 8.0 * t * v;
     // Korthikanti et al. 2022 §4 (total activations memory): the final norm's input, the head's input, and the
     // logits kept in fp32 for the cross-entropy's backward (4·T·vocab bytes).
     c.activationBytes = 2.0 * t * h * e + 4.0 * t * v;

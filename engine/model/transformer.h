@@ -6,6 +6,7 @@
 // for F/I/W FLOPs, Korthikanti et al. 2022 for activations, DeepSeek-V2/V3 reports for MLA and MoE).
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dps::model {
 
@@ -51,6 +52,10 @@ struct Moe {
     /// Tokens the busiest device of an EP group receives over the balanced share T·top_k (1.0 = balanced).
     /// Scales the routed experts' compute, kept activations and all-to-all volume of that device.
     double imbalance = 1.0;
+    /// Where the routing probability scales a routed expert: false = its output, in the combine (our engine's
+    /// MoE; the output is kept for the probability's gradient), true = the SwiGLU's output before W_down
+    /// (Megatron-Core's weighted SwiGLU: only the fp32 probability is kept). JSON model.moe.prob_scaling.
+    bool probsOnSwiglu = false;
 };
 
 /// A decoder-only transformer: embedding, `layers` × (RMSNorm, attention, RMSNorm, SwiGLU MLP or MoE), final
@@ -78,6 +83,10 @@ struct Transformer {
     /// Bytes per element of the activations kept for a GEMM's backward (its inputs: norm outputs, the context,
     /// the SwiGLU's and W_down's inputs, a routed token's input); 0 = dtypeBytes (DeepSeek-V3 report §3.3.1: FP8)
     int activationCacheBytes = 0;
+    /// Bytes per element of the weight GEMMs' operands; 0 = dtypeBytes. With 1 (FP8), W's operands (the input
+    /// X and the output gradient dY) are kept from I until W as the FP8 copies the Wgrad GEMM reads (DeepSeek-V3
+    /// report §3.3, Figure 6).
+    int gemmBytes = 0;
 
     bool isMoe() const { return moe.experts > 0; }
     /// Whether global layer `layer` (0-based) is an MoE layer.
@@ -93,6 +102,23 @@ struct Flops {
     double f = 0.0;
     double i = 0.0;
     double w = 0.0;
+};
+
+/// One weight GEMM of a forward on one device: [rows × inner] · [inner × cols], 2·rows·inner·cols FLOPs. Its I
+/// (input gradient) is [rows × cols] · [cols × inner] and its W (weight gradient) [inner × rows] · [rows × cols],
+/// the same FLOPs each. A grouped GEMM (the routed experts a device holds) is `groups` GEMMs of rows ÷ groups
+/// rows each, with a weight of its own each.
+struct Gemm {
+    double rows = 0.0; ///< tokens (routed experts: the token-expert pairs of every group together)
+    double inner = 0.0;
+    double cols = 0.0;
+    double groups = 1.0;
+    /// Whether it may run in FP8 with training.gemm_dtype "fp8"; the router and the LM head stay in BF16
+    /// (DeepSeek-V3 report §3.3: embedding, output head, MoE gating, norms and attention keep their precision).
+    bool lowPrecision = true;
+    bool attention = true; ///< of the attention block; false: of the MLP (or the head)
+    bool upProjection = false; ///< an MLA up-projection (rerun by recompute "norm-up-projection")
+    double flops() const { return 2.0 * rows * inner * cols; }
 };
 
 /// One layer for one microbatch on one device of its expert-parallel group (balanced routing: each device
@@ -115,6 +141,15 @@ struct LayerCost {
     double combineBytes = 0.0; ///< in one combine; the backward sends the same two volumes back
     double dispatchInterNodeBytes = 0.0; ///< of dispatchBytes, those crossing nodes (given the placement)
     double combineInterNodeBytes = 0.0;
+    /// The forward's weight GEMMs (Σ flops() = attention.f − attentionCoreFlops + mlp.f)
+    std::vector<Gemm> gemms;
+    /// Bytes the forward's memory-bound operations move through device memory (RMSNorms, residual adds, rotary,
+    /// SwiGLU, the router's softmax and the routed tokens' permutes); the backward moves twice as many
+    double attentionMemoryBytes = 0.0;
+    double mlpMemoryBytes = 0.0;
+    /// Of those, what the recompute policy reruns in the backward besides recomputeFlops (the norms, the MoE
+    /// SwiGLUs under "norm-up-projection"; everything under "full")
+    double recomputeMemoryBytes = 0.0;
     double tensorAllReduceBytes = 0.0; ///< tp > 1: bytes of each of the 2 all-reduces in F and 2 in B (T/cp × h)
     double contextKvBytes = 0.0; ///< cp > 1: bytes of one ring-attention step (one device's K and V block)
 };
@@ -124,6 +159,8 @@ struct EdgeCost {
     double parameters = 0.0; ///< elements the stage holds (a tied head: the embedding's copy on the last
                              ///< stage, as Megatron-LM keeps it; Totals count it once)
     Flops flops;
+    std::vector<Gemm> gemms; ///< the head's projection (none for the embedding)
+    double memoryBytes = 0.0; ///< forward bytes of memory-bound work (the lookup; the final norm and softmax)
     double activationBytes = 0.0; ///< kept from F until I (the head: logits for the loss gradient)
     double weightGradKeptBytes = 0.0;
 };

@@ -44,7 +44,10 @@ ModelInfo modelInfo(const Project& project, const Variant& variant)
         stage.iUs = c.inputGradUs;
         stage.wUs = c.weightGradUs;
         stage.bUs = c.backward();
-        stage.fbUs = costs.overlapTime(stage.stage, stage.stage);
+        const OverlapLayout slot = costs.overlapLayout(stage.stage, stage.stage);
+        stage.fbUs = slot.durationUs;
+        for (const LaneSegment& segment : slot.segments)
+            (segment.lane == Chunk::Compute ? stage.fbComputeUs : stage.fbCommUs) += segment.endUs - segment.startUs;
         stage.activationBytes = c.activationBytes;
         stage.a2aBytes = c.a2aBytes;
         info.stages.push_back(stage);

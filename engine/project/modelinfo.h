@@ -14,6 +14,9 @@ struct StageInfo {
     double parameters = 0.0; ///< elements held by one device
     double fUs = 0.0, iUs = 0.0, wUs = 0.0, bUs = 0.0; ///< µs
     double fbUs = 0.0; ///< an overlapped slot whose two halves are this stage, µs
+    /// Of that slot laid on two lanes, the time each lane is busy (µs): the compute lane (its chunks at the speed
+    /// they ran, slowed beside communication) and the all-to-all lane; both 0 for a flat slot.
+    double fbComputeUs = 0.0, fbCommUs = 0.0;
     double activationBytes = 0.0; ///< kept from F until I, one microbatch
     double a2aBytes = 0.0; ///< all-to-all bytes leaving one device in one F
 };

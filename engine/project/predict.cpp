@@ -117,7 +117,14 @@ Prediction predict(const Project& project, const Variant& variant, const Predict
     CostModel costs;
     try {
         schedule = buildSchedule(project, variant);
-        costs = options.fp32Tensors ? buildCostModel(project, variant, 4) : buildCostModel(project, variant);
+        // Our engine scales a routed expert's output in the combine (engine/runtime's MoE), whatever the model says.
+        std::optional<Project> engineProject;
+        if (options.engineRun && project.model.transformer.moe.probsOnSwiglu) {
+            engineProject = project;
+            engineProject->model.transformer.moe.probsOnSwiglu = false;
+        }
+        const Project& costed = engineProject ? *engineProject : project;
+        costs = options.fp32Tensors ? buildCostModel(costed, variant, 4) : buildCostModel(costed, variant);
         if (options.engineRun && project.model.kind == ModelKind::Transformer) {
             costs.gradientReplicas = std::max(1, variant.dp);
             costs.expertParallel

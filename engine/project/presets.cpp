@@ -178,6 +178,7 @@ ModelPreset scaledPreset(ModelPreset preset, const std::string& scale)
         t.moe.ep = t.moe.ep > 1 ? 2 : 1;
         t.moe.maxNodesPerToken = 0; // one node
         t.moe.dispatchBytes = t.moe.combineBytes = dtypeBytes(DType::FP32);
+        t.moe.probsOnSwiglu = false; // the engine scales an expert's output in the combine
     }
     m.layers = std::max(8, t.moe.denseLayers + 4);
     m.hidden = kHidden;

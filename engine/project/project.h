@@ -76,6 +76,20 @@ struct TrainingDesc {
 
 /// The devices the prediction is for. Devices are numbered node by node (gpusPerNode each); the placement
 /// rule (docs/model-library.md) puts the dp replicas of one pipeline rank on consecutive devices.
+/// How long each kind of operation takes on the device (docs/model-library.md "Device efficiency per
+/// operation"): a weight GEMM by its shape (wave quantization over the SMs, and never faster than its operands
+/// move through memory), the attention core at flash-attention's share of the peak, memory-bound operations by
+/// the memory bandwidth. Without it every FLOP runs at ClusterDesc::efficiency.
+struct KernelModel {
+    int smCount = 0; ///< streaming multiprocessors (compute units): one 128 × 128 output tile each per wave
+    double hbmBandwidthBytesPerUs = 0.0; ///< device memory bandwidth, bytes/µs
+    double gemmEfficiency = 0.8; ///< of device_flops, a large GEMM's (the best shape's) rate
+    double gemmEfficiencyFp8 = 0.7; ///< of device_flops_fp8, a large FP8 GEMM's rate
+    double attentionForwardEfficiency = 0.6; ///< of device_flops, the flash-attention forward's rate
+    double attentionBackwardEfficiency = 0.45; ///< of device_flops, its backward's rate
+    double memoryEfficiency = 0.9; ///< of hbm bandwidth, what a memory-bound kernel reaches
+};
+
 struct ClusterDesc {
     std::string device; ///< the device preset it was made from ("h800"), informational; "" = typed by hand
     double deviceFlops = 50e12; ///< peak FLOP/s of one device at the model's dtype
@@ -91,6 +105,7 @@ struct ClusterDesc {
     double interNodeBandwidthBytesPerUs = 25e3; ///< per device (its NIC), bytes/µs
     double commComputeShare = 20.0 / 132.0; ///< compute share the all-to-all takes in an overlapped slot
                                             ///< (DeepSeek-V3 report §3.2.2: 20 of 132 SMs)
+    std::optional<KernelModel> kernels; ///< per-operation rates; unset = `efficiency` for every FLOP
 };
 
 /// One schedule variant of a project.

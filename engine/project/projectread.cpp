@@ -115,7 +115,7 @@ model::Mla readMla(const JsonReader& r)
 model::Moe readMoe(const JsonReader& r, DType dtype)
 {
     r.allowOnly({ "experts", "top_k", "expert_ffn", "shared_experts", "dense_layers", "dense_ffn", "ep",
-        "dispatch_dtype", "combine_dtype", "max_nodes_per_token", "imbalance" });
+        "dispatch_dtype", "combine_dtype", "max_nodes_per_token", "imbalance", "prob_scaling" });
     model::Moe moe;
     moe.experts = integerOr(r, "experts", 0, 0);
     moe.topK = integerOr(r, "top_k", 0, 0);
@@ -130,6 +130,7 @@ model::Moe readMoe(const JsonReader& r, DType dtype)
     moe.imbalance = r.numberOr("imbalance", JsonReader::kPositive, 1.0);
     if (moe.imbalance < 1.0)
         r.fail("imbalance", "must be at least 1 (1 = balanced routing), got " + JsonReader::shown(r.get("imbalance")));
+    moe.probsOnSwiglu = readChoice(r, "prob_scaling", { "combine", "swiglu" }, 0) == 1;
     return moe;
 }
 
@@ -203,11 +204,39 @@ ModelDesc detail::readModel(const JsonReader& r, const std::string& source)
     return m;
 }
 
+namespace {
+
+/// cluster.kernels: sm_count and hbm_bandwidth_bytes_per_us required, the efficiencies in (0, 1].
+KernelModel readKernels(const JsonReader& r)
+{
+    r.allowOnly({ "sm_count", "hbm_bandwidth_bytes_per_us", "gemm_efficiency", "gemm_efficiency_fp8",
+        "attention_forward_efficiency", "attention_backward_efficiency", "memory_efficiency" });
+    KernelModel k;
+    k.smCount = r.integer("sm_count", 1);
+    if (!r.has("hbm_bandwidth_bytes_per_us"))
+        r.get("hbm_bandwidth_bytes_per_us"); // throws "missing (required)"
+    k.hbmBandwidthBytesPerUs = r.numberOr("hbm_bandwidth_bytes_per_us", JsonReader::kPositive, 0.0);
+    const auto fraction = [&r](const char* key, double fallback) {
+        const double v = r.numberOr(key, JsonReader::kPositive, fallback);
+        if (v > 1.0)
+            r.fail(key, "must be in (0, 1], got " + JsonReader::shown(r.get(key)));
+        return v;
+    };
+    k.gemmEfficiency = fraction("gemm_efficiency", k.gemmEfficiency);
+    k.gemmEfficiencyFp8 = fraction("gemm_efficiency_fp8", k.gemmEfficiencyFp8);
+    k.attentionForwardEfficiency = fraction("attention_forward_efficiency", k.attentionForwardEfficiency);
+    k.attentionBackwardEfficiency = fraction("attention_backward_efficiency", k.attentionBackwardEfficiency);
+    k.memoryEfficiency = fraction("memory_efficiency", k.memoryEfficiency);
+    return k;
+}
+
+} // namespace
+
 ClusterDesc detail::readCluster(const JsonReader& r)
 {
     r.allowOnly({ "device", "device_flops", "device_flops_fp8", "efficiency", "memory_per_device_bytes", "latency_us",
         "bandwidth_bytes_per_us", "gpus_per_node", "nodes", "inter_node_latency_us",
-        "inter_node_bandwidth_bytes_per_us", "comm_compute_share" });
+        "inter_node_bandwidth_bytes_per_us", "comm_compute_share", "kernels" });
     ClusterDesc c;
     c.device = r.has("device") ? r.string("device") : "";
     c.deviceFlops = r.numberOr("device_flops", JsonReader::kPositive, c.deviceFlops);
@@ -226,6 +255,8 @@ ClusterDesc detail::readCluster(const JsonReader& r)
     c.commComputeShare = r.numberOr("comm_compute_share", JsonReader::kNonNegative, c.commComputeShare);
     if (c.commComputeShare >= 1.0)
         r.fail("comm_compute_share", "must be in [0, 1), got " + JsonReader::shown(r.get("comm_compute_share")));
+    if (r.has("kernels"))
+        c.kernels = readKernels(r.object("kernels"));
     return c;
 }
 

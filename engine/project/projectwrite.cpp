@@ -61,7 +61,7 @@ bool needsFormat2(const Project& p)
     if (!c.device.empty() || c.deviceFlopsFp8 != defaults.deviceFlopsFp8 || c.gpusPerNode != defaults.gpusPerNode
         || c.nodes != defaults.nodes || c.interNodeLatencyUs != defaults.interNodeLatencyUs
         || c.interNodeBandwidthBytesPerUs != defaults.interNodeBandwidthBytesPerUs
-        || c.commComputeShare != defaults.commComputeShare)
+        || c.commComputeShare != defaults.commComputeShare || c.kernels)
         return true;
     return std::any_of(p.variants.begin(), p.variants.end(), [](const Variant& v) {
         return v.dp != 1 || v.microbatchSize != 0 || v.recompute.has_value() || v.recomputeLayers.has_value()
@@ -87,6 +87,8 @@ ojson moeJson(const model::Moe& moe, DType dtype)
     j["max_nodes_per_token"] = moe.maxNodesPerToken;
     if (moe.imbalance != 1.0)
         j["imbalance"] = moe.imbalance;
+    if (moe.probsOnSwiglu)
+        j["prob_scaling"] = "swiglu";
     return j;
 }
 
@@ -98,7 +100,7 @@ bool hasMoe(const model::Moe& moe, DType dtype)
         || moe.sharedExperts != dense.sharedExperts || moe.denseLayers != dense.denseLayers
         || moe.denseFfn != dense.denseFfn || moe.ep != dense.ep || moe.maxNodesPerToken != dense.maxNodesPerToken
         || moe.dispatchBytes != dtypeBytes(dtype) || moe.combineBytes != dtypeBytes(dtype)
-        || moe.imbalance != dense.imbalance;
+        || moe.imbalance != dense.imbalance || moe.probsOnSwiglu != dense.probsOnSwiglu;
 }
 
 ojson modelJson(const ModelDesc& m, bool format2)
@@ -173,6 +175,14 @@ ojson clusterJson(const ClusterDesc& c, bool format2)
     j["inter_node_latency_us"] = c.interNodeLatencyUs;
     j["inter_node_bandwidth_bytes_per_us"] = c.interNodeBandwidthBytesPerUs;
     j["comm_compute_share"] = c.commComputeShare;
+    if (c.kernels) {
+        const KernelModel& k = *c.kernels;
+        j["kernels"] = ojson { { "sm_count", k.smCount }, { "hbm_bandwidth_bytes_per_us", k.hbmBandwidthBytesPerUs },
+            { "gemm_efficiency", k.gemmEfficiency }, { "gemm_efficiency_fp8", k.gemmEfficiencyFp8 },
+            { "attention_forward_efficiency", k.attentionForwardEfficiency },
+            { "attention_backward_efficiency", k.attentionBackwardEfficiency },
+            { "memory_efficiency", k.memoryEfficiency } };
+    }
     return j;
 }
 

@@ -49,6 +49,8 @@ double a2aUs(double bytes, double interBytes, const Link& intra, const Link& int
     return us;
 }
 
+using Pass = GemmPass;
+
 /// The device's sustained rates: the GEMMs' (the FP8 peak with training.gemm_dtype "fp8", DeepSeek-V3 report
 /// §3.3; a device without an FP8 peak, cluster.device_flops_fp8 0, runs them at device_flops) and everything else's
 /// (the model dtype's peak: the attention core stays in BF16), both × efficiency.
@@ -58,12 +60,41 @@ public:
         : m_other(project.cluster)
         , m_gemm(project.cluster)
         , m_fp8(project.training.present && project.training.gemmBytes == 1 && project.cluster.deviceFlopsFp8 > 0.0)
+        , m_kernels(project.cluster.kernels)
+        , m_elementBytes(dtypeBytes(project.model.dtype))
     {
         if (m_fp8)
             m_gemm.deviceFlops = project.cluster.deviceFlopsFp8;
     }
 
     bool fp8() const { return m_fp8; }
+    /// Whether the cluster times each operation by its kind (cluster.kernels), not every FLOP at one rate.
+    bool perOperation() const { return m_kernels.has_value(); }
+
+    /// µs of one pass of a forward GEMM (gemmPassUs at the rates its precision runs at).
+    double gemmUs(const model::Gemm& g, Pass pass) const
+    {
+        const bool fp8 = m_fp8 && g.lowPrecision;
+        GemmRates r;
+        r.flopsPerSecond
+            = fp8 ? m_gemm.deviceFlops * m_kernels->gemmEfficiencyFp8 : m_other.deviceFlops * m_kernels->gemmEfficiency;
+        r.smCount = m_kernels->smCount;
+        r.memoryBytesPerUs = m_kernels->hbmBandwidthBytesPerUs * m_kernels->memoryEfficiency;
+        r.operandBytes = fp8 ? 1.0 : m_elementBytes;
+        r.outputBytes = m_elementBytes;
+        return gemmPassUs(g, pass, r);
+    }
+    /// µs of the attention core's `flops` (BF16, flash-attention's forward or backward share of the peak).
+    double coreUs(double flops, bool backward) const
+    {
+        const double share = backward ? m_kernels->attentionBackwardEfficiency : m_kernels->attentionForwardEfficiency;
+        return flops / (m_other.deviceFlops * share) * 1e6;
+    }
+    /// µs of memory-bound work moving `bytes` through device memory.
+    double memoryUs(double bytes) const
+    {
+        return bytes / (m_kernels->hbmBandwidthBytesPerUs * m_kernels->memoryEfficiency);
+    }
     /// µs of `flops`, `coreFlops` of them outside the GEMMs (one conversion when both rates are the same).
     double us(double flops, double coreFlops) const
     {
@@ -75,6 +106,8 @@ private:
     ClusterDesc m_other;
     ClusterDesc m_gemm;
     bool m_fp8;
+    std::optional<KernelModel> m_kernels;
+    double m_elementBytes;
 };
 
 /// Builds a chain of chunks: consecutive compute pieces merge into one chunk (their FLOPs summed, turned into
@@ -87,10 +120,14 @@ public:
     {
     }
 
-    /// `flops` of compute, `coreFlops` of them outside the GEMMs.
-    void compute(double flops, int layer, double coreFlops = 0.0)
+    /// `flops` of compute, `coreFlops` of them outside the GEMMs; with per-operation rates, `us` instead.
+    void compute(double flops, int layer, double coreFlops = 0.0, double us = 0.0)
     {
         Piece& p = computePiece(layer);
+        if (m_rates.perOperation()) {
+            p.us += us;
+            return;
+        }
         p.amount += flops;
         p.core += coreFlops;
     }
@@ -199,6 +236,27 @@ void checkBytes(double bytes, std::string_view what, std::string_view layersFiel
 
 } // namespace
 
+double gemmPassUs(const model::Gemm& g, GemmPass pass, const GemmRates& rates)
+{
+    constexpr double kTile = 128.0;
+    const double perGroup = g.rows / g.groups;
+    double outRows = perGroup, outCols = g.cols, inner = g.inner;
+    if (pass == GemmPass::I) {
+        outCols = g.inner;
+        inner = g.cols;
+    } else if (pass == GemmPass::W) {
+        outRows = g.inner;
+        inner = perGroup;
+    }
+    const double tiles = g.groups * std::ceil(outRows / kTile) * std::ceil(outCols / kTile);
+    const double sms = std::max(1, rates.smCount);
+    const double waveEfficiency = tiles / (std::ceil(tiles / sms) * sms);
+    const double computeUs = g.flops() / (rates.flopsPerSecond * waveEfficiency) * 1e6;
+    const double bytes
+        = g.groups * ((outRows * inner + inner * outCols) * rates.operandBytes + outRows * outCols * rates.outputBytes);
+    return std::max(computeUs, bytes / rates.memoryBytesPerUs);
+}
+
 model::Recompute recomputeOf(const Project& project, const Variant& variant)
 {
     return variant.recompute.value_or(project.model.recompute);
@@ -216,6 +274,7 @@ model::Transformer transformerFor(const Project& project, const Variant& variant
     t.cp = std::max(1, variant.cp);
     t.sequenceParallel = variant.sequenceParallel && t.tp > 1;
     t.activationCacheBytes = project.training.present ? project.training.activationCacheBytes : 0;
+    t.gemmBytes = project.training.present ? project.training.gemmBytes : 0;
     return t;
 }
 
@@ -305,6 +364,12 @@ struct StageBuild {
     double fFlops = 0.0, iFlops = 0.0, wFlops = 0.0;
     double fCore = 0.0, iCore = 0.0; ///< of fFlops and iFlops, the attention core's (not at the GEMM rate)
     double fSerialUs = 0.0, iSerialUs = 0.0; ///< tensor- and context-parallel µs on the compute stream
+    double fUs = 0.0, iUs = 0.0, wUs = 0.0; ///< with per-operation rates: the compute's µs (I with its recompute)
+
+    /// µs of the F, I (with recompute) and W compute, at whichever rates the cluster has.
+    double forwardComputeUs(const Rates& r) const { return r.perOperation() ? fUs : r.us(fFlops, fCore); }
+    double inputComputeUs(const Rates& r) const { return r.perOperation() ? iUs : r.us(iFlops, iCore); }
+    double weightComputeUs(const Rates& r) const { return r.perOperation() ? wUs : r.us(wFlops, 0.0); }
     double parameters = 0.0, expertParameters = 0.0, largestLayerParameters = 0.0;
     bool communicates = false;
 };
@@ -322,7 +387,8 @@ std::pair<double, double> parallelLayerUs(const model::LayerCost& lc, model::Rec
     double b = 2.0 * allReduce + (recompute == model::Recompute::Full ? 2.0 * allReduce : 0.0);
     if (m.cp > 1) {
         const double ring = (m.cp - 1.0) * (links.context.latencyUs + links.context.wireUs(lc.contextKvBytes));
-        const double core = rates.us(lc.attentionCoreFlops, lc.attentionCoreFlops);
+        const double core = rates.perOperation() ? rates.coreUs(lc.attentionCoreFlops, false)
+                                                 : rates.us(lc.attentionCoreFlops, lc.attentionCoreFlops);
         const double exposed = std::max(0.0, ring - core);
         f += exposed;
         b += std::max(0.0, 2.0 * ring - 2.0 * core)
@@ -361,6 +427,87 @@ double backwardCoreFlops(const model::LayerCost& lc, model::Recompute recompute)
     return 2.0 * lc.attentionCoreFlops + (rerun ? lc.attentionCoreFlops : 0.0);
 }
 
+/// One layer's compute µs at per-operation rates (zeros with the flat rate): F of its attention and MLP blocks,
+/// I and W of each, and what its recompute reruns.
+struct LayerUs {
+    double attentionF = 0.0, mlpF = 0.0;
+    double attentionI = 0.0, mlpI = 0.0;
+    double attentionW = 0.0, mlpW = 0.0;
+    double recompute = 0.0;
+};
+
+LayerUs layerUs(const model::LayerCost& lc, model::Recompute recompute, const Rates& rates)
+{
+    LayerUs u;
+    if (!rates.perOperation())
+        return u;
+    for (const model::Gemm& g : lc.gemms) {
+        (g.attention ? u.attentionF : u.mlpF) += rates.gemmUs(g, Pass::F);
+        (g.attention ? u.attentionI : u.mlpI) += rates.gemmUs(g, Pass::I);
+        (g.attention ? u.attentionW : u.mlpW) += rates.gemmUs(g, Pass::W);
+    }
+    const double coreF = rates.coreUs(lc.attentionCoreFlops, false);
+    u.attentionF += coreF + rates.memoryUs(lc.attentionMemoryBytes);
+    u.mlpF += rates.memoryUs(lc.mlpMemoryBytes);
+    // The backward reads what the forward read and writes the gradients: twice its memory traffic.
+    u.attentionI += rates.coreUs(2.0 * lc.attentionCoreFlops, true) + rates.memoryUs(2.0 * lc.attentionMemoryBytes);
+    u.mlpI += rates.memoryUs(2.0 * lc.mlpMemoryBytes);
+    switch (recompute) {
+    case model::Recompute::None:
+        break;
+    case model::Recompute::Selective:
+        u.recompute = coreF;
+        break;
+    case model::Recompute::Full:
+        u.recompute = u.attentionF + u.mlpF;
+        break;
+    case model::Recompute::NormUpProjection:
+        for (const model::Gemm& g : lc.gemms)
+            if (g.upProjection)
+                u.recompute += rates.gemmUs(g, Pass::F);
+        u.recompute += rates.memoryUs(lc.recomputeMemoryBytes);
+        break;
+    }
+    return u;
+}
+
+/// An edge's (embedding's or head's) F and I + W µs at per-operation rates (zeros with the flat rate).
+std::pair<double, double> edgeUs(const model::EdgeCost& edge, const Rates& rates)
+{
+    if (!rates.perOperation())
+        return { 0.0, 0.0 };
+    double f = rates.memoryUs(edge.memoryBytes);
+    double b = rates.memoryUs(2.0 * edge.memoryBytes);
+    for (const model::Gemm& g : edge.gemms) {
+        f += rates.gemmUs(g, Pass::F);
+        b += rates.gemmUs(g, Pass::I) + rates.gemmUs(g, Pass::W);
+    }
+    return { f, b };
+}
+
+/// An edge's W µs at per-operation rates.
+double edgeWeightUs(const model::EdgeCost& edge, const Rates& rates)
+{
+    double w = 0.0;
+    if (rates.perOperation())
+        for (const model::Gemm& g : edge.gemms)
+            w += rates.gemmUs(g, Pass::W);
+    return w;
+}
+
+/// Adds an edge's FLOPs and per-operation µs to the stage's sums.
+void addEdge(const model::EdgeCost& edge, const Rates& rates, StageBuild& b)
+{
+    b.fFlops += edge.flops.f;
+    b.iFlops += edge.flops.i;
+    b.wFlops += edge.flops.w;
+    const auto [f, iw] = edgeUs(edge, rates);
+    const double w = edgeWeightUs(edge, rates);
+    b.fUs += f;
+    b.iUs += iw - w;
+    b.wUs += w;
+}
+
 /// The forward chain (embedding, layers with their all-to-alls and tensor/context collectives, head) and the
 /// stage's FLOPs, parameters and kept activations; returns each layer's cost for the backward.
 std::vector<model::LayerCost> buildForward(const StageInputs& in, int firstLayer, int layers, bool firstStage,
@@ -368,10 +515,8 @@ std::vector<model::LayerCost> buildForward(const StageInputs& in, int firstLayer
 {
     const model::EdgeCost embedding = model::embeddingCost(in.m);
     if (firstStage) {
-        forward.compute(embedding.flops.f, -1);
-        b.fFlops += embedding.flops.f;
-        b.iFlops += embedding.flops.i;
-        b.wFlops += embedding.flops.w;
+        forward.compute(embedding.flops.f, -1, 0.0, edgeUs(embedding, in.rates).first);
+        addEdge(embedding, in.rates, b);
         b.parameters += embedding.parameters;
         cost.activationBytes += embedding.activationBytes;
         cost.weightGradKeptBytes += embedding.weightGradKeptBytes;
@@ -383,6 +528,10 @@ std::vector<model::LayerCost> buildForward(const StageInputs& in, int firstLayer
         const model::Recompute recompute = in.layerRecompute(k);
         const model::LayerCost lc = model::layerCost(in.m, layer, recompute, in.placement.ep);
         const double parallelFUs = parallelLayerUs(lc, recompute, in.m, in.links, in.rates).first;
+        const LayerUs u = layerUs(lc, recompute, in.rates);
+        b.fUs += u.attentionF + u.mlpF;
+        b.iUs += u.attentionI + u.mlpI + u.recompute;
+        b.wUs += u.attentionW + u.mlpW;
         b.fFlops += lc.attention.f + lc.mlp.f;
         b.iFlops += lc.attention.i + lc.mlp.i + lc.recomputeFlops;
         b.wFlops += lc.attention.w + lc.mlp.w;
@@ -399,23 +548,21 @@ std::vector<model::LayerCost> buildForward(const StageInputs& in, int firstLayer
             b.communicates = true;
             checkA2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, in.links.intra, in.links.inter, in.layersField);
             checkA2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter, in.layersField);
-            forward.compute(lc.attention.f, layer, lc.attentionCoreFlops);
+            forward.compute(lc.attention.f, layer, lc.attentionCoreFlops, u.attentionF);
             forward.serial(parallelFUs, layer);
             forward.comm(a2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, in.links.intra, in.links.inter), layer);
-            forward.compute(lc.mlp.f, layer);
+            forward.compute(lc.mlp.f, layer, 0.0, u.mlpF);
             forward.comm(a2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter), layer);
         } else {
-            forward.compute(lc.attention.f + lc.mlp.f, layer, lc.attentionCoreFlops);
+            forward.compute(lc.attention.f + lc.mlp.f, layer, lc.attentionCoreFlops, u.attentionF + u.mlpF);
             forward.serial(parallelFUs, layer);
         }
         layerCosts.push_back(lc);
     }
     if (lastStage) {
         const model::EdgeCost head = model::headCost(in.m, in.recompute);
-        forward.compute(head.flops.f, -1);
-        b.fFlops += head.flops.f;
-        b.iFlops += head.flops.i;
-        b.wFlops += head.flops.w;
+        forward.compute(head.flops.f, -1, 0.0, edgeUs(head, in.rates).first);
+        addEdge(head, in.rates, b);
         // A tied head on a stage that also holds the embedding is the same matrix: only its final norm is new.
         b.parameters += head.parameters - (firstStage && in.m.tiedEmbeddings ? embedding.parameters : 0.0);
         cost.activationBytes += head.activationBytes;
@@ -434,7 +581,7 @@ void buildBackward(const StageInputs& in, int firstLayer, const std::vector<mode
 {
     if (lastStage) {
         const model::EdgeCost head = model::headCost(in.m, in.recompute);
-        backward.compute(head.flops.i + head.flops.w, -1);
+        backward.compute(head.flops.i + head.flops.w, -1, 0.0, edgeUs(head, in.rates).second);
     }
     for (int k = static_cast<int>(layerCosts.size()) - 1; k >= 0; --k) {
         const int layer = firstLayer + k;
@@ -442,25 +589,27 @@ void buildBackward(const StageInputs& in, int firstLayer, const std::vector<mode
         const model::LayerCost& lc = layerCosts[static_cast<std::size_t>(k)];
         const double parallelBUs = parallelLayerUs(lc, recompute, in.m, in.links, in.rates).second;
         const double core = backwardCoreFlops(lc, recompute);
+        const LayerUs u = layerUs(lc, recompute, in.rates);
         b.iSerialUs += parallelBUs;
         if (lc.dispatchBytes > 0.0 || lc.combineBytes > 0.0) {
             const double gradUs = a2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter);
             const bool full = recompute == model::Recompute::Full;
             backward.comm(gradUs, layer);
-            backward.compute(
-                lc.mlp.i + lc.mlp.w + (full ? lc.recomputeFlops : 0.0), layer, full ? lc.attentionCoreFlops : 0.0);
+            backward.compute(lc.mlp.i + lc.mlp.w + (full ? lc.recomputeFlops : 0.0), layer,
+                full ? lc.attentionCoreFlops : 0.0, u.mlpI + u.mlpW + (full ? u.recompute : 0.0));
             backward.comm(gradUs, layer);
             backward.compute(lc.attention.i + lc.attention.w + (full ? 0.0 : lc.recomputeFlops), layer,
-                full ? core - lc.attentionCoreFlops : core);
+                full ? core - lc.attentionCoreFlops : core, u.attentionI + u.attentionW + (full ? 0.0 : u.recompute));
             backward.serial(parallelBUs, layer);
         } else {
-            backward.compute(lc.attention.i + lc.attention.w + lc.mlp.i + lc.mlp.w + lc.recomputeFlops, layer, core);
+            backward.compute(lc.attention.i + lc.attention.w + lc.mlp.i + lc.mlp.w + lc.recomputeFlops, layer, core,
+                u.attentionI + u.attentionW + u.mlpI + u.mlpW + u.recompute);
             backward.serial(parallelBUs, layer);
         }
     }
     if (firstStage) {
         const model::EdgeCost embedding = model::embeddingCost(in.m);
-        backward.compute(embedding.flops.i + embedding.flops.w, -1);
+        backward.compute(embedding.flops.i + embedding.flops.w, -1, 0.0, edgeUs(embedding, in.rates).second);
     }
 }
 
@@ -485,8 +634,8 @@ void addShardGathers(const Project& project, const Variant& variant, const Stage
     const double gatherUs
         = ringAllGatherUs((b.parameters - b.expertParameters) * e, static_cast<int>(dense), links.shards)
         + ringAllGatherUs(b.expertParameters * e, static_cast<int>(expert), links.shards);
-    const double fExposed = std::max(0.0, gatherUs - rates.us(b.fFlops, b.fCore));
-    const double bExposed = std::max(0.0, gatherUs - rates.us(b.iFlops + b.wFlops, b.iCore));
+    const double fExposed = std::max(0.0, gatherUs - b.forwardComputeUs(rates));
+    const double bExposed = std::max(0.0, gatherUs - b.inputComputeUs(rates) - b.weightComputeUs(rates));
     forward.serial(fExposed, lastLayer);
     backward.serial(bExposed, -1);
     b.fSerialUs += fExposed;
@@ -501,15 +650,15 @@ void stageTimes(const ClusterDesc& cluster, const Rates& rates, const StageBuild
     checkComputeUs(b.fFlops, cluster, "F", layersField, layers);
     checkComputeUs(b.iFlops, cluster, "I (with its recompute)", layersField, layers);
     checkComputeUs(b.wFlops, cluster, "W", layersField, layers);
-    cost.weightGradUs = rates.us(b.wFlops, 0.0);
+    cost.weightGradUs = b.weightComputeUs(rates);
     if (b.communicates) {
         cost.forwardChain = forward.chunks();
         cost.backwardChain = backward.chunks();
         cost.forwardUs = chainSum(cost.forwardChain);
         std::tie(cost.inputGradUs, cost.weightGradUs) = splitBackward(chainSum(cost.backwardChain), cost.weightGradUs);
     } else {
-        cost.forwardUs = rates.us(b.fFlops, b.fCore) + b.fSerialUs;
-        cost.inputGradUs = rates.us(b.iFlops, b.iCore) + b.iSerialUs;
+        cost.forwardUs = b.forwardComputeUs(rates) + b.fSerialUs;
+        cost.inputGradUs = b.inputComputeUs(rates) + b.iSerialUs;
     }
     if (!(cost.forwardUs <= kMaxCostUs) || !(cost.backward() <= kMaxCostUs))
         throw FormatError(std::string(layersField) + ": F of " + shown(cost.forwardUs) + " µs or B of "

@@ -45,6 +45,24 @@ int microbatchSizeOf(const Project& project, const Variant& variant);
 StageCost transformerStageCost(const Project& project, const Variant& variant, const DevicePlacement& placement,
     int firstLayer, int layers, bool firstStage, bool lastStage, std::string_view layersField);
 
+/// The three passes of a weight GEMM: F writes rows × cols, I (dX = dY·Wᵀ) rows × inner, W (dW = Xᵀ·dY)
+/// inner × cols per group.
+enum class GemmPass { F, I, W };
+
+/// The rates one GEMM runs at under cluster.kernels.
+struct GemmRates {
+    double flopsPerSecond = 0.0; ///< the large-GEMM rate: peak × gemm efficiency, FLOP/s
+    int smCount = 1; ///< output tiles of 128 × 128 one wave computes
+    double memoryBytesPerUs = 0.0; ///< hbm bandwidth × memory efficiency, bytes/µs
+    double operandBytes = 2.0; ///< bytes per element of the inputs (FP8: 1)
+    double outputBytes = 2.0; ///< bytes per element of the output
+};
+
+/// µs of one pass of `g` (docs/model-library.md "Device efficiency per operation"): its FLOPs at
+/// flopsPerSecond × the wave efficiency of its output tiles, n ÷ (⌈n / smCount⌉ × smCount) for n tiles, and
+/// never less than its inputs' and output's bytes at memoryBytesPerUs.
+double gemmPassUs(const model::Gemm& g, GemmPass pass, const GemmRates& rates);
+
 namespace detail {
 /// How messages name a field of `variant`: "variants[i].<field>" for a variant of the project (matched by
 /// address or name), else "variant \"name\", <field>" (a variant built in code).

@@ -499,8 +499,9 @@ TEST(ModelLayer, NormUpProjectionRecomputeOfDeepSeekV3)
     const LayerCost sel = layerCost(m, 5, Recompute::Selective);
     const LayerCost c = layerCost(m, 5, Recompute::NormUpProjection);
     // Freed against selective: attention norm output (7168), norm(c_q) (1536), norm(c_kv) (512), Q and K
-    // (n_h·192 each), V (n_h·128); the MLP norm output (7168); bf16.
-    const double freed = T * 2 * (7168 + 1536 + 512 + 2 * qDim + 128.0 * 128) + T * 2 * 7168;
+    // (n_h·192 each), V (n_h·128); the MLP norm output (7168); the SwiGLUs' outputs (W_down's inputs) of the
+    // shared expert and the 8 routed pairs (2048 each, report §3.3.2); bf16.
+    const double freed = T * 2 * (7168 + 1536 + 512 + 2 * qDim + 128.0 * 128) + T * 2 * 7168 + T * 2 * 9 * 2048.0;
     EXPECT_DOUBLE_EQ(c.activationBytes, sel.activationBytes - freed);
     // Rerun: W^UQ (1536 × n_h·192) and W^UK, W^UV (512 × n_h·256).
     EXPECT_DOUBLE_EQ(c.recomputeFlops, 2 * T * (1536 * qDim + 512.0 * 128 * 256));
@@ -516,16 +517,44 @@ TEST(ModelLayer, Fp8ActivationCacheHalvesTheGemmInputsKept)
     const LayerCost bf16 = layerCost(m, 5, Recompute::NormUpProjection);
     m.activationCacheBytes = 1;
     const LayerCost fp8 = layerCost(m, 5, Recompute::NormUpProjection);
-    // Still kept and now in FP8: the context (n_h·128), the shared expert's gate/up/down inputs (3·2048), each
-    // of the 8 routed pairs' input (7168) and gate/up/down inputs (3·2048); half their bf16 bytes saved.
+    // Still kept and now in FP8: the context (n_h·128), the shared expert's gate/up inputs (2·2048), each of the
+    // 8 routed pairs' input (7168) and gate/up inputs (2·2048); half their bf16 bytes saved (the down inputs are
+    // rerun under this recompute).
+    const double kept = T * 2 * (128.0 * 128 + 2 * 2048 + 8 * (7168 + 2 * 2048.0));
+    EXPECT_DOUBLE_EQ(bf16.activationBytes - fp8.activationBytes, kept / 2);
+    // With the down inputs (3·2048 per expert) where they are kept.
     const double inputs = T * 2 * (128.0 * 128 + 3 * 2048 + 8 * (7168 + 3 * 2048.0));
-    EXPECT_DOUBLE_EQ(bf16.activationBytes - fp8.activationBytes, inputs / 2);
     // Without the recompute the norms' outputs (7168 + 1536 + 512 and the MLP's 7168) are cached in FP8 too.
     m.activationCacheBytes = 0;
     const double selective = layerCost(m, 5, Recompute::Selective).activationBytes;
     m.activationCacheBytes = 1;
     EXPECT_DOUBLE_EQ(selective - layerCost(m, 5, Recompute::Selective).activationBytes,
         inputs / 2 + T * (7168 + 1536 + 512 + 7168.0));
+}
+
+TEST(ModelLayer, ProbabilitiesScalingTheSwigluKeepNoExpertOutput)
+{
+    // Megatron-Core's weighted SwiGLU: each of the 8 routed pairs keeps its fp32 probability (4 bytes) instead
+    // of its output (7168 bf16 elements).
+    Transformer m = deepseekV3();
+    const double T = 4096;
+    const LayerCost combine = layerCost(m, 5, Recompute::None);
+    m.moe.probsOnSwiglu = true;
+    const LayerCost swiglu = layerCost(m, 5, Recompute::None);
+    EXPECT_DOUBLE_EQ(combine.activationBytes - swiglu.activationBytes, T * 8 * (2 * 7168.0 - 4));
+    EXPECT_DOUBLE_EQ(combine.weightGradKeptBytes, swiglu.weightGradKeptBytes);
+}
+
+TEST(ModelLayer, Fp8GemmsKeepWeightGradientOperandsInOneByte)
+{
+    // DeepSeek-V3 report Figure 6: Wgrad reads the FP8 input and output gradient; the router's fp32 logit
+    // gradients (4·T·256 bytes) stay fp32.
+    Transformer m = deepseekV3();
+    const double T = 4096;
+    const double bf16 = layerCost(m, 5, Recompute::None).weightGradKeptBytes;
+    m.gemmBytes = 1;
+    const double router = 4 * T * 256;
+    EXPECT_DOUBLE_EQ(layerCost(m, 5, Recompute::None).weightGradKeptBytes, (bf16 - router) / 2 + router);
 }
 
 TEST(ModelLayer, ImbalanceScalesTheBusiestDevicesRoutedWork)

@@ -161,6 +161,33 @@ TEST(DevicePresets, DatasheetNumbers)
     }
 }
 
+TEST(DevicePresets, EveryGpuTimesEachOperationByItsKindAndTheCpuDoesNot)
+{
+    struct Expected {
+        const char* id;
+        int sms;
+        double hbm, gemm, gemmFp8; // bytes/µs; best-shape matmul shares of the BF16 and FP8 peaks
+    };
+    const Expected table[] = {
+        { "a100-80g", 108, 2.039e6, 0.859, 0.859 }, { "h100-sxm", 132, 3.35e6, 0.801, 0.734 },
+        { "h800", 132, 3.35e6, 0.801, 0.734 }, { "h200", 132, 4.8e6, 0.803, 0.734 }, { "b200", 148, 8.0e6, 0.776, 0.763 },
+        { "mi300x", 304, 5.3e6, 0.601, 0.601 },
+    };
+    for (const Expected& e : table) {
+        SCOPED_TRACE(e.id);
+        const ClusterDesc c = devicePreset(e.id);
+        ASSERT_TRUE(c.kernels);
+        EXPECT_EQ(c.kernels->smCount, e.sms);
+        EXPECT_EQ(c.kernels->hbmBandwidthBytesPerUs, e.hbm);
+        EXPECT_EQ(c.kernels->gemmEfficiency, e.gemm);
+        EXPECT_EQ(c.kernels->gemmEfficiencyFp8, e.gemmFp8);
+        EXPECT_EQ(c.kernels->attentionForwardEfficiency, 0.6);
+        EXPECT_EQ(c.kernels->attentionBackwardEfficiency, 0.45);
+        EXPECT_EQ(c.kernels->memoryEfficiency, 0.9);
+    }
+    EXPECT_FALSE(devicePreset("cpu").kernels);
+}
+
 TEST(DevicePresets, CpuIsTheDefaultProjectsCluster)
 {
     const ClusterDesc c = devicePreset("cpu");

@@ -594,3 +594,84 @@ TEST(TransformerCost, BlockModelOnNodesHopsBetweenThem)
     EXPECT_TRUE(costs.crossesNodes(1, 2));
     EXPECT_DOUBLE_EQ(costs.commComputeShare, 0.0);
 }
+
+TEST(TransformerKernels, AGemmPassRunsItsTilesInWavesAndNoFasterThanItsBytesMove)
+{
+    GemmRates r;
+    r.flopsPerSecond = 1e12;
+    r.smCount = 4;
+    r.memoryBytesPerUs = 1e4;
+    const model::Gemm g { 256, 1024, 384 }; // 2·256·1024·384 = 201,326,592 FLOPs
+    // F writes 256 × 384: 2 × 3 = 6 tiles in 2 waves of 4, a wave efficiency of 6/8.
+    EXPECT_DOUBLE_EQ(gemmPassUs(g, GemmPass::F, r), 201326592.0 / (1e12 * 0.75) * 1e6);
+    // I writes 256 × 1024 (16 tiles) and W 1024 × 384 (24 tiles): whole waves.
+    EXPECT_DOUBLE_EQ(gemmPassUs(g, GemmPass::I, r), 201.326592);
+    EXPECT_DOUBLE_EQ(gemmPassUs(g, GemmPass::W, r), 201.326592);
+    // At 1000 bytes/µs F's bytes take longer: (256·1024 + 1024·384)·2 + 256·384·2 = 1,507,328 bytes.
+    r.memoryBytesPerUs = 1e3;
+    EXPECT_DOUBLE_EQ(gemmPassUs(g, GemmPass::F, r), 1507.328);
+    // A grouped GEMM: 4 groups of 128 rows, each 1 × 1 tile in F (4 tiles, one wave), in W 1 × 1 tile each.
+    r.memoryBytesPerUs = 1e9;
+    const model::Gemm grouped { 512, 64, 128, 4.0 };
+    EXPECT_DOUBLE_EQ(gemmPassUs(grouped, GemmPass::F, r), 2.0 * 512 * 64 * 128 / 1e12 * 1e6);
+    // FP8 operands halve the input bytes: F of g at 1000 bytes/µs moves 655,360 + 196,608 bytes.
+    r.memoryBytesPerUs = 1e3;
+    r.operandBytes = 1.0;
+    EXPECT_DOUBLE_EQ(gemmPassUs(g, GemmPass::F, r), 851.968);
+}
+
+TEST(TransformerKernels, ALayersGemmsAddUpToItsWeightFlops)
+{
+    for (const Project& p : { deepSeek(16, 64), smallDense() }) {
+        const model::Transformer m = transformerOf(p.model);
+        for (int layer : { 0, m.layers - 1 }) {
+            SCOPED_TRACE(layer);
+            const model::LayerCost c = model::layerCost(m, layer, model::Recompute::None);
+            double flops = 0.0;
+            for (const model::Gemm& g : c.gemms)
+                flops += g.flops();
+            const double weightFlops = c.attention.f - c.attentionCoreFlops + c.mlp.f;
+            EXPECT_NEAR(flops, weightFlops, weightFlops * 1e-12);
+        }
+    }
+}
+
+TEST(TransformerKernels, ADenseStageIsTheSumOfItsOperations)
+{
+    Project p = smallDense();
+    KernelModel k;
+    k.smCount = 2;
+    k.hbmBandwidthBytesPerUs = 1e4;
+    k.gemmEfficiency = 0.5;
+    k.attentionForwardEfficiency = 0.25;
+    k.attentionBackwardEfficiency = 0.2;
+    k.memoryEfficiency = 0.5;
+    p.cluster.kernels = k;
+    const Variant& v = p.variants[0];
+    const StageCost c = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
+
+    const model::Transformer m = transformerFor(p, v);
+    GemmRates r;
+    r.flopsPerSecond = p.cluster.deviceFlops * 0.5;
+    r.smCount = 2;
+    r.memoryBytesPerUs = 1e4 * 0.5;
+    double f = 0.0, i = 0.0, w = 0.0;
+    for (int layer : { 2, 3 }) {
+        const model::LayerCost lc = model::layerCost(m, layer, model::Recompute::None);
+        for (const model::Gemm& g : lc.gemms) {
+            f += gemmPassUs(g, GemmPass::F, r);
+            i += gemmPassUs(g, GemmPass::I, r);
+            w += gemmPassUs(g, GemmPass::W, r);
+        }
+        const double memory = lc.attentionMemoryBytes + lc.mlpMemoryBytes;
+        f += lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.25) * 1e6 + memory / r.memoryBytesPerUs;
+        i += 2.0 * lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.2) * 1e6 + 2.0 * memory / r.memoryBytesPerUs;
+    }
+    EXPECT_NEAR(c.forwardUs, f, f * 1e-12);
+    EXPECT_NEAR(c.inputGradUs, i, i * 1e-12);
+    EXPECT_NEAR(c.weightGradUs, w, w * 1e-12);
+    // Without the kernel model the same stage takes its FLOPs at device_flops × efficiency.
+    p.cluster.kernels.reset();
+    const StageCost flat = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
+    EXPECT_NE(flat.forwardUs, c.forwardUs);
+}
