@@ -37,7 +37,8 @@ json candidateJson(const Project& project, const PlanCandidate& c)
     json peaks = json::array();
     for (double b : c.peakMemoryPerRank)
         peaks.push_back(b);
-    return { { "name", c.variant.name }, { "kind", std::string(kindName(c.kind)) }, { "pp", c.pp }, { "dp", c.dp },
+    return { { "name", c.variant.name }, { "kind", std::string(kindName(c.kind)) }, { "tp", c.tp }, { "cp", c.cp },
+        { "pp", c.pp }, { "dp", c.dp }, { "sequence_parallel", c.sequenceParallel }, { "zero", c.zero },
         { "stages_per_rank", c.stagesPerRank }, { "microbatches", c.microbatches },
         { "microbatch_size", c.microbatchSize }, { "layer_partition", c.layerPartition },
         { "recompute",
@@ -46,23 +47,24 @@ json candidateJson(const Project& project, const PlanCandidate& c)
         { "bubble_rate", c.bubbleRate }, { "peak_memory_bytes", c.peakMemoryBytes },
         { "peak_memory_rank", c.peakMemoryRank }, { "peak_memory_per_rank_bytes", std::move(peaks) },
         { "tokens_per_s", c.tokensPerSecond }, { "tokens_per_s_per_device", c.tokensPerSecondPerDevice },
-        { "pareto", c.pareto } };
+        { "mfu", c.mfu }, { "pareto", c.pareto } };
 }
 
 void printPlan(const std::string& file, const Project& project, const PlanArgs& args, const PlanResult& r)
 {
     std::cout << file << ": " << args.devices << " devices, global batch " << args.globalBatch << " sequences, limit "
               << formatBytes(r.memoryLimitBytes) << " per device\n\n";
-    std::vector<std::vector<std::string>> rows { { "#", "variant", "pp", "dp", "microbatches", "partition", "recompute",
-        "step", "bubble", "peak memory", "tokens/s", "tokens/s/device", "pareto" } };
+    std::vector<std::vector<std::string>> rows { { "#", "variant", "tp", "cp", "pp", "dp", "zero", "microbatches",
+        "partition", "recompute", "step", "bubble", "peak memory", "tokens/s", "tokens/s/device", "MFU", "pareto" } };
     const std::size_t top = std::min(r.candidates.size(), static_cast<std::size_t>(std::max(0, args.top)));
     for (std::size_t i = 0; i < top; ++i) {
         const PlanCandidate& c = r.candidates[i];
-        rows.push_back({ std::to_string(i + 1), c.variant.name, std::to_string(c.pp), std::to_string(c.dp),
+        rows.push_back({ std::to_string(i + 1), c.variant.name, std::to_string(c.tp), std::to_string(c.cp),
+            std::to_string(c.pp), std::to_string(c.dp), std::to_string(c.zero),
             std::to_string(c.microbatches) + " × " + std::to_string(c.microbatchSize), partitionText(c.layerPartition),
             recomputeText(project, c), formatTime(c.stepUs), formatPercent(c.bubbleRate),
             formatBytes(c.peakMemoryBytes), formatCount(c.tokensPerSecond), formatCount(c.tokensPerSecondPerDevice),
-            c.pareto ? "*" : "" });
+            formatPercent(c.mfu), c.pareto ? "*" : "" });
     }
     if (top > 0)
         std::cout << formatTable(rows, 2) << "\n";
@@ -91,7 +93,8 @@ void printPlan(const std::string& file, const Project& project, const PlanArgs& 
               << r.failed << " failed; " << r.candidates.size() << " fit; search " << formatTime(r.searchMs * 1000.0)
               << "\n"
               << "step = makespan + the data-parallel all-reduce not hidden by the cool-down (docs/planner.md); "
-                 "* = on the Pareto front of step time against peak memory\n";
+                 "* = on the Pareto front of step time against peak memory; MFU = model FLOPs ÷ (step × devices × "
+                 "the GEMM dtype's peak)\n";
 }
 
 /// The project `plan --model M --device D` searches: the model and training state of preset M on the cluster of
@@ -159,7 +162,17 @@ int cmdPlan(const PlanArgs& args)
     }
     const Project project = args.project.empty() ? presetProject(args) : loadProject(args.project);
     const std::string source = args.project.empty() ? args.model + " on " + args.device : args.project;
-    const PlanResult result = plan(project, request);
+    request.tps = args.tps;
+    request.cps = args.cps;
+    request.zeros = args.zeros;
+    PlanResult result;
+    try {
+        result = plan(project, request);
+    } catch (const ConstraintError& e) {
+        if (e.rule().rfind("plan.", 0) == 0)
+            return planUsage(e.what()); // a flag the model refuses (--tp 3 on 128 heads): a bad flag
+        throw;
+    }
     if (args.json) {
         json list = json::array();
         json front = json::array();

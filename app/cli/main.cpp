@@ -460,18 +460,35 @@ Subcommand addAnalyze(CLI::App& app)
 Subcommand addPlan(CLI::App& app)
 {
     auto plan = std::make_shared<PlanArgs>();
-    auto* cPlan = app.add_subcommand(
-        "plan", "search kind, pipeline size, microbatches, partition and recompute for the fastest step that fits");
+    auto* cPlan = app.add_subcommand("plan",
+        "search kind, tp, cp, pipeline size, dp, ZeRO, microbatches, partition and recompute for the fastest "
+        "step that fits");
     cPlan->add_option("project", plan->project, "project file (*.dpstudio.json): its model and cluster");
     cPlan->add_option("--model", plan->model, "instead of a project: a model preset (`dpstudio presets`)");
     cPlan->add_option("--device", plan->device, "with --model: a device preset");
-    cPlan->add_option("--devices", plan->devices, "devices of the job (pipeline size × data-parallel replicas)")
+    cPlan
+        ->add_option(
+            "--devices", plan->devices, "devices of the job (tp × cp × pipeline size × data-parallel replicas)")
         ->required();
     cPlan->add_option("--global-batch", plan->globalBatch, "sequences per step (microbatches × size × dp)")->required();
     cPlan->add_option("--memory-limit", plan->memoryLimit,
         "per device: bytes (80e9) or with a unit (80GB, 80GiB); default: the cluster's memory per device");
     cPlan->add_option("--kinds", plan->kinds, "kinds to search, e.g. dualpipe,dualpipev (default: all seven)")
         ->delimiter(',');
+    cPlan
+        ->add_option("--tp", plan->tps,
+            "tensor-parallel sizes to search, e.g. 1,2,4,8 (default: divisors of the GPUs per node that divide the "
+            "heads, hidden ÷ tp ≥ 1024)")
+        ->delimiter(',')
+        ->check(countValue(1));
+    cPlan
+        ->add_option("--cp", plan->cps,
+            "context-parallel sizes to search, e.g. 1,2 (default: 1; also 2, 4, 8 for sequences ≥ 16384 tokens)")
+        ->delimiter(',')
+        ->check(countValue(1));
+    cPlan->add_option("--zero", plan->zeros, "ZeRO stages to search, e.g. 1,3 (default: the project's and 1)")
+        ->delimiter(',')
+        ->check(countValue(0));
     cPlan->add_option("--top", plan->top, "candidates shown and added (default 10)");
     cPlan->add_flag("--json", plan->json, "print the candidates, the Pareto front and the counts as JSON");
     cPlan->add_flag("--add-variants", plan->addVariants, "add the top K to the project as variants (atomic save)");
