@@ -104,6 +104,9 @@ struct InitArgs {
     std::optional<std::string> model, device, recompute;
     std::optional<int> nodes, gpusPerNode, dp;
     std::optional<std::string> scale; ///< --scale full|tiny (presets.h scaledPreset); tiny: --device defaults to cpu
+    // The variant's tensor and context parallelism (a transformer's) and, with --model, the ZeRO stage.
+    std::optional<int> tp, cp, zero;
+    bool sequenceParallel = false; ///< --sequence-parallel (with --tp > 1)
 };
 
 struct PresetsArgs {

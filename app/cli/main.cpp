@@ -272,11 +272,12 @@ Subcommand addPartition(CLI::App& app)
 struct InitFlags {
     InitArgs ini;
     std::string schedule, dtype, model, device, recompute, scale;
-    int ranks = 0, mbs = 0, v = 0, layers = 0, hidden = 0, ffn = 0, seq = 0, mbSize = 0, nodes = 0, gpn = 0, dp = 0;
+    int ranks = 0, mbs = 0, v = 0, layers = 0, hidden = 0, ffn = 0, seq = 0, mbSize = 0, nodes = 0, gpn = 0, dp = 0,
+        tp = 0, cp = 0, zero = 0;
     CLI::Option *oSched = nullptr, *oRanks = nullptr, *oMbs = nullptr, *oV = nullptr, *oLayers = nullptr,
                 *oHidden = nullptr, *oFfn = nullptr, *oSeq = nullptr, *oMbSize = nullptr, *oDtype = nullptr,
                 *oModel = nullptr, *oDevice = nullptr, *oNodes = nullptr, *oGpn = nullptr, *oDp = nullptr,
-                *oRecompute = nullptr, *oScale = nullptr;
+                *oRecompute = nullptr, *oScale = nullptr, *oTp = nullptr, *oCp = nullptr, *oZero = nullptr;
 
     /// The schedule and model sizes of the default project.
     void addSizes(CLI::App* cIni, const std::string& kinds)
@@ -314,6 +315,14 @@ struct InitFlags {
                          "runs in "
                          "seconds, fp32; --device defaults to cpu)")
                      ->check(CLI::IsMember(presetScales()));
+        oTp = cIni->add_option("--tp", tp, "tensor-parallel size of the variant (divides model.heads; default 1)")
+                  ->check(countValue(1));
+        oCp = cIni->add_option("--cp", cp, "context-parallel size of the variant (divides model.seq_len; default 1)")
+                  ->check(countValue(1));
+        cIni->add_flag("--sequence-parallel", ini.sequenceParallel,
+            "sequence parallelism with --tp > 1 (reduce-scatter + all-gather instead of all-reduce)");
+        oZero = cIni->add_option("--zero", zero, "with --model: ZeRO stage 0-3 (default: the preset's)")
+                    ->check(countValue(0));
     }
 
     void collect()
@@ -335,6 +344,9 @@ struct InitFlags {
         setIf(oDp, dp, ini.dp);
         setIf(oRecompute, recompute, ini.recompute);
         setIf(oScale, scale, ini.scale);
+        setIf(oTp, tp, ini.tp);
+        setIf(oCp, cp, ini.cp);
+        setIf(oZero, zero, ini.zero);
     }
 };
 
