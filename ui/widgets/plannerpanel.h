@@ -57,6 +57,10 @@ public:
     QSpinBox* globalBatchField() const { return m_globalBatch; }
     QLineEdit* memoryField() const { return m_memory; }
     QLabel* memoryError() const { return m_memoryError; }
+    /// The sizes searched: comma lists ("1,2,4,8"); empty = the planner's defaults (PlanRequest::tps, cps, zeros).
+    QLineEdit* tpField() const { return m_tps; }
+    QLineEdit* cpField() const { return m_cps; }
+    QLineEdit* zeroField() const { return m_zeros; }
     /// The kind checkboxes, in the order of generatedKinds().
     const std::vector<QCheckBox*>& kindBoxes() const { return m_kindBoxes; }
     QPushButton* planButton() const { return m_plan; }
@@ -102,6 +106,9 @@ private:
     QSpinBox* m_globalBatch = nullptr;
     QLineEdit* m_memory = nullptr;
     QLabel* m_memoryError = nullptr;
+    QLineEdit* m_tps = nullptr;
+    QLineEdit* m_cps = nullptr;
+    QLineEdit* m_zeros = nullptr;
     std::vector<QCheckBox*> m_kindBoxes;
     QPushButton* m_plan = nullptr;
     QPushButton* m_cancel = nullptr;
