@@ -97,6 +97,41 @@ void printPlan(const std::string& file, const Project& project, const PlanArgs& 
                  "the GEMM dtype's peak)\n";
 }
 
+/// `plan --json`: the top candidates, the Pareto front, the counts, per-kind summaries and the first drops.
+void printPlanJson(const std::string& source, const Project& project, const PlanArgs& args, const PlanResult& result)
+{
+    json list = json::array();
+    json front = json::array();
+    const std::size_t top = std::min(result.candidates.size(), static_cast<std::size_t>(args.top));
+    for (std::size_t i = 0; i < result.candidates.size(); ++i) {
+        if (i < top)
+            list.push_back(candidateJson(project, result.candidates[i]));
+        if (result.candidates[i].pareto)
+            front.push_back(result.candidates[i].variant.name);
+    }
+    json out = { { "source", source }, { "devices", args.devices }, { "global_batch", args.globalBatch },
+        { "memory_limit_bytes", result.memoryLimitBytes }, { "candidates", std::move(list) },
+        { "pareto_front", std::move(front) }, { "fitting", result.candidates.size() },
+        { "enumerated", result.enumerated }, { "simulated", result.simulated }, { "refinements", result.refinements },
+        { "pruned", result.pruned }, { "over_limit", result.overLimit }, { "failed", result.failed },
+        { "search_ms", result.searchMs } };
+    json kinds = json::array();
+    for (const PlanKindSummary& k : result.kinds)
+        kinds.push_back(
+            { { "kind", std::string(kindName(k.kind)) }, { "enumerated", k.enumerated }, { "simulated", k.simulated },
+                { "pruned", k.pruned }, { "over_limit", k.overLimit }, { "failed", k.failed }, { "fitting", k.fitting },
+                { "smallest_peak_bytes", k.simulated > 0 ? json(k.smallestPeakBytes) : json(nullptr) } });
+    out["kinds"] = std::move(kinds);
+    json drops = json::array();
+    for (std::size_t i = 0; i < result.drops.size() && i < 20; ++i)
+        drops.push_back({ { "candidate", result.drops[i].candidate }, { "reason", result.drops[i].reason } });
+    out["dropped_first_20"] = std::move(drops);
+    if (result.candidates.empty())
+        out["smallest_peak"] = { { "bytes", result.smallestPeakBytes }, { "candidate", result.smallestPeakCandidate },
+            { "rank", result.smallestPeakRank } };
+    std::cout << out.dump(2) << "\n";
+}
+
 /// The project `plan --model M --device D` searches: the model and training state of preset M on the cluster of
 /// preset D, no variant. Throws FormatError naming the flag for an unknown preset.
 Project presetProject(const PlanArgs& args)
@@ -173,40 +208,10 @@ int cmdPlan(const PlanArgs& args)
             return planUsage(e.what()); // a flag the model refuses (--tp 3 on 128 heads): a bad flag
         throw;
     }
-    if (args.json) {
-        json list = json::array();
-        json front = json::array();
-        const std::size_t top = std::min(result.candidates.size(), static_cast<std::size_t>(args.top));
-        for (std::size_t i = 0; i < result.candidates.size(); ++i) {
-            if (i < top)
-                list.push_back(candidateJson(project, result.candidates[i]));
-            if (result.candidates[i].pareto)
-                front.push_back(result.candidates[i].variant.name);
-        }
-        json out = { { "source", source }, { "devices", args.devices }, { "global_batch", args.globalBatch },
-            { "memory_limit_bytes", result.memoryLimitBytes }, { "candidates", std::move(list) },
-            { "pareto_front", std::move(front) }, { "fitting", result.candidates.size() },
-            { "enumerated", result.enumerated }, { "simulated", result.simulated },
-            { "refinements", result.refinements }, { "pruned", result.pruned }, { "over_limit", result.overLimit },
-            { "failed", result.failed }, { "search_ms", result.searchMs } };
-        json kinds = json::array();
-        for (const PlanKindSummary& k : result.kinds)
-            kinds.push_back({ { "kind", std::string(kindName(k.kind)) }, { "enumerated", k.enumerated },
-                { "simulated", k.simulated }, { "pruned", k.pruned }, { "over_limit", k.overLimit },
-                { "failed", k.failed }, { "fitting", k.fitting },
-                { "smallest_peak_bytes", k.simulated > 0 ? json(k.smallestPeakBytes) : json(nullptr) } });
-        out["kinds"] = std::move(kinds);
-        json drops = json::array();
-        for (std::size_t i = 0; i < result.drops.size() && i < 20; ++i)
-            drops.push_back({ { "candidate", result.drops[i].candidate }, { "reason", result.drops[i].reason } });
-        out["dropped_first_20"] = std::move(drops);
-        if (result.candidates.empty())
-            out["smallest_peak"] = { { "bytes", result.smallestPeakBytes },
-                { "candidate", result.smallestPeakCandidate }, { "rank", result.smallestPeakRank } };
-        std::cout << out.dump(2) << "\n";
-    } else {
+    if (args.json)
+        printPlanJson(source, project, args, result);
+    else
         printPlan(source, project, args, result);
-    }
     if (result.candidates.empty()) {
         std::cerr << "dpstudio: " << source << ": nothing fits " << formatBytes(result.memoryLimitBytes)
                   << " per device";

@@ -67,6 +67,33 @@ PlannerPanel::PlannerPanel(ProjectDocument* document, QWidget* parent)
     drawPlot();
 }
 
+QHBoxLayout* PlannerPanel::setupSizes()
+{
+    const auto sizeField = [](const QString& tip) {
+        auto* field = new QLineEdit;
+        field->setPlaceholderText(tr("auto"));
+        field->setToolTip(tip);
+        field->setMaximumWidth(110);
+        return field;
+    };
+    m_tps = sizeField(tr("Tensor-parallel sizes to search, e.g. 1,2,4,8; empty: the divisors of the GPUs per node "
+                         "that divide the heads and leave hidden ÷ tp ≥ 1024 (sequence parallelism on with tp > 1)"));
+    m_cps = sizeField(tr("Context-parallel sizes to search, e.g. 1,2; empty: 1, and 2, 4, 8 for sequences of 16384 "
+                         "tokens or more"));
+    m_zeros = sizeField(tr("ZeRO stages to search (0-3), e.g. 1,3; empty: the project's and 1"));
+    for (QLineEdit* field : { m_tps, m_cps, m_zeros })
+        connect(field, &QLineEdit::returnPressed, this, &PlannerPanel::startPlan);
+    auto* sizes = new QHBoxLayout;
+    sizes->setSpacing(6);
+    for (const auto& [label, field] :
+        { std::pair { tr("TP:"), m_tps }, std::pair { tr("CP:"), m_cps }, std::pair { tr("ZeRO:"), m_zeros } }) {
+        sizes->addWidget(new QLabel(label));
+        sizes->addWidget(field);
+    }
+    sizes->addStretch(1);
+    return sizes;
+}
+
 QWidget* PlannerPanel::setupRequest()
 {
     m_devices = new QSpinBox;
@@ -92,28 +119,7 @@ QWidget* PlannerPanel::setupRequest()
     connect(m_memory, &QLineEdit::textChanged, this, &PlannerPanel::checkMemoryField);
     connect(m_memory, &QLineEdit::returnPressed, this, &PlannerPanel::startPlan);
 
-    const auto sizeField = [](const QString& tip) {
-        auto* field = new QLineEdit;
-        field->setPlaceholderText(tr("auto"));
-        field->setToolTip(tip);
-        field->setMaximumWidth(110);
-        return field;
-    };
-    m_tps = sizeField(tr("Tensor-parallel sizes to search, e.g. 1,2,4,8; empty: the divisors of the GPUs per node "
-                         "that divide the heads and leave hidden ÷ tp ≥ 1024 (sequence parallelism on with tp > 1)"));
-    m_cps = sizeField(tr("Context-parallel sizes to search, e.g. 1,2; empty: 1, and 2, 4, 8 for sequences of 16384 "
-                         "tokens or more"));
-    m_zeros = sizeField(tr("ZeRO stages to search (0-3), e.g. 1,3; empty: the project's and 1"));
-    for (QLineEdit* field : { m_tps, m_cps, m_zeros })
-        connect(field, &QLineEdit::returnPressed, this, &PlannerPanel::startPlan);
-    auto* sizes = new QHBoxLayout;
-    sizes->setSpacing(6);
-    for (const auto& [label, field] :
-        { std::pair { tr("TP:"), m_tps }, std::pair { tr("CP:"), m_cps }, std::pair { tr("ZeRO:"), m_zeros } }) {
-        sizes->addWidget(new QLabel(label));
-        sizes->addWidget(field);
-    }
-    sizes->addStretch(1);
+    QHBoxLayout* sizes = setupSizes();
 
     auto* kinds = new QHBoxLayout;
     kinds->setSpacing(10);

@@ -13,6 +13,7 @@
 #include <vector>
 
 class QCheckBox;
+class QHBoxLayout;
 class QCustomPlot;
 class QCPAbstractPlottable;
 class QCPGraph;
@@ -80,6 +81,8 @@ protected:
 
 private:
     QWidget* setupRequest();
+    /// The TP, CP and ZeRO fields in a row.
+    QHBoxLayout* setupSizes();
     QWidget* setupResults();
     /// Devices and global batch from the project: its cluster's nodes × GPUs per node (else the active variant's
     /// devices) and the active variant's microbatches × size × dp. Only while the user has not typed.
