@@ -37,7 +37,8 @@ json candidateJson(const Project& project, const PlanCandidate& c)
     json peaks = json::array();
     for (double b : c.peakMemoryPerRank)
         peaks.push_back(b);
-    return { { "name", c.variant.name }, { "kind", std::string(kindName(c.kind)) }, { "pp", c.pp }, { "dp", c.dp },
+    return { { "name", c.variant.name }, { "kind", std::string(kindName(c.kind)) }, { "tp", c.tp }, { "cp", c.cp },
+        { "pp", c.pp }, { "dp", c.dp }, { "sequence_parallel", c.sequenceParallel }, { "zero", c.zero },
         { "stages_per_rank", c.stagesPerRank }, { "microbatches", c.microbatches },
         { "microbatch_size", c.microbatchSize }, { "layer_partition", c.layerPartition },
         { "recompute",
@@ -46,23 +47,24 @@ json candidateJson(const Project& project, const PlanCandidate& c)
         { "bubble_rate", c.bubbleRate }, { "peak_memory_bytes", c.peakMemoryBytes },
         { "peak_memory_rank", c.peakMemoryRank }, { "peak_memory_per_rank_bytes", std::move(peaks) },
         { "tokens_per_s", c.tokensPerSecond }, { "tokens_per_s_per_device", c.tokensPerSecondPerDevice },
-        { "pareto", c.pareto } };
+        { "mfu", c.mfu }, { "pareto", c.pareto } };
 }
 
 void printPlan(const std::string& file, const Project& project, const PlanArgs& args, const PlanResult& r)
 {
     std::cout << file << ": " << args.devices << " devices, global batch " << args.globalBatch << " sequences, limit "
               << formatBytes(r.memoryLimitBytes) << " per device\n\n";
-    std::vector<std::vector<std::string>> rows { { "#", "variant", "pp", "dp", "microbatches", "partition", "recompute",
-        "step", "bubble", "peak memory", "tokens/s", "tokens/s/device", "pareto" } };
+    std::vector<std::vector<std::string>> rows { { "#", "variant", "tp", "cp", "pp", "dp", "zero", "microbatches",
+        "partition", "recompute", "step", "bubble", "peak memory", "tokens/s", "tokens/s/device", "MFU", "pareto" } };
     const std::size_t top = std::min(r.candidates.size(), static_cast<std::size_t>(std::max(0, args.top)));
     for (std::size_t i = 0; i < top; ++i) {
         const PlanCandidate& c = r.candidates[i];
-        rows.push_back({ std::to_string(i + 1), c.variant.name, std::to_string(c.pp), std::to_string(c.dp),
+        rows.push_back({ std::to_string(i + 1), c.variant.name, std::to_string(c.tp), std::to_string(c.cp),
+            std::to_string(c.pp), std::to_string(c.dp), std::to_string(c.zero),
             std::to_string(c.microbatches) + " × " + std::to_string(c.microbatchSize), partitionText(c.layerPartition),
             recomputeText(project, c), formatTime(c.stepUs), formatPercent(c.bubbleRate),
             formatBytes(c.peakMemoryBytes), formatCount(c.tokensPerSecond), formatCount(c.tokensPerSecondPerDevice),
-            c.pareto ? "*" : "" });
+            formatPercent(c.mfu), c.pareto ? "*" : "" });
     }
     if (top > 0)
         std::cout << formatTable(rows, 2) << "\n";
@@ -91,7 +93,43 @@ void printPlan(const std::string& file, const Project& project, const PlanArgs& 
               << r.failed << " failed; " << r.candidates.size() << " fit; search " << formatTime(r.searchMs * 1000.0)
               << "\n"
               << "step = makespan + the data-parallel all-reduce not hidden by the cool-down (docs/planner.md); "
-                 "* = on the Pareto front of step time against peak memory\n";
+                 "* = on the Pareto front of step time against peak memory; MFU = model FLOPs ÷ (step × devices × "
+                 "the GEMM dtype's peak)\n";
+}
+
+/// `plan --json`: the top candidates, the Pareto front, the counts, per-kind summaries and the first drops.
+void printPlanJson(const std::string& source, const Project& project, const PlanArgs& args, const PlanResult& result)
+{
+    json list = json::array();
+    json front = json::array();
+    const std::size_t top = std::min(result.candidates.size(), static_cast<std::size_t>(args.top));
+    for (std::size_t i = 0; i < result.candidates.size(); ++i) {
+        if (i < top)
+            list.push_back(candidateJson(project, result.candidates[i]));
+        if (result.candidates[i].pareto)
+            front.push_back(result.candidates[i].variant.name);
+    }
+    json out = { { "source", source }, { "devices", args.devices }, { "global_batch", args.globalBatch },
+        { "memory_limit_bytes", result.memoryLimitBytes }, { "candidates", std::move(list) },
+        { "pareto_front", std::move(front) }, { "fitting", result.candidates.size() },
+        { "enumerated", result.enumerated }, { "simulated", result.simulated }, { "refinements", result.refinements },
+        { "pruned", result.pruned }, { "over_limit", result.overLimit }, { "failed", result.failed },
+        { "search_ms", result.searchMs } };
+    json kinds = json::array();
+    for (const PlanKindSummary& k : result.kinds)
+        kinds.push_back(
+            { { "kind", std::string(kindName(k.kind)) }, { "enumerated", k.enumerated }, { "simulated", k.simulated },
+                { "pruned", k.pruned }, { "over_limit", k.overLimit }, { "failed", k.failed }, { "fitting", k.fitting },
+                { "smallest_peak_bytes", k.simulated > 0 ? json(k.smallestPeakBytes) : json(nullptr) } });
+    out["kinds"] = std::move(kinds);
+    json drops = json::array();
+    for (std::size_t i = 0; i < result.drops.size() && i < 20; ++i)
+        drops.push_back({ { "candidate", result.drops[i].candidate }, { "reason", result.drops[i].reason } });
+    out["dropped_first_20"] = std::move(drops);
+    if (result.candidates.empty())
+        out["smallest_peak"] = { { "bytes", result.smallestPeakBytes }, { "candidate", result.smallestPeakCandidate },
+            { "rank", result.smallestPeakRank } };
+    std::cout << out.dump(2) << "\n";
 }
 
 /// The project `plan --model M --device D` searches: the model and training state of preset M on the cluster of
@@ -159,41 +197,21 @@ int cmdPlan(const PlanArgs& args)
     }
     const Project project = args.project.empty() ? presetProject(args) : loadProject(args.project);
     const std::string source = args.project.empty() ? args.model + " on " + args.device : args.project;
-    const PlanResult result = plan(project, request);
-    if (args.json) {
-        json list = json::array();
-        json front = json::array();
-        const std::size_t top = std::min(result.candidates.size(), static_cast<std::size_t>(args.top));
-        for (std::size_t i = 0; i < result.candidates.size(); ++i) {
-            if (i < top)
-                list.push_back(candidateJson(project, result.candidates[i]));
-            if (result.candidates[i].pareto)
-                front.push_back(result.candidates[i].variant.name);
-        }
-        json out = { { "source", source }, { "devices", args.devices }, { "global_batch", args.globalBatch },
-            { "memory_limit_bytes", result.memoryLimitBytes }, { "candidates", std::move(list) },
-            { "pareto_front", std::move(front) }, { "fitting", result.candidates.size() },
-            { "enumerated", result.enumerated }, { "simulated", result.simulated },
-            { "refinements", result.refinements }, { "pruned", result.pruned }, { "over_limit", result.overLimit },
-            { "failed", result.failed }, { "search_ms", result.searchMs } };
-        json kinds = json::array();
-        for (const PlanKindSummary& k : result.kinds)
-            kinds.push_back({ { "kind", std::string(kindName(k.kind)) }, { "enumerated", k.enumerated },
-                { "simulated", k.simulated }, { "pruned", k.pruned }, { "over_limit", k.overLimit },
-                { "failed", k.failed }, { "fitting", k.fitting },
-                { "smallest_peak_bytes", k.simulated > 0 ? json(k.smallestPeakBytes) : json(nullptr) } });
-        out["kinds"] = std::move(kinds);
-        json drops = json::array();
-        for (std::size_t i = 0; i < result.drops.size() && i < 20; ++i)
-            drops.push_back({ { "candidate", result.drops[i].candidate }, { "reason", result.drops[i].reason } });
-        out["dropped_first_20"] = std::move(drops);
-        if (result.candidates.empty())
-            out["smallest_peak"] = { { "bytes", result.smallestPeakBytes },
-                { "candidate", result.smallestPeakCandidate }, { "rank", result.smallestPeakRank } };
-        std::cout << out.dump(2) << "\n";
-    } else {
-        printPlan(source, project, args, result);
+    request.tps = args.tps;
+    request.cps = args.cps;
+    request.zeros = args.zeros;
+    PlanResult result;
+    try {
+        result = plan(project, request);
+    } catch (const ConstraintError& e) {
+        if (e.rule().rfind("plan.", 0) == 0)
+            return planUsage(e.what()); // a flag the model refuses (--tp 3 on 128 heads): a bad flag
+        throw;
     }
+    if (args.json)
+        printPlanJson(source, project, args, result);
+    else
+        printPlan(source, project, args, result);
     if (result.candidates.empty()) {
         std::cerr << "dpstudio: " << source << ": nothing fits " << formatBytes(result.memoryLimitBytes)
                   << " per device";

@@ -253,12 +253,13 @@ json simulationJson(const Simulated& in)
         { "schedule",
             { { "kind", std::string(kindName(s.kind)) }, { "ranks", s.ranks }, { "stages", s.stages },
                 { "microbatches", s.microbatches } } },
-        { "makespan_us", p.makespanUs }, { "step_us", p.stepUs }, { "dp", p.dp }, { "devices", p.devices },
-        { "allreduce_us", p.allReduceUs }, { "exposed_allreduce_us", p.exposedAllReduceUs },
-        { "tokens_per_step", p.tokensPerStep }, { "tokens_per_s", p.tokensPerSecond() },
-        { "tokens_per_s_per_device", p.tokensPerSecondPerDevice() }, { "bubble_rate", p.bubbleRate },
-        { "bubble_rate_definition", kBubbleDefinition }, { "total_p2p_bytes", p.p2pBytes },
-        { "largest_idle_us", p.largestIdleUs }, { "closed_form", closedFormJson(p.closedForm) },
+        { "makespan_us", p.makespanUs }, { "step_us", p.stepUs }, { "tp", p.tp }, { "cp", p.cp }, { "dp", p.dp },
+        { "zero", p.zero }, { "devices", p.devices }, { "mfu", p.mfu }, { "allreduce_us", p.allReduceUs },
+        { "exposed_allreduce_us", p.exposedAllReduceUs }, { "tokens_per_step", p.tokensPerStep },
+        { "tokens_per_s", p.tokensPerSecond() }, { "tokens_per_s_per_device", p.tokensPerSecondPerDevice() },
+        { "bubble_rate", p.bubbleRate }, { "bubble_rate_definition", kBubbleDefinition },
+        { "total_p2p_bytes", p.p2pBytes }, { "largest_idle_us", p.largestIdleUs },
+        { "closed_form", closedFormJson(p.closedForm) },
         { "memory_per_device_bytes", in.memoryLimitBytes > 0.0 ? json(in.memoryLimitBytes) : json(nullptr) },
         { "ranks_over_memory", ranksOverMemory(in) }, { "ranks", std::move(ranks) } };
 }
@@ -279,7 +280,12 @@ void printSimulation(const Simulated& in)
                   << formatTime(p.allReduceUs) << ")\n";
     if (p.tokensPerStep > 0.0)
         std::cout << "throughput:   " << formatCount(p.tokensPerSecond()) << " tokens/s, "
-                  << formatCount(p.tokensPerSecondPerDevice()) << " per device (" << p.devices << " devices)\n";
+                  << formatCount(p.tokensPerSecondPerDevice()) << " per device (" << p.devices << " devices"
+                  << (p.tp > 1 ? ", tp " + std::to_string(p.tp) : "")
+                  << (p.cp > 1 ? ", cp " + std::to_string(p.cp) : "")
+                  << (p.dp > 1 ? ", dp " + std::to_string(p.dp) : "")
+                  << (p.zero > 0 ? ", ZeRO-" + std::to_string(p.zero) : "") << "); MFU " << formatPercent(p.mfu)
+                  << "\n";
     std::cout << "bubble rate:  " << formatPercent(p.bubbleRate) << "  (" << kBubbleDefinition << ")\n"
               << "largest idle: " << formatTime(p.largestIdleUs) << " simulated; " << closedFormText(p.closedForm)
               << "\n"
@@ -406,6 +412,8 @@ std::vector<VariantComparison> compareRows(
             row.ranks = v->ranks;
             row.microbatches = v->microbatches;
             row.dp = std::max(1, v->dp);
+            row.tp = std::max(1, v->tp);
+            row.cp = std::max(1, v->cp);
             try {
                 row.devices = devicesOf(project, *v); // its own devices, as it stands
             } catch (const Error&) {
@@ -421,8 +429,9 @@ std::vector<VariantComparison> compareRows(
 json rowJson(const VariantComparison& row)
 {
     json j = { { "variant", row.variant }, { "kind", std::string(kindName(row.kind)) },
-        { "devices", row.devices > 0 ? row.devices : row.ranks }, { "ranks", row.ranks }, { "dp", row.dp },
-        { "stages", row.stages }, { "microbatches", row.microbatches } };
+        { "devices", row.devices > 0 ? row.devices : row.ranks }, { "ranks", row.ranks }, { "tp", row.tp },
+        { "cp", row.cp }, { "dp", row.dp }, { "zero", row.zero }, { "stages", row.stages },
+        { "microbatches", row.microbatches } };
     if (!row.error.empty()) {
         j["error"] = row.error;
         return j;
@@ -432,7 +441,7 @@ json rowJson(const VariantComparison& row)
         { "makespan_us", row.makespanUs }, { "bubble_rate", row.bubbleRate }, { "largest_idle_us", row.largestIdleUs },
         { "closed_form", closedFormJson(row.closedForm) }, { "p2p_bytes", row.p2pBytes }, { "step_us", row.stepUs },
         { "tokens_per_step", row.tokensPerStep }, { "tokens_per_s", row.tokensPerSecond },
-        { "tokens_per_s_per_device", row.tokensPerSecondPerDevice } });
+        { "tokens_per_s_per_device", row.tokensPerSecondPerDevice }, { "mfu", row.mfu } });
     return j;
 }
 
@@ -452,9 +461,11 @@ std::string closedCell(const ClosedForm& form, std::vector<std::string>& notes)
 std::vector<std::string> comparisonCells(const VariantComparison& row, std::vector<std::string>& notes)
 {
     const std::string kind(kindDisplayName(row.kind));
+    const std::string split = (row.tp > 1 ? " × tp " + std::to_string(row.tp) : "")
+        + (row.cp > 1 ? " × cp " + std::to_string(row.cp) : "") + (row.dp > 1 ? " × dp " + std::to_string(row.dp) : "");
     const std::string devices = row.ranks <= 0 ? std::string("—")
-        : row.dp > 1 && row.devices > 0
-        ? std::to_string(row.devices) + " (" + std::to_string(row.ranks) + " × dp " + std::to_string(row.dp) + ")"
+        : !split.empty() && row.devices > 0
+        ? std::to_string(row.devices) + " (" + std::to_string(row.ranks) + split + ")"
         : std::to_string(row.devices > 0 ? row.devices : row.ranks);
     if (!row.error.empty())
         return { row.variant, kind, devices, "—", row.stages > 0 ? std::to_string(row.stages) : "—", "—", "—", "—", "—",
@@ -590,7 +601,7 @@ namespace {
 
 bool anyVariantFlag(const InitArgs& a)
 {
-    return a.schedule || a.ranks || a.microbatches || a.stagesPerRank;
+    return a.schedule || a.ranks || a.microbatches || a.stagesPerRank || a.tp || a.cp || a.sequenceParallel;
 }
 
 bool anyModelFlag(const InitArgs& a)
@@ -623,7 +634,37 @@ Variant variantFromFlags(const Project& base, const InitArgs& a)
     v.ranks = a.ranks.value_or(v.ranks);
     v.microbatches = a.microbatches.value_or(v.microbatches);
     v.stagesPerRank = a.stagesPerRank.value_or(0);
+    v.tp = a.tp.value_or(1);
+    v.cp = a.cp.value_or(1);
+    v.sequenceParallel = a.sequenceParallel;
     return v;
+}
+
+/// The flag a field of the one variant or the training comes from, for the model's own validation messages
+/// ("variants[0].tp: 3 does not divide model.heads 32" is "--tp: 3 does not divide model.heads 32"); "" when the
+/// message names no such field.
+std::string flagMessage(const std::string& message)
+{
+    static const std::pair<const char*, const char*> fields[]
+        = { { "variants[0].tp: ", "--tp: " }, { "variants[0].cp: ", "--cp: " },
+              { "variants[0].sequence_parallel: ", "--sequence-parallel: " }, { "training.zero: ", "--zero: " } };
+    for (const auto& [field, flag] : fields)
+        if (message.rfind(field, 0) == 0)
+            return flag + message.substr(std::string(field).size());
+    return {};
+}
+
+/// "" when --tp, --cp, --sequence-parallel and --zero go together, else the usage error (exit 2).
+std::string parallelFlagsProblem(const InitArgs& a)
+{
+    if (a.zero && !a.model)
+        return "--zero goes with --model PRESET (the default project's block model has no training object)";
+    if (a.zero && *a.zero > 3)
+        return "--zero: must be 0, 1, 2 or 3, got " + std::to_string(*a.zero);
+    if (a.sequenceParallel && a.tp.value_or(1) < 2)
+        return "--sequence-parallel: needs --tp 2 or more (it splits the tensor-parallel ranks' norms over the "
+               "sequence)";
+    return {};
 }
 
 /// Splits each variant's layers evenly (writing the partition out), refusing more stages than layers
@@ -703,6 +744,13 @@ model::Recompute recomputeFromFlag(const std::string& name)
                               : model::Recompute::None;
 }
 
+/// " × tp T × cp C × dp D" for the sizes above 1.
+std::string parallelText(const Variant& v)
+{
+    return (v.tp > 1 ? " × tp " + std::to_string(v.tp) : "") + (v.cp > 1 ? " × cp " + std::to_string(v.cp) : "")
+        + (v.dp > 1 ? " × dp " + std::to_string(v.dp) : "");
+}
+
 /// `init --model M --device D ...`: the model and training of preset M, the cluster of preset D, one variant.
 Project projectFromPreset(const InitArgs& a)
 {
@@ -725,13 +773,15 @@ Project projectFromPreset(const InitArgs& a)
     p.model.microbatchSize = a.microbatchSize.value_or(p.model.microbatchSize);
     if (a.recompute)
         p.model.recompute = recomputeFromFlag(*a.recompute);
+    if (a.zero && p.training.present)
+        p.training.zero = *a.zero;
     Variant v = variantFromFlags(p, a);
     // A tiny MoE runs its EP group on data-parallel replicas (the runtime needs dp >= ep), so dp defaults to ep there.
     v.dp = a.dp.value_or(a.scale.value_or("full") == "tiny" ? p.model.transformer.moe.ep : 1);
     p.variants = { v };
     p.activeVariant = v.name;
     p.name = p.model.preset + " on " + device + ": " + std::string(kindDisplayName(v.kind)) + " on "
-        + formatCountOf(static_cast<std::size_t>(v.ranks), "rank") + (v.dp > 1 ? " × dp " + std::to_string(v.dp) : "");
+        + formatCountOf(static_cast<std::size_t>(v.ranks), "rank") + parallelText(v);
     finishInitProject(p, a.layers ? "--layers" : "--model " + *a.model + " (its model.layers)");
     return p;
 }
@@ -742,18 +792,26 @@ int cmdInit(const InitArgs& args)
 {
     if (const std::string problem = presetFlagsProblem(args); !problem.empty())
         return usage(problem);
+    if (const std::string problem = parallelFlagsProblem(args); !problem.empty())
+        return usage(problem);
     std::error_code ec;
     if (std::filesystem::exists(args.output, ec) && !args.force)
         return usage(args.output + ": already exists (use --force to overwrite)");
-    const Project project = args.model               ? projectFromPreset(args)
-        : anyVariantFlag(args) || anyModelFlag(args) ? projectFromFlags(args)
-                                                     : defaultProject();
+    Project project;
+    try {
+        project = args.model                             ? projectFromPreset(args)
+            : anyVariantFlag(args) || anyModelFlag(args) ? projectFromFlags(args)
+                                                         : defaultProject();
+    } catch (const FormatError& e) {
+        if (const std::string flagged = flagMessage(e.what()); !flagged.empty())
+            return usage(flagged); // the model refuses a flag's value: a bad flag, nothing written
+        throw;
+    }
     saveProject(project, args.output);
     std::cout << "wrote " << args.output << ":";
     for (const auto& v : project.variants)
         std::cout << " " << v.name << " (" << formatCountOf(static_cast<std::size_t>(v.ranks), "rank")
-                  << (v.dp > 1 ? " × dp " + std::to_string(v.dp) : "") << ", "
-                  << formatCountOf(static_cast<std::size_t>(stageCount(v)), "stage") << ", "
+                  << parallelText(v) << ", " << formatCountOf(static_cast<std::size_t>(stageCount(v)), "stage") << ", "
                   << formatCountOf(static_cast<std::size_t>(v.microbatches), "microbatch", "microbatches") << ")"
                   << (v.name == project.activeVariant ? " active" : "");
     std::cout << "\n";

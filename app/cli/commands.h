@@ -76,6 +76,9 @@ struct PlanArgs {
     int globalBatch = 0; ///< sequences per step
     std::string memoryLimit; ///< "80e9", "80GB", "80GiB"; empty = the cluster's memory_per_device_bytes
     std::vector<std::string> kinds; ///< empty = all seven
+    std::vector<int> tps; ///< --tp 1,2,4,8: tensor-parallel sizes searched; empty = the planner's default
+    std::vector<int> cps; ///< --cp 1,2: context-parallel sizes searched; empty = the planner's default
+    std::vector<int> zeros; ///< --zero 1,3: ZeRO stages searched; empty = the project's and 1
     int top = 10; ///< candidates shown (and added with --add-variants)
     bool json = false;
     bool addVariants = false; ///< write the top K into the project as variants (atomic save)
@@ -101,6 +104,9 @@ struct InitArgs {
     std::optional<std::string> model, device, recompute;
     std::optional<int> nodes, gpusPerNode, dp;
     std::optional<std::string> scale; ///< --scale full|tiny (presets.h scaledPreset); tiny: --device defaults to cpu
+    // The variant's tensor and context parallelism (a transformer's) and, with --model, the ZeRO stage.
+    std::optional<int> tp, cp, zero;
+    bool sequenceParallel = false; ///< --sequence-parallel (with --tp > 1)
 };
 
 struct PresetsArgs {

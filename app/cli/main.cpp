@@ -272,11 +272,12 @@ Subcommand addPartition(CLI::App& app)
 struct InitFlags {
     InitArgs ini;
     std::string schedule, dtype, model, device, recompute, scale;
-    int ranks = 0, mbs = 0, v = 0, layers = 0, hidden = 0, ffn = 0, seq = 0, mbSize = 0, nodes = 0, gpn = 0, dp = 0;
+    int ranks = 0, mbs = 0, v = 0, layers = 0, hidden = 0, ffn = 0, seq = 0, mbSize = 0, nodes = 0, gpn = 0, dp = 0,
+        tp = 0, cp = 0, zero = 0;
     CLI::Option *oSched = nullptr, *oRanks = nullptr, *oMbs = nullptr, *oV = nullptr, *oLayers = nullptr,
                 *oHidden = nullptr, *oFfn = nullptr, *oSeq = nullptr, *oMbSize = nullptr, *oDtype = nullptr,
                 *oModel = nullptr, *oDevice = nullptr, *oNodes = nullptr, *oGpn = nullptr, *oDp = nullptr,
-                *oRecompute = nullptr, *oScale = nullptr;
+                *oRecompute = nullptr, *oScale = nullptr, *oTp = nullptr, *oCp = nullptr, *oZero = nullptr;
 
     /// The schedule and model sizes of the default project.
     void addSizes(CLI::App* cIni, const std::string& kinds)
@@ -314,6 +315,14 @@ struct InitFlags {
                          "runs in "
                          "seconds, fp32; --device defaults to cpu)")
                      ->check(CLI::IsMember(presetScales()));
+        oTp = cIni->add_option("--tp", tp, "tensor-parallel size of the variant (divides model.heads; default 1)")
+                  ->check(countValue(1));
+        oCp = cIni->add_option("--cp", cp, "context-parallel size of the variant (divides model.seq_len; default 1)")
+                  ->check(countValue(1));
+        cIni->add_flag("--sequence-parallel", ini.sequenceParallel,
+            "sequence parallelism with --tp > 1 (reduce-scatter + all-gather instead of all-reduce)");
+        oZero = cIni->add_option("--zero", zero, "with --model: ZeRO stage 0-3 (default: the preset's)")
+                    ->check(countValue(0));
     }
 
     void collect()
@@ -335,6 +344,9 @@ struct InitFlags {
         setIf(oDp, dp, ini.dp);
         setIf(oRecompute, recompute, ini.recompute);
         setIf(oScale, scale, ini.scale);
+        setIf(oTp, tp, ini.tp);
+        setIf(oCp, cp, ini.cp);
+        setIf(oZero, zero, ini.zero);
     }
 };
 
@@ -460,18 +472,35 @@ Subcommand addAnalyze(CLI::App& app)
 Subcommand addPlan(CLI::App& app)
 {
     auto plan = std::make_shared<PlanArgs>();
-    auto* cPlan = app.add_subcommand(
-        "plan", "search kind, pipeline size, microbatches, partition and recompute for the fastest step that fits");
+    auto* cPlan = app.add_subcommand("plan",
+        "search kind, tp, cp, pipeline size, dp, ZeRO, microbatches, partition and recompute for the fastest "
+        "step that fits");
     cPlan->add_option("project", plan->project, "project file (*.dpstudio.json): its model and cluster");
     cPlan->add_option("--model", plan->model, "instead of a project: a model preset (`dpstudio presets`)");
     cPlan->add_option("--device", plan->device, "with --model: a device preset");
-    cPlan->add_option("--devices", plan->devices, "devices of the job (pipeline size × data-parallel replicas)")
+    cPlan
+        ->add_option(
+            "--devices", plan->devices, "devices of the job (tp × cp × pipeline size × data-parallel replicas)")
         ->required();
     cPlan->add_option("--global-batch", plan->globalBatch, "sequences per step (microbatches × size × dp)")->required();
     cPlan->add_option("--memory-limit", plan->memoryLimit,
         "per device: bytes (80e9) or with a unit (80GB, 80GiB); default: the cluster's memory per device");
     cPlan->add_option("--kinds", plan->kinds, "kinds to search, e.g. dualpipe,dualpipev (default: all seven)")
         ->delimiter(',');
+    cPlan
+        ->add_option("--tp", plan->tps,
+            "tensor-parallel sizes to search, e.g. 1,2,4,8 (default: divisors of the GPUs per node that divide the "
+            "heads, hidden ÷ tp ≥ 1024)")
+        ->delimiter(',')
+        ->check(countValue(1));
+    cPlan
+        ->add_option("--cp", plan->cps,
+            "context-parallel sizes to search, e.g. 1,2 (default: 1; also 2, 4, 8 for sequences ≥ 16384 tokens)")
+        ->delimiter(',')
+        ->check(countValue(1));
+    cPlan->add_option("--zero", plan->zeros, "ZeRO stages to search, e.g. 1,3 (default: the project's and 1)")
+        ->delimiter(',')
+        ->check(countValue(0));
     cPlan->add_option("--top", plan->top, "candidates shown and added (default 10)");
     cPlan->add_flag("--json", plan->json, "print the candidates, the Pareto front and the counts as JSON");
     cPlan->add_flag("--add-variants", plan->addVariants, "add the top K to the project as variants (atomic save)");

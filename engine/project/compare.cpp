@@ -61,6 +61,9 @@ VariantComparison compareVariant(const Project& project, const Variant& variant,
     row.kind = variant.kind;
     row.ranks = variant.ranks;
     row.microbatches = variant.microbatches;
+    row.tp = std::max(1, variant.tp);
+    row.cp = std::max(1, variant.cp);
+    row.zero = project.training.present ? project.training.zero : 0;
     const Prediction p = predict(project, variant, options);
     if (p.schedule) {
         row.stages = p.schedule->stages;
@@ -83,6 +86,7 @@ VariantComparison compareVariant(const Project& project, const Variant& variant,
     row.p2pBytes = p.p2pBytes;
     row.closedForm = p.closedForm;
     row.dp = p.dp;
+    row.mfu = p.mfu;
     row.devices = p.devices;
     row.stepUs = p.stepUs;
     row.tokensPerStep = p.tokensPerStep;

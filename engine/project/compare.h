@@ -28,11 +28,15 @@ struct VariantComparison {
     double p2pBytes = 0.0; ///< bytes sent between different ranks in one step
     ClosedForm closedForm; ///< the kind's closed form of the largest idle, where it has one
     int dp = 1; ///< data-parallel replicas of the pipeline
+    int tp = 1; ///< tensor-parallel size
+    int cp = 1; ///< context-parallel size
+    int zero = 0; ///< ZeRO stage (Prediction::zero)
     int devices = 0; ///< devices of the job: ranks × max(dp, ep) (set whenever the variant can be placed)
     double stepUs = 0.0; ///< makespan + the data-parallel all-reduce not hidden (Prediction::stepUs), µs
     double tokensPerStep = 0.0; ///< the global batch's tokens
     double tokensPerSecond = 0.0; ///< whole job
     double tokensPerSecondPerDevice = 0.0;
+    double mfu = 0.0; ///< model FLOPs utilisation (Prediction::mfu)
 };
 
 /// Devices a variant's job uses: ranks × max(dp, ep) (the placement rule, transformercost.h). Throws FormatError as

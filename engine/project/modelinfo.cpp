@@ -20,6 +20,22 @@ void blockTotals(const ModelDesc& m, ModelInfo& info)
 
 } // namespace
 
+double trainingFlopsPerToken(const Project& project)
+{
+    if (project.model.kind == ModelKind::Transformer)
+        return model::totals(transformerOf(project.model)).flopsPerTokenTraining;
+    ModelInfo info;
+    blockTotals(project.model, info);
+    return info.flopsPerTokenTraining;
+}
+
+double gemmPeakFlops(const Project& project)
+{
+    const bool fp8
+        = project.training.present && project.training.gemmBytes == 1 && project.cluster.deviceFlopsFp8 > 0.0;
+    return fp8 ? project.cluster.deviceFlopsFp8 : project.cluster.deviceFlops;
+}
+
 ModelInfo modelInfo(const Project& project, const Variant& variant)
 {
     ModelInfo info;

@@ -35,6 +35,15 @@ struct ModelInfo {
     std::vector<RankInfo> ranks;
 };
 
+/// Model FLOPs of training one token (ModelInfo::flopsPerTokenTraining): 3 × forward FLOPs, recompute not
+/// counted (the MFU convention of Chowdhery et al. 2022, PaLM, appendix B). A transformer's from model::totals, the
+/// block model's 6 per parameter. Throws FormatError as model::totals for a transformer it cannot describe.
+double trainingFlopsPerToken(const Project& project);
+
+/// The peak FLOP/s of one device at the GEMMs' dtype: cluster.device_flops_fp8 when training.gemm_dtype is fp8 and
+/// the device has an FP8 peak (the rate the cost model runs FP8 GEMMs at), else cluster.device_flops.
+double gemmPeakFlops(const Project& project);
+
 /// The figures of `variant` (its schedule is built for the rank placement). Throws as buildCostModel and
 /// buildSchedule.
 ModelInfo modelInfo(const Project& project, const Variant& variant);

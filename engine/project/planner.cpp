@@ -111,23 +111,33 @@ std::vector<std::size_t> paretoFront(const std::vector<std::pair<double, double>
     return front;
 }
 
-std::string planVariantName(const Variant& variant, const Project& project)
+std::string planVariantName(const Variant& variant, const Project& project, std::optional<int> zero)
 {
     std::string name = std::string(kindName(variant.kind)) + "-pp" + std::to_string(variant.ranks);
     if (variant.kind == ScheduleKind::Interleaved1F1B && variant.stagesPerRank > 0)
         name += "-v" + std::to_string(variant.stagesPerRank);
+    if (variant.tp > 1)
+        name += "-tp" + std::to_string(variant.tp);
+    if (variant.cp > 1)
+        name += "-cp" + std::to_string(variant.cp);
     const int mbs = variant.microbatchSize > 0 ? variant.microbatchSize : project.model.microbatchSize;
     name += "-dp" + std::to_string(std::max(1, variant.dp)) + "-mb" + std::to_string(variant.microbatches) + "x"
         + std::to_string(mbs);
     if (project.model.kind == ModelKind::Transformer)
         name += "-" + std::string(model::recomputeName(variant.recompute.value_or(project.model.recompute)));
+    if (zero && *zero != (project.training.present ? project.training.zero : 0))
+        name += "-z" + std::to_string(*zero);
     return name;
 }
 
 Project withPlanVariants(Project project, const PlanResult& result, int top)
 {
     const std::size_t count = std::min(result.candidates.size(), static_cast<std::size_t>(std::max(0, top)));
+    if (count > 0 && project.training.present)
+        project.training.zero = result.candidates.front().zero; // the project's, so the first candidate's
     for (std::size_t i = 0; i < count; ++i) {
+        if (project.training.present && result.candidates[i].zero != project.training.zero)
+            continue; // predicted with another ZeRO stage than the project now has
         Variant v = result.candidates[i].variant;
         const std::string base = v.name;
         for (int n = 2; project.find(v.name); ++n)
@@ -153,7 +163,26 @@ struct LayerFigures {
     std::string error; ///< why the model cannot be costed at these sizes ("" = fine)
 };
 
-LayerFigures layerFigures(const Project& project, int dp, int microbatchSize, std::optional<model::Recompute> recompute)
+/// The sizes one set of layer figures is for.
+struct FigureSizes {
+    int tp = 1;
+    int cp = 1;
+    int dp = 1;
+    int microbatchSize = 0;
+    std::optional<model::Recompute> recompute;
+};
+
+/// Under ZeRO-3 a stage holds its parameters' shard and one gathered layer (transformercost.h): the gathered
+/// layer does not add up over the layers of a stage, so a layer's parameter bytes count its shard only here,
+/// parameterBytes − parameterCount × dtype bytes ≤ the shard (a lower bound of what any stage holds).
+double boundParameterBytes(const Project& project, const StageCost& c)
+{
+    if (!project.training.present || project.training.zero < 3 || project.model.kind != ModelKind::Transformer)
+        return c.parameterBytes;
+    return std::max(0.0, c.parameterBytes - c.parameterCount * dtypeBytes(project.model.dtype));
+}
+
+LayerFigures layerFigures(const Project& project, const FigureSizes& sizes)
 {
     LayerFigures f;
     const int layers = project.model.layers;
@@ -163,9 +192,12 @@ LayerFigures layerFigures(const Project& project, int dp, int microbatchSize, st
     v.ranks = layers;
     v.microbatches = 1;
     v.layerPartition.assign(static_cast<std::size_t>(layers), 1);
-    v.dp = dp;
-    v.microbatchSize = project.model.kind == ModelKind::Transformer ? microbatchSize : 0;
-    v.recompute = recompute;
+    v.dp = sizes.dp;
+    v.tp = sizes.tp;
+    v.cp = sizes.cp;
+    v.sequenceParallel = sizes.tp > 1;
+    v.microbatchSize = project.model.kind == ModelKind::Transformer ? sizes.microbatchSize : 0;
+    v.recompute = sizes.recompute;
     try {
         const CostModel costs = buildCostModel(project, v);
         for (const StageCost& c : costs.stages) {
@@ -185,7 +217,7 @@ LayerFigures layerFigures(const Project& project, int dp, int microbatchSize, st
             // With the engine's buffers (the block model) the peak is the runtime's high-water mark
             // (docs/memory.md), not the ledger's activations: only the static bytes bound it then.
             f.activationBytes.push_back(c.engine ? 0.0 : c.activationBytes);
-            f.staticBytes.push_back(c.parameterBytes + c.gradientBytes
+            f.staticBytes.push_back(boundParameterBytes(project, c) + c.gradientBytes
                 + c.optimizerBytes.value_or(c.parameterCount * costs.optimizerBytesPerParameter));
         }
     } catch (const Error& e) {
@@ -205,6 +237,10 @@ struct Spec {
     ScheduleKind kind = ScheduleKind::DualPipe;
     int pp = 0;
     int dp = 1;
+    int tp = 1;
+    int cp = 1;
+    int zero = 0; ///< training.zero of `project`
+    const Project* project = nullptr; ///< the searched project with this ZeRO stage
     int stagesPerRank = 0; ///< as the variant holds it (0 = the kind's default)
     int stages = 0;
     int microbatches = 0;
@@ -355,6 +391,11 @@ PlanCandidate candidateOf(const Tried& t, const Spec& s)
     c.kind = s.kind;
     c.pp = s.pp;
     c.dp = s.dp;
+    c.tp = s.tp;
+    c.cp = s.cp;
+    c.sequenceParallel = t.variant.sequenceParallel;
+    c.zero = s.zero;
+    c.mfu = p.mfu;
     c.stagesPerRank = s.kind == ScheduleKind::DualPipe ? 1 : s.stages / s.pp;
     c.microbatches = s.microbatches;
     c.microbatchSize = s.microbatchSize;
@@ -383,8 +424,8 @@ void drop(PlanResult& result, std::string candidate, std::string reason)
 
 namespace {
 
-/// Throws ConstraintError naming the flag when the request's sizes are out of range.
-void checkRequest(const PlanRequest& request)
+/// Throws ConstraintError naming the flag when the request's sizes are out of range or do not fit the model.
+void checkRequest(const Project& project, const PlanRequest& request)
 {
     if (request.devices < 1)
         throw ConstraintError(
@@ -394,6 +435,37 @@ void checkRequest(const PlanRequest& request)
             "--global-batch: must be at least 1 (got " + std::to_string(request.globalBatch) + ")");
     if (!(request.memoryLimitBytes >= 0.0))
         throw ConstraintError("plan.memory-limit", "--memory-limit: must not be negative");
+    const bool transformer = project.model.kind == ModelKind::Transformer;
+    const model::Transformer& t = project.model.transformer;
+    const auto fail = [](const char* flag, int value, const std::string& why) {
+        throw ConstraintError(
+            std::string("plan.") + (flag + 2), std::string(flag) + ": " + std::to_string(value) + " " + why);
+    };
+    for (int tp : request.tps) {
+        if (tp < 1)
+            fail("--tp", tp, "is not a positive size");
+        if (tp > 1 && !transformer)
+            fail("--tp", tp, "needs a transformer model (the block model runs whole layers on one device)");
+        if (transformer && t.heads % tp != 0)
+            fail("--tp", tp, "does not divide model.heads " + std::to_string(t.heads));
+        if (transformer && t.attention != model::Attention::MLA && t.kvHeads % tp != 0)
+            fail("--tp", tp, "does not divide model.kv_heads " + std::to_string(t.kvHeads));
+    }
+    for (int cp : request.cps) {
+        if (cp < 1)
+            fail("--cp", cp, "is not a positive size");
+        if (cp > 1 && !transformer)
+            fail("--cp", cp, "needs a transformer model (the block model runs whole layers on one device)");
+        if (project.model.seqLen % cp != 0)
+            fail("--cp", cp, "does not divide model.seq_len " + std::to_string(project.model.seqLen));
+    }
+    for (int zero : request.zeros) {
+        if (zero < 0 || zero > 3)
+            fail("--zero", zero, "is not a ZeRO stage (0, 1, 2 or 3)");
+        if (!project.training.present)
+            fail("--zero", zero,
+                "needs a project with a training object (this one sets costs.optimizer_bytes_per_parameter)");
+    }
 }
 
 /// The recompute kinds searched: the request's, else none, selective and full; a block model has none.
@@ -408,6 +480,59 @@ std::vector<std::optional<model::Recompute>> recomputeChoices(bool transformer, 
         for (model::Recompute r : request.recomputes)
             recomputes.push_back(r);
     return recomputes;
+}
+
+/// Each value once, ascending.
+std::vector<int> uniqueSorted(std::vector<int> values)
+{
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    return values;
+}
+
+/// The tensor-parallel sizes searched: the request's, else 1 and each divisor of the GPUs of a node (all devices
+/// when the cluster has no node size) that divides the heads (and kv_heads) and leaves hidden ÷ tp ≥ 1024, so that
+/// a tensor rank's GEMMs stay large (Megatron-LM's TP 8 for hidden 8192 is the smallest share searched).
+std::vector<int> tpChoices(const Project& project, const PlanRequest& request)
+{
+    if (!request.tps.empty())
+        return uniqueSorted(request.tps);
+    if (project.model.kind != ModelKind::Transformer)
+        return { 1 };
+    const model::Transformer& t = project.model.transformer;
+    std::vector<int> tps;
+    const int node = project.cluster.gpusPerNode > 0 ? project.cluster.gpusPerNode : request.devices;
+    for (int tp : divisors(std::max(1, node))) {
+        const bool splits = t.heads % tp == 0 && (t.attention == model::Attention::MLA || t.kvHeads % tp == 0);
+        if (tp == 1 || (splits && project.model.hidden / tp >= 1024))
+            tps.push_back(tp);
+    }
+    return tps;
+}
+
+/// The context-parallel sizes searched: the request's, else 1, and 2, 4 and 8 dividing the sequence when it is at
+/// least 16384 tokens (shorter sequences keep attention small next to the rest of a layer).
+std::vector<int> cpChoices(const Project& project, const PlanRequest& request)
+{
+    if (!request.cps.empty())
+        return uniqueSorted(request.cps);
+    std::vector<int> cps { 1 };
+    if (project.model.kind == ModelKind::Transformer && project.model.seqLen >= 16384)
+        for (int cp : { 2, 4, 8 })
+            if (project.model.seqLen % cp == 0)
+                cps.push_back(cp);
+    return cps;
+}
+
+/// The ZeRO stages searched: the request's, else the project's and 1; a project without a training object only
+/// its own setting (stage 0).
+std::vector<int> zeroChoices(const Project& project, const PlanRequest& request)
+{
+    if (!project.training.present)
+        return { 0 };
+    if (!request.zeros.empty())
+        return uniqueSorted(request.zeros);
+    return uniqueSorted({ project.training.zero, 1 });
 }
 
 /// One search: its inputs, the candidates enumerated and those kept.
@@ -427,7 +552,10 @@ struct Search {
     bool timeBoundValid = true; ///< typed per-stage costs replace the model's whatever the partition
     std::vector<ScheduleKind> kinds;
     std::vector<std::optional<model::Recompute>> recomputes;
-    std::map<std::tuple<int, int, int>, LayerFigures> figures; ///< by (dp, microbatch size, recompute)
+    std::vector<int> tps, cps, zeros;
+    std::map<int, Project> zeroProjects; ///< the project with training.zero set, by stage
+    /// by (zero, tp, cp, dp, microbatch size, recompute)
+    std::map<std::tuple<int, int, int, int, int, int>, LayerFigures> figures;
     std::map<ScheduleKind, int> failedEarly; ///< candidates whose sizes the model cannot be costed at
     std::vector<Spec> specs;
     std::vector<Tried> kept;
@@ -446,76 +574,147 @@ PlanKindSummary& summaryOf(PlanResult& result, ScheduleKind kind)
     return result.kinds.emplace_back(PlanKindSummary { kind });
 }
 
-/// The layer figures of (dp, mbs, recompute), computed once.
-const LayerFigures& figuresOf(Search& search, int dp, int mbs, const std::optional<model::Recompute>& rc)
+/// The searched project with training.zero = zero (itself without a training object), made once.
+const Project& projectFor(Search& search, int zero)
 {
-    const auto key = std::make_tuple(dp, mbs, rc ? static_cast<int>(*rc) : -1);
-    auto it = search.figures.find(key);
-    if (it == search.figures.end())
-        it = search.figures.emplace(key, layerFigures(search.project, dp, mbs, rc)).first;
+    auto it = search.zeroProjects.find(zero);
+    if (it == search.zeroProjects.end()) {
+        Project p = search.project;
+        if (p.training.present)
+            p.training.zero = zero;
+        it = search.zeroProjects.emplace(zero, std::move(p)).first;
+    }
     return it->second;
 }
 
-/// Every kind, chunk count and recompute at pipeline size pp, dp replicas and microbatches of mbs: sizes the
-/// generators refuse and more stages than layers left out, candidates the model cannot cost counted as failed.
-void addSpecs(Search& search, int pp, int dp, int mbs, int microbatches)
+/// The layer figures of (zero, sizes), computed once. Under ZeRO-3 the times are ZeRO-2's: the parameter
+/// all-gathers a stage does not hide are a stage's, not a sum over its layers (one layer's exposed gather can
+/// exceed its share of a stage's), and removing them never lengthens a stage, so the bounds stay bounds.
+const LayerFigures& figuresOf(Search& search, int zero, const FigureSizes& sizes)
+{
+    const auto key = std::make_tuple(zero, sizes.tp, sizes.cp, sizes.dp, sizes.microbatchSize,
+        sizes.recompute ? static_cast<int>(*sizes.recompute) : -1);
+    auto it = search.figures.find(key);
+    if (it != search.figures.end())
+        return it->second;
+    LayerFigures f = layerFigures(projectFor(search, zero), sizes);
+    if (zero >= 3 && f.error.empty()) {
+        const LayerFigures& unsharded = figuresOf(search, 2, sizes);
+        f.balance = unsharded.balance;
+        f.work = unsharded.work;
+        f.workOverlapped = unsharded.workOverlapped;
+        f.error = unsharded.error;
+    }
+    return search.figures.emplace(key, std::move(f)).first->second;
+}
+
+/// One point of the space before its kind: sizes of every parallel dimension and of the batch.
+struct Shape {
+    int tp = 1;
+    int cp = 1;
+    int pp = 1;
+    int dp = 1;
+    int microbatchSize = 1;
+    int microbatches = 1;
+};
+
+/// The variant of a shape and kind without its partition (named by planVariantName).
+Variant variantOfShape(const Shape& shape, ScheduleKind kind, int stagesPerRank,
+    const std::optional<model::Recompute>& rc, bool transformer)
+{
+    Variant v;
+    v.kind = kind;
+    v.ranks = shape.pp;
+    v.microbatches = shape.microbatches;
+    v.stagesPerRank = stagesPerRank;
+    v.dp = shape.dp;
+    v.tp = shape.tp;
+    v.cp = shape.cp;
+    v.sequenceParallel = shape.tp > 1;
+    v.microbatchSize = transformer ? shape.microbatchSize : 0;
+    v.recompute = rc;
+    return v;
+}
+
+/// Every kind, chunk count, recompute and ZeRO stage at one shape: sizes the generators refuse and more stages
+/// than layers left out, candidates the model cannot cost counted as failed.
+void addSpecs(Search& search, const Shape& shape)
 {
     for (ScheduleKind kind : search.kinds) {
         const std::vector<int> chunks
             = kind == ScheduleKind::Interleaved1F1B ? search.request.interleavedChunks : std::vector<int> { 0 };
         for (int v : chunks) {
-            const int stages = stageCountFor(kind, pp, v > 0 ? v : defaultStagesPerRank(kind));
+            const int stages = stageCountFor(kind, shape.pp, v > 0 ? v : defaultStagesPerRank(kind));
             if (stages < 1 || stages > search.project.model.layers)
                 continue;
             try {
-                checkConstraints({ kind, pp, microbatches, v });
+                checkConstraints({ kind, shape.pp, shape.microbatches, v });
             } catch (const ConstraintError&) {
                 continue;
             }
-            for (const auto& rc : search.recomputes) {
-                const LayerFigures& figures = figuresOf(search, dp, mbs, rc);
-                Spec s { kind, pp, dp, v, stages, microbatches, mbs, rc, &figures };
-                if (!figures.error.empty()) {
-                    ++search.result.enumerated;
-                    ++search.result.failed;
-                    ++search.failedEarly[kind];
-                    drop(search.result,
-                        planVariantName(Variant { "", kind, pp, microbatches, v, {}, {}, dp,
-                                            search.transformer ? mbs : 0, rc, {}, 1, 1, false },
-                            search.project),
-                        figures.error);
-                    continue;
+            for (int zero : search.zeros)
+                for (const auto& rc : search.recomputes) {
+                    const FigureSizes sizes { shape.tp, shape.cp, shape.dp, shape.microbatchSize, rc };
+                    const LayerFigures& figures = figuresOf(search, zero, sizes);
+                    Spec s { kind, shape.pp, shape.dp, shape.tp, shape.cp, zero, &projectFor(search, zero), v, stages,
+                        shape.microbatches, shape.microbatchSize, rc, &figures };
+                    if (!figures.error.empty()) {
+                        ++search.result.enumerated;
+                        ++search.result.failed;
+                        ++search.failedEarly[kind];
+                        drop(search.result,
+                            planVariantName(
+                                variantOfShape(shape, kind, v, rc, search.transformer), search.project, zero),
+                            figures.error);
+                        continue;
+                    }
+                    setBounds(s, search.timeBoundValid);
+                    search.specs.push_back(s);
                 }
-                setBounds(s, search.timeBoundValid);
-                search.specs.push_back(s);
-            }
         }
     }
 }
 
-/// The space: p × d = devices (ep divides d), microbatches × size × d = global batch, then addSpecs; sorted
-/// best-first by the time bound, so that the fast candidates are found early and bound the rest.
+/// Each microbatch size dividing a replica's share of the global batch (up to the request's largest), at tp × cp ×
+/// pp × dp devices: addSpecs of each.
+void addBatchShapes(Search& search, Shape shape)
+{
+    const PlanRequest& request = search.request;
+    if (request.globalBatch % shape.dp != 0)
+        return;
+    const int perReplica = request.globalBatch / shape.dp;
+    for (int mbs : divisors(perReplica)) {
+        if (mbs > request.maxMicrobatchSize)
+            break;
+        if (!search.transformer && mbs != search.project.model.microbatchSize)
+            continue; // a block model's microbatch size is the model's (variants cannot override it)
+        if (perReplica / mbs > request.maxMicrobatches)
+            continue;
+        shape.microbatchSize = mbs;
+        shape.microbatches = perReplica / mbs;
+        addSpecs(search, shape);
+    }
+}
+
+/// The space: tp × cp × p × d = devices (ep divides d × cp), microbatches × size × d = global batch, then addSpecs;
+/// sorted best-first by the time bound, so that the fast candidates are found early and bound the rest.
 void enumerateSpecs(Search& search)
 {
     const PlanRequest& request = search.request;
     const model::Transformer& t = search.project.model.transformer;
     const int ep = search.transformer && t.isMoe() ? std::max(1, t.moe.ep) : 1;
-    for (int pp : divisors(request.devices)) {
-        const int dp = request.devices / pp;
-        if (ep > 1 && dp % ep != 0)
-            continue; // the placement rule needs ep | dp (an EP group inside the replicas of a stage)
-        if (request.globalBatch % dp != 0)
-            continue;
-        const int perReplica = request.globalBatch / dp;
-        for (int mbs : divisors(perReplica)) {
-            if (mbs > request.maxMicrobatchSize)
-                break;
-            if (!search.transformer && mbs != search.project.model.microbatchSize)
-                continue; // a block model's microbatch size is the model's (variants cannot override it)
-            if (perReplica / mbs <= request.maxMicrobatches)
-                addSpecs(search, pp, dp, mbs, perReplica / mbs);
+    for (int tp : search.tps)
+        for (int cp : search.cps) {
+            if (request.devices % (static_cast<long long>(tp) * cp) != 0)
+                continue;
+            const int rest = request.devices / (tp * cp);
+            for (int pp : divisors(rest)) {
+                const int dp = rest / pp;
+                if (ep > 1 && (static_cast<long long>(dp) * cp) % ep != 0)
+                    continue; // the placement rule needs ep | dp × cp (an EP group inside the replicas of a stage)
+                addBatchShapes(search, Shape { tp, cp, pp, dp, 1, 1 });
+            }
         }
-    }
     search.result.enumerated += static_cast<int>(search.specs.size());
     std::stable_sort(search.specs.begin(), search.specs.end(), [](const Spec& a, const Spec& b) {
         return a.timeBound != b.timeBound ? a.timeBound < b.timeBound : a.memoryBound < b.memoryBound;
@@ -534,16 +733,10 @@ void enumerateSpecs(Search& search)
 /// The variant a spec describes, with its DP-balanced partition.
 Variant variantOfSpec(const Spec& s, const Project& project, bool transformer)
 {
-    Variant v;
-    v.kind = s.kind;
-    v.ranks = s.pp;
-    v.microbatches = s.microbatches;
-    v.stagesPerRank = s.stagesPerRank;
-    v.dp = s.dp;
-    v.microbatchSize = transformer ? s.microbatchSize : 0;
-    v.recompute = s.recompute;
+    Variant v = variantOfShape(Shape { s.tp, s.cp, s.pp, s.dp, s.microbatchSize, s.microbatches }, s.kind,
+        s.stagesPerRank, s.recompute, transformer);
     v.layerPartition = minMaxPartition(s.layers->balance, s.stages);
-    v.name = planVariantName(v, project);
+    v.name = planVariantName(v, project, s.zero);
     return v;
 }
 
@@ -575,9 +768,9 @@ bool prunedByBounds(Search& search, const Spec& s, const std::string& name)
 void tryCandidate(Search& search, const Spec& s, Variant v)
 {
     PlanResult& result = search.result;
-    Tried tried = predictVariant(search.project, std::move(v), result.simulated);
+    Tried tried = predictVariant(*s.project, std::move(v), result.simulated);
     if (search.request.refine && tried.prediction.valid())
-        tried = refine(search.project, std::move(tried), search.request, search.limit, result.refinements);
+        tried = refine(*s.project, std::move(tried), search.request, search.limit, result.refinements);
     const Prediction& p = tried.prediction;
     PlanKindSummary& kindSummary = summaryOf(result, s.kind);
     kindSummary.simulated++;
@@ -657,7 +850,7 @@ void finishResult(Search& search)
 PlanResult plan(const Project& project, const PlanRequest& request)
 {
     const auto started = std::chrono::steady_clock::now();
-    checkRequest(request);
+    checkRequest(project, request);
     PlanResult result;
     Search search(project, request, result);
     search.limit = request.memoryLimitBytes > 0.0 ? request.memoryLimitBytes : project.cluster.memoryPerDeviceBytes;
@@ -666,6 +859,9 @@ PlanResult plan(const Project& project, const PlanRequest& request)
     search.timeBoundValid = project.costs.stages.empty();
     search.kinds = request.kinds.empty() ? generatedKinds() : request.kinds;
     search.recomputes = recomputeChoices(search.transformer, request);
+    search.tps = tpChoices(project, request);
+    search.cps = cpChoices(project, request);
+    search.zeros = zeroChoices(project, request);
     enumerateSpecs(search);
     searchSpecs(search);
     finishResult(search);

@@ -1,13 +1,14 @@
 #pragma once
 // The planner: the fastest schedule for a project's model on N devices under a memory limit. A search over
-// schedule kind, pipeline size, microbatch size and count (at a fixed global batch), layer partition and
-// recompute; every candidate is a Variant predicted by predict() (so its step time is exactly what `dpstudio
-// simulate` gives for it), the dominated ones pruned by bounds. Plain C++ (no Qt); the designer runs it off
-// the GUI thread. Search space, bounds and pruning rule: docs/planner.md.
+// schedule kind, tensor-, context- and pipeline-parallel sizes, data-parallel replicas, ZeRO stage, microbatch
+// size and count (at a fixed global batch), layer partition and recompute; every candidate is a Variant predicted by
+// predict() (so its step time is exactly what `dpstudio simulate` gives for it), the dominated ones pruned by bounds.
+// Plain C++ (no Qt); the designer runs it off the GUI thread. Search space, bounds and pruning rule: docs/planner.md.
 #include "predict.h"
 #include "project.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,13 +16,21 @@ namespace dps {
 
 /// What to search.
 struct PlanRequest {
-    int devices = 0; ///< devices of the job: pipeline size p × data-parallel replicas d
+    int devices = 0; ///< devices of the job: tp × cp × pipeline size p × data-parallel replicas d
     int globalBatch = 0; ///< sequences per step: microbatches × microbatch size × d = globalBatch for every candidate
     double memoryLimitBytes = 0.0; ///< per device, bytes; 0 = the cluster's memory_per_device_bytes
     std::vector<ScheduleKind> kinds; ///< empty = all seven generated kinds
     std::vector<int> interleavedChunks { 2, 3, 4 }; ///< stages per rank tried for Interleaved 1F1B
     /// Recompute policies tried; empty = none, selective and full for a transformer, the model's for the block model.
     std::vector<model::Recompute> recomputes;
+    /// Tensor-parallel sizes tried (sequence parallelism on with each tp > 1); empty = 1 and the divisors of the
+    /// cluster's GPUs per node that divide model.heads (and kv_heads) and leave hidden ÷ tp ≥ 1024.
+    std::vector<int> tps;
+    /// Context-parallel sizes tried; empty = 1, and 2, 4, 8 dividing model.seq_len when it is ≥ 16384 tokens.
+    std::vector<int> cps;
+    /// ZeRO stages tried (0–3); empty = the project's training.zero and 1 (a project without a training object:
+    /// its optimizer setting only, no ZeRO choice).
+    std::vector<int> zeros;
     int maxMicrobatchSize = 16; ///< largest microbatch size (sequences) tried
     int maxMicrobatches = 512; ///< largest microbatch count tried
     bool refine = true; ///< refine each DP-balanced partition on the simulated critical stage
@@ -40,6 +49,10 @@ struct PlanCandidate {
     ScheduleKind kind = ScheduleKind::DualPipe;
     int pp = 0; ///< pipeline ranks
     int dp = 1; ///< data-parallel replicas
+    int tp = 1; ///< tensor-parallel size
+    int cp = 1; ///< context-parallel size
+    bool sequenceParallel = false; ///< with tp > 1 (always, in the search)
+    int zero = 0; ///< ZeRO stage the candidate was predicted with (training.zero)
     int stagesPerRank = 1; ///< model stages ÷ ranks (DualPipe: 1, though each rank holds two stages, each twice)
     int microbatches = 0;
     int microbatchSize = 0; ///< sequences per microbatch
@@ -54,6 +67,7 @@ struct PlanCandidate {
     std::vector<double> peakMemoryPerRank; ///< bytes
     double tokensPerSecond = 0.0; ///< whole job
     double tokensPerSecondPerDevice = 0.0;
+    double mfu = 0.0; ///< model FLOPs utilisation, Prediction::mfu
     bool pareto = false; ///< on the Pareto front of step time against peak memory (among the candidates that fit)
 };
 
@@ -98,16 +112,21 @@ struct PlanResult {
 };
 
 /// Searches (docs/planner.md). Throws ConstraintError naming the field ("--devices", "--global-batch",
-/// "--memory-limit") when devices or the global batch is < 1 or the limit is negative; FormatError when the
-/// project's model cannot be costed. A candidate that cannot be predicted is a drop, never an exception.
+/// "--memory-limit", "--tp", "--cp", "--zero") when devices or the global batch is < 1, the limit is negative, a
+/// tp does not divide model.heads (kv_heads), a cp model.seq_len, a ZeRO stage is outside 0–3 or asked of a project
+/// without a training object, or tp/cp > 1 is asked of the block model; FormatError when the project's model
+/// cannot be costed. A candidate that cannot be predicted is a drop, never an exception.
 PlanResult plan(const Project& project, const PlanRequest& request);
 
-/// The name a candidate's variant gets: "<kind>-pp<P>[-v<V>]-dp<D>-mb<M>x<S>-<recompute>", e.g.
-/// "dualpipe-pp16-dp128-mb32x1-selective".
-std::string planVariantName(const Variant& variant, const Project& project);
+/// The name a candidate's variant gets: "<kind>-pp<P>[-v<V>][-tp<T>][-cp<C>]-dp<D>-mb<M>x<S>-<recompute>[-z<Z>]",
+/// tp and cp when > 1, the ZeRO stage when `zero` is given and differs from the project's training.zero, e.g.
+/// "dualpipe-pp16-dp128-mb32x1-selective", "1f1b-pp8-tp8-dp32-mb4x1-selective-z1".
+std::string planVariantName(const Variant& variant, const Project& project, std::optional<int> zero = std::nullopt);
 
 /// The project with the first `top` candidates added as variants (names made unique with "-2", "-3"…),
-/// the first of them active. Validates the result (validateProject); throws FormatError as it does.
+/// the first of them active. training.zero is the project's, not a variant's: it becomes the first candidate's,
+/// and those of the `top` predicted with another stage are left out. Validates the result (validateProject);
+/// throws FormatError as it does.
 Project withPlanVariants(Project project, const PlanResult& result, int top);
 
 /// The minimal-bottleneck contiguous split of layers over `stages` stages: layer l costs layerCost[l]; returns

@@ -2,6 +2,7 @@
 
 #include "base/errors.h"
 #include "dataparallel.h"
+#include "modelinfo.h"
 #include "transformercost.h"
 
 #include <algorithm>
@@ -155,6 +156,13 @@ Prediction predict(const Project& project, const Variant& variant, const Predict
             p.exposedAllReduceUs = p.stepUs - p.makespanUs;
             p.tokensPerStep = static_cast<double>(p.schedule->microbatches) * microbatchSizeOf(project, variant)
                 * project.model.seqLen * p.dp;
+            p.tp = std::max(1, variant.tp);
+            p.cp = std::max(1, variant.cp);
+            p.zero = project.training.present ? project.training.zero : 0;
+            p.modelFlopsPerStep = trainingFlopsPerToken(project) * p.tokensPerStep;
+            const double peak = gemmPeakFlops(project);
+            if (p.stepUs > 0.0 && p.devices > 0 && peak > 0.0)
+                p.mfu = p.modelFlopsPerStep / (p.stepUs * 1e-6 * p.devices * peak);
         } catch (const Error& e) { // buildCostModel placed the variant already: not expected
             p.error = e.what();
             p.timed = false;

@@ -80,6 +80,13 @@ struct Prediction {
     double allReduceUs = 0.0; ///< the largest of them, µs
     double stepUs = 0.0; ///< max(makespan, max over ranks of last slot end + all-reduce), µs
     double exposedAllReduceUs = 0.0; ///< stepUs − makespanUs: the all-reduce not hidden by the cool-down, µs
+    int tp = 1; ///< tensor-parallel size (the variant's)
+    int cp = 1; ///< context-parallel size (the variant's)
+    int zero = 0; ///< ZeRO stage (training.zero; 0 without a training object)
+    double modelFlopsPerStep = 0.0; ///< trainingFlopsPerToken (modelinfo.h) × tokensPerStep, FLOPs
+    /// Model FLOPs utilisation: modelFlopsPerStep ÷ (stepUs × 1e-6 × devices × gemmPeakFlops), in [0, 1]; 0
+    /// without time, devices or a peak.
+    double mfu = 0.0;
     /// Tokens per second of the whole job (tokensPerStep ÷ stepUs × 1e6); 0 without tokens or time.
     double tokensPerSecond() const { return stepUs > 0.0 ? tokensPerStep / stepUs * 1e6 : 0.0; }
     /// tokensPerSecond() ÷ devices; 0 without devices.

@@ -1,7 +1,10 @@
-// Speed of the planner (engine/project/planner.h) at the two scales, every kind: Llama 3 70B on 64 H100s
-// (global batch 512 sequences, 80 GB; target < 3 s) and DeepSeek-V3 on 2048 H800s (global batch 15,360 sequences,
-// the batch DeepSeek-V3 ends its batch-size schedule at, report §4.2; 80 GB; target < 10 s, and a plan that fits).
-// Counters: candidates enumerated, simulated, pruned, over the limit, fitting, refinements, best step (µs).
+// Speed of the planner (engine/project/planner.h) over its whole default space (kinds, tp, cp, pp, dp, ZeRO,
+// recompute): Llama 3 70B on 64 H100s (global batch 512 sequences, 80 GB; target < 3 s), DeepSeek-V3 on 2048 H800s
+// (global batch 15,360 sequences, the batch DeepSeek-V3 ends its batch-size schedule at, report §4.2; 80 GB; target
+// < 10 s, and a plan that fits) and Llama 3 405B on 16,384 H100s (global batch 2048 sequences of 8192 tokens, as
+// Meta's pre-training, Llama 3 report §3.3.2; 80 GB; target < 10 s, and a plan that fits).
+// Counters: candidates enumerated, simulated, pruned, over the limit, fitting, refinements, best step (µs), and the
+// best plan's tp and MFU.
 #include "project/planner.h"
 #include "project/presets.h"
 
@@ -45,6 +48,8 @@ void planBench(benchmark::State& state, const char* modelId, const char* deviceI
     state.counters["over_limit"] = result.overLimit;
     state.counters["fitting"] = static_cast<double>(result.candidates.size());
     state.counters["best_step_us"] = result.candidates.empty() ? 0.0 : result.candidates.front().stepUs;
+    state.counters["best_tp"] = result.candidates.empty() ? 0.0 : result.candidates.front().tp;
+    state.counters["best_mfu"] = result.candidates.empty() ? 0.0 : result.candidates.front().mfu;
     if (result.candidates.empty())
         state.SkipWithError("no plan fits 80 GB");
 }
@@ -59,7 +64,13 @@ void deepseek2048(benchmark::State& state)
     planBench(state, "deepseek-v3", "h800", 2048, 15360);
 }
 
+void llama405b16384(benchmark::State& state)
+{
+    planBench(state, "llama3-405b", "h100-sxm", 16384, 2048);
+}
+
 } // namespace
 
 BENCHMARK(llama70b64)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(deepseek2048)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(llama405b16384)->Unit(benchmark::kMillisecond)->Iterations(1);

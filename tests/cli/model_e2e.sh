@@ -221,7 +221,38 @@ expect 2 "init bad --recompute" -- "$DPS" init --model llama3-8b --device h800 -
 expect 1 "init more stages than layers" -- "$DPS" init --model llama3-8b --device h800 --schedule 1f1b --ranks 64 \
     --microbatches 64 -o "$WORK/x.dpstudio.json"
 contains "$WORK/err" "--model llama3-8b (its model.layers): 32 layers cannot fill the 64 stages of 1f1b" "too many stages named"
+for bad in "--tp 3|--tp: 3 does not divide model.heads 32" "--tp 16|--tp: 16 does not divide model.kv_heads 8" \
+    "--cp 3|--cp: 3 does not divide model.seq_len 8192" "--zero 4|--zero: must be 0, 1, 2 or 3, got 4" \
+    "--tp 0|--tp: must be at least 1, got 0" \
+    "--sequence-parallel|--sequence-parallel: needs --tp 2 or more"; do
+    flags="${bad%%|*}"
+    # shellcheck disable=SC2086 # the flag and its value are two words
+    expect 2 "init $flags" -- "$DPS" init --model llama3-8b --device h100-sxm $flags -o "$WORK/x.dpstudio.json"
+    contains "$WORK/err" "${bad#*|}" "init $flags names the flag"
+done
+expect 2 "init --tp on the block model" -- "$DPS" init --tp 2 -o "$WORK/x.dpstudio.json"
+contains "$WORK/err" '--tp: only for model.kind "transformer"' "--tp on the block model named"
+expect 2 "init --zero without --model" -- "$DPS" init --zero 1 -o "$WORK/x.dpstudio.json"
+contains "$WORK/err" "--zero goes with --model PRESET" "--zero without --model named"
 if [ -e "$WORK/x.dpstudio.json" ]; then fail "init wrote a file for bad input"; fi
+expect 0 "init with tp, cp, sequence parallelism and ZeRO-3" -- "$DPS" init --model llama3-8b --device h100-sxm \
+    --ranks 4 --dp 2 --tp 2 --cp 2 --sequence-parallel --zero 3 -o "$WORK/tp.dpstudio.json"
+contains "$WORK/out" "4 ranks × tp 2 × cp 2 × dp 2" "init says the sizes"
+for key in '"tp": 2' '"cp": 2' '"sequence_parallel": true' '"zero": 3'; do
+    contains "$WORK/tp.dpstudio.json" "$key" "init wrote $key"
+done
+expect 0 "simulate shows tp, cp, ZeRO and MFU" -- "$DPS" simulate "$WORK/tp.dpstudio.json"
+contains "$WORK/out" "32 devices, tp 2, cp 2, dp 2, ZeRO-3); MFU" "simulate text names the sizes and MFU"
+expect 0 "simulate json" -- "$DPS" simulate "$WORK/tp.dpstudio.json" --json
+for key in '"tp": 2' '"cp": 2' '"zero": 3' '"mfu":'; do
+    contains "$WORK/out" "$key" "simulate --json has $key"
+done
+expect 0 "compare json" -- "$DPS" compare "$WORK/tp.dpstudio.json" --json
+for key in '"tp": 2' '"cp": 2' '"zero": 3' '"mfu":'; do
+    contains "$WORK/out" "$key" "compare --json has $key"
+done
+expect 0 "compare text" -- "$DPS" compare "$WORK/tp.dpstudio.json"
+contains "$WORK/out" "32 (4 × tp 2 × cp 2 × dp 2)" "compare text shows the devices' split"
 
 # --- model-info errors -------------------------------------------------------------------------------
 expect 1 "model-info unknown variant" -- "$DPS" model-info "$WORK/ds.dpstudio.json" --variant nope

@@ -81,6 +81,33 @@ expect 2 "--add-variants without a project" -- "$DPS" plan --model llama3-8b --d
 expect 1 "unknown model preset" -- "$DPS" plan --model nope --device h800 --devices 16 --global-batch 64
 contains "$WORK/err" '--model: unknown preset "nope"' "unknown preset named"
 
+# --- tensor, context and data-parallel sharding: the columns, the flags and their bad values ------------
+expect 0 "plan llama3-8b over tp 1,2 and ZeRO 1,3" -- "$DPS" plan --model llama3-8b --device h100-sxm --devices 16 \
+    --global-batch 64 --tp 1,2 --zero 1,3 --json
+for key in '"tp":' '"cp":' '"zero":' '"sequence_parallel":' '"mfu":'; do
+    contains "$WORK/out" "$key" "plan --json has $key"
+done
+if grep '"tp":' "$WORK/out" | grep -vqE '"tp": (1|2),'; then fail "--tp 1,2 gave another tp"; fi
+if grep '"zero":' "$WORK/out" | grep -vqE '"zero": (1|3),'; then fail "--zero 1,3 gave another stage"; fi
+expect 0 "plan text has the new columns" -- "$DPS" plan --model llama3-8b --device h100-sxm --devices 16 \
+    --global-batch 64 --tp 2 --top 3
+head -3 "$WORK/out" | grep -qE ' tp +cp +pp +dp +zero ' || fail "plan text: tp, cp, pp, dp, zero columns"
+contains "$WORK/out" "MFU" "plan text has the MFU column"
+contains "$WORK/out" "-tp2-" "a tp 2 candidate is named -tp2-"
+for bad in "--tp 3|--tp: 3 does not divide model.heads 32" "--tp 0|--tp: must be at least 1, got 0" \
+    "--tp 2,x|--tp: must be an integer, got 'x'" "--cp 3|--cp: 3 does not divide model.seq_len 8192" \
+    "--zero 4|--zero: 4 is not a ZeRO stage (0, 1, 2 or 3)"; do
+    flags="${bad%%|*}"
+    # shellcheck disable=SC2086 # the flag and its value are two words
+    expect 2 "plan $flags" -- "$DPS" plan --model llama3-8b --device h100-sxm --devices 16 --global-batch 64 $flags
+    contains "$WORK/err" "${bad#*|}" "plan $flags names the flag"
+done
+expect 2 "plan --tp on the block model" -- "$DPS" plan "$WORK/p.dpstudio.json" --devices 8 --global-batch 40 --tp 2
+contains "$WORK/err" "--tp: 2 needs a transformer model" "--tp on the block model named"
+expect 2 "plan --zero without a training object" -- "$DPS" plan "$WORK/p.dpstudio.json" --devices 8 \
+    --global-batch 40 --zero 1
+contains "$WORK/err" "--zero: 1 needs a project with a training object" "--zero without training named"
+
 # --- compare: throughput and the same-devices mode ----------------------------------------------------------
 expect 0 "compare same devices" -- "$DPS" compare --same-devices --json
 contains "$WORK/out" '"same_devices": true' "compare says same devices"

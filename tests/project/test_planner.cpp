@@ -5,6 +5,7 @@
 #include "base/errors.h"
 #include "project/compare.h"
 #include "project/dataparallel.h"
+#include "project/modelinfo.h"
 #include "project/planner.h"
 #include "project/predict.h"
 #include "project/presets.h"
@@ -248,7 +249,9 @@ TEST(Planner, EveryCandidateIsItsVariantsPrediction)
     EXPECT_EQ(added.activeVariant, result.candidates[0].variant.name);
     for (std::size_t i = 0; i < result.candidates.size(); ++i) {
         const PlanCandidate& c = result.candidates[i];
-        EXPECT_EQ(c.variant.ranks * c.dp, 64);
+        EXPECT_EQ(c.variant.ranks * c.dp * c.tp * c.cp, 64);
+        EXPECT_EQ(c.variant.tp, c.tp);
+        EXPECT_EQ(c.variant.sequenceParallel, c.tp > 1);
         EXPECT_EQ(c.microbatches * c.microbatchSize * c.dp, 64);
         const Prediction p = predict(added, c.variant.name, PredictOptions::peaksOnly());
         ASSERT_TRUE(p.valid()) << c.variant.name << ": " << p.error;
@@ -357,4 +360,201 @@ TEST(Planner, PruningKeepsTheBestAndTheFrontAtTheIssuesScale)
     request.devices = 2048;
     request.globalBatch = 15360;
     expectSameAsExhaustive(project, request, true);
+}
+
+namespace {
+
+/// Llama 3 8B's shapes (32 heads, 8 kv heads, hidden 4096) cut to `layers` layers on H100 nodes of 8.
+Project smallDenseProject(int layers, int seqLen)
+{
+    Project p = defaultProject();
+    ModelPreset preset = modelPreset("llama3-8b");
+    p.model = preset.model;
+    p.model.layers = layers;
+    p.model.seqLen = seqLen;
+    p.training = preset.training;
+    p.cluster = devicePreset("h100-sxm");
+    p.costs = CostSettings {};
+    p.variants.clear();
+    p.activeVariant.clear();
+    return p;
+}
+
+} // namespace
+
+TEST(Planner, TensorParallelismWhenPipelineAndDataAloneDoNotFit)
+{
+    // 4 layers on 32 devices: pp is at most 4, so a device holds at least a quarter of the model, its embedding
+    // or head whole, whatever dp is (ZeRO-1 shards the optimizer state only). Every tp = 1 candidate's peak, from
+    // the exhaustive search without a limit, is above the limit set below; tp 2 and 4 halve and quarter the
+    // weights of a device, so the plan must use them.
+    const Project project = smallDenseProject(4, 4096);
+    PlanRequest request;
+    request.devices = 32;
+    request.globalBatch = 32;
+    request.maxMicrobatchSize = 2;
+    request.prune = false;
+    request.tps = { 1 };
+    request.memoryLimitBytes = 1e15;
+    const PlanResult alone = plan(project, request);
+    ASSERT_FALSE(alone.candidates.empty());
+    double least = alone.candidates.front().peakMemoryBytes;
+    for (const PlanCandidate& c : alone.candidates) {
+        EXPECT_EQ(c.tp, 1);
+        least = std::min(least, c.peakMemoryBytes);
+    }
+    request = PlanRequest {};
+    request.devices = 32;
+    request.globalBatch = 32;
+    request.maxMicrobatchSize = 2;
+    request.memoryLimitBytes = 0.9 * least;
+    const PlanResult result = plan(project, request); // the default tp choices: 1, 2, 4 (hidden 4096 ÷ 4 = 1024)
+    ASSERT_FALSE(result.candidates.empty()) << "smallest peak " << result.smallestPeakBytes;
+    std::set<int> tps;
+    for (const PlanCandidate& c : result.candidates) {
+        EXPECT_GT(c.tp, 1) << c.variant.name;
+        EXPECT_LE(c.peakMemoryBytes, request.memoryLimitBytes);
+        tps.insert(c.tp);
+    }
+    EXPECT_TRUE(tps.count(2) + tps.count(4) > 0);
+    EXPECT_EQ(tps.count(8), 0u) << "hidden 4096 ÷ 8 = 512 is below the smallest share searched";
+    const PlanCandidate& best = result.candidates.front();
+    EXPECT_TRUE(best.sequenceParallel);
+    EXPECT_NE(best.variant.name.find("-tp" + std::to_string(best.tp) + "-"), std::string::npos) << best.variant.name;
+    // MFU: the model's FLOPs of the step over the devices' bf16 peak for the step time.
+    const double flops = trainingFlopsPerToken(project) * 32.0 * 4096;
+    EXPECT_NEAR(best.mfu, flops / (best.stepUs * 1e-6 * 32 * project.cluster.deviceFlops), 1e-12);
+    EXPECT_GT(best.mfu, 0.0);
+    EXPECT_LT(best.mfu, project.cluster.efficiency);
+}
+
+TEST(Planner, PruningKeepsTheBestAndTheFrontOverTensorContextAndZero)
+{
+    // A dense model at a long sequence (16384: cp 2, 4 and 8 are searched) with ZeRO 0 to 3, tp 1, 2, 4.
+    const Project project = smallDenseProject(8, 16384);
+    PlanRequest request;
+    request.devices = 32;
+    request.globalBatch = 16;
+    request.maxMicrobatchSize = 2;
+    request.zeros = { 0, 1, 2, 3 };
+    request.recomputes = { model::Recompute::Selective, model::Recompute::Full };
+    request.memoryLimitBytes = 80e9;
+    expectSameAsExhaustive(project, request, true);
+    request.memoryLimitBytes = 30e9; // some do not fit, some by their static memory alone
+    expectSameAsExhaustive(project, request, true);
+    const PlanResult result = plan(project, request);
+    std::set<int> cps, zeros;
+    for (const PlanCandidate& c : result.candidates) {
+        cps.insert(c.cp);
+        zeros.insert(c.zero);
+        EXPECT_EQ(c.tp * c.cp * c.variant.ranks * c.dp, 32);
+    }
+    EXPECT_GT(cps.size(), 1u);
+    EXPECT_GT(zeros.size(), 1u);
+}
+
+TEST(Planner, PruningKeepsTheBestAndTheFrontOfAnMoeModelWithTensorParallelismAndZero3)
+{
+    PlanRequest request;
+    request.devices = 64;
+    request.globalBatch = 64;
+    request.maxMicrobatchSize = 2;
+    request.tps = { 1, 2 };
+    request.cps = { 1, 2 };
+    request.zeros = { 1, 3 };
+    request.memoryLimitBytes = 60e9;
+    expectSameAsExhaustive(smallMoeProject(), request, true);
+}
+
+TEST(Planner, ZeroStagesShardTheStaticMemory)
+{
+    // The same variant under ZeRO 0 and 3: the planner predicts each with its own training.zero, and the
+    // candidate says which; ZeRO-3's peak is below ZeRO-0's (parameters, gradients and optimizer sharded over dp 8).
+    const Project project = smallDenseProject(8, 4096);
+    PlanRequest request;
+    request.devices = 32;
+    request.globalBatch = 32;
+    request.maxMicrobatchSize = 1;
+    request.kinds = { ScheduleKind::OneFOneB };
+    request.recomputes = { model::Recompute::Full };
+    request.tps = { 1 };
+    request.cps = { 1 };
+    request.zeros = { 0, 3 };
+    request.memoryLimitBytes = 1e15;
+    request.prune = false;
+    const PlanResult result = plan(project, request);
+    const auto find = [&](int zero) -> const PlanCandidate* {
+        for (const PlanCandidate& c : result.candidates)
+            if (c.zero == zero && c.pp == 4 && c.dp == 8)
+                return &c;
+        return nullptr;
+    };
+    const PlanCandidate* z0 = find(0);
+    const PlanCandidate* z3 = find(3);
+    ASSERT_TRUE(z0 && z3);
+    EXPECT_LT(z3->peakMemoryBytes, z0->peakMemoryBytes);
+    EXPECT_EQ(z0->variant.name, "1f1b-pp4-dp8-mb4x1-full-z0"); // the preset's ZeRO-1 is the default: z0 named
+    EXPECT_EQ(z3->variant.name, "1f1b-pp4-dp8-mb4x1-full-z3");
+    Project zero3 = project;
+    zero3.training.zero = 3;
+    EXPECT_EQ(predict(zero3, z3->variant, PredictOptions::peaksOnly()).peakMemoryBytes, z3->peakMemoryBytes);
+    // Written into the project: training.zero becomes the best candidate's, the others' stage left out.
+    const Project added = withPlanVariants(project, result, static_cast<int>(result.candidates.size()));
+    EXPECT_EQ(added.training.zero, result.candidates.front().zero);
+    for (const Variant& v : added.variants)
+        EXPECT_NE(v.name.find("-z" + std::to_string(added.training.zero)), std::string::npos) << v.name;
+}
+
+TEST(Planner, RequestsTheModelRefusesNameTheFlag)
+{
+    const Project project = smallDenseProject(4, 4096);
+    PlanRequest request;
+    request.devices = 8;
+    request.globalBatch = 8;
+    const auto message = [&](PlanRequest r) -> std::string {
+        try {
+            plan(project, r);
+        } catch (const ConstraintError& e) {
+            return e.what();
+        }
+        return "no error";
+    };
+    PlanRequest r = request;
+    r.tps = { 3 };
+    EXPECT_EQ(message(r), "--tp: 3 does not divide model.heads 32");
+    r.tps = { 16 }; // divides the 32 heads, not the 8 kv heads
+    EXPECT_EQ(message(r), "--tp: 16 does not divide model.kv_heads 8");
+    r = request;
+    r.cps = { 3 };
+    EXPECT_EQ(message(r), "--cp: 3 does not divide model.seq_len 4096");
+    r = request;
+    r.zeros = { 4 };
+    EXPECT_EQ(message(r), "--zero: 4 is not a ZeRO stage (0, 1, 2 or 3)");
+    PlanRequest block;
+    block.devices = 8;
+    block.globalBatch = 40;
+    block.tps = { 2 };
+    EXPECT_THROW(plan(defaultProject(), block), ConstraintError);
+    block.tps.clear();
+    block.zeros = { 1 };
+    EXPECT_THROW(plan(defaultProject(), block), ConstraintError); // no training object
+}
+
+TEST(Planner, VariantNamesCarryTensorContextAndZero)
+{
+    const Project project = smallDenseProject(4, 4096);
+    Variant v;
+    v.kind = ScheduleKind::Interleaved1F1B;
+    v.ranks = 2;
+    v.stagesPerRank = 2;
+    v.dp = 4;
+    v.tp = 8;
+    v.cp = 2;
+    v.microbatches = 16;
+    v.microbatchSize = 1;
+    v.recompute = model::Recompute::Selective;
+    EXPECT_EQ(planVariantName(v, project), "interleaved-1f1b-pp2-v2-tp8-cp2-dp4-mb16x1-selective");
+    EXPECT_EQ(
+        planVariantName(v, project, project.training.zero), "interleaved-1f1b-pp2-v2-tp8-cp2-dp4-mb16x1-selective");
+    EXPECT_EQ(planVariantName(v, project, 3), "interleaved-1f1b-pp2-v2-tp8-cp2-dp4-mb16x1-selective-z3");
 }

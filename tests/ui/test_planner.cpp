@@ -385,6 +385,67 @@ TEST(MainWindow, PlannerDockAndTheComparisonsSameDevicesToggle)
     window.compareView()->close();
 }
 
+TEST(PlannerPanel, TensorContextAndZeroFieldsRestrictTheSearchAndTheTableShowsThemWithMfu)
+{
+    // Llama 3 8B on 16 H100s: TP "2", CP "1", ZeRO "1, 3" give exactly the engine's search with those lists.
+    dps::Project project = dps::defaultProject();
+    const dps::ModelPreset preset = dps::modelPreset("llama3-8b");
+    project.model = preset.model;
+    project.model.layers = 8;
+    project.training = preset.training;
+    project.cluster = dps::devicePreset("h100-sxm");
+    project.costs = dps::CostSettings {};
+    for (dps::Variant& v : project.variants)
+        v.layerPartition.clear();
+    ProjectDocument document;
+    document.reset(project);
+    PlannerPanel panel(&document);
+    panel.resize(1400, 800);
+    panel.show();
+    QApplication::processEvents();
+    panel.devicesField()->setValue(16);
+    panel.globalBatchField()->setValue(16);
+    panel.tpField()->setText(QStringLiteral("2"));
+    panel.cpField()->setText(QStringLiteral("1"));
+    panel.zeroField()->setText(QStringLiteral("1, 3"));
+    ASSERT_TRUE(panel.startPlan());
+    ASSERT_TRUE(panel.waitUntilIdle());
+    const PlanResultPtr result = panel.service()->current();
+    ASSERT_TRUE(result);
+    dps::PlanRequest request;
+    request.devices = 16;
+    request.globalBatch = 16;
+    request.tps = { 2 };
+    request.cps = { 1 };
+    request.zeros = { 1, 3 };
+    const dps::PlanResult expected = dps::plan(document.project(), request);
+    ASSERT_FALSE(expected.candidates.empty());
+    ASSERT_EQ(result->candidates.size(), expected.candidates.size());
+    bool zero3 = false;
+    for (int row = 0; row < panel.model()->rowCount(); ++row) {
+        const dps::PlanCandidate& c = result->candidates[static_cast<std::size_t>(
+            panel.model()->data(panel.model()->index(row, 0), PlannerModel::CandidateRole).toInt())];
+        EXPECT_EQ(c.tp, 2);
+        EXPECT_EQ(panel.model()->data(panel.model()->index(row, PlannerModel::Tp)).toString(), QStringLiteral("2"));
+        EXPECT_EQ(panel.model()->data(panel.model()->index(row, PlannerModel::Zero)).toInt(), c.zero);
+        EXPECT_EQ(panel.model()->data(panel.model()->index(row, PlannerModel::Mfu)).toString(), formatPercent(c.mfu));
+        zero3 = zero3 || c.zero == 3;
+    }
+    EXPECT_TRUE(zero3);
+    EXPECT_EQ(PlannerModel::columnName(PlannerModel::Mfu), QStringLiteral("MFU"));
+
+    // A list that is not one names its field; the model's refusal of a size is the engine's message.
+    panel.tpField()->setText(QStringLiteral("2,x"));
+    EXPECT_FALSE(panel.startPlan());
+    EXPECT_TRUE(panel.summary()->text().startsWith(QStringLiteral("TP: 'x' is not a size")))
+        << panel.summary()->text().toStdString();
+    panel.tpField()->setText(QStringLiteral("3"));
+    ASSERT_TRUE(panel.startPlan());
+    ASSERT_TRUE(panel.waitUntilIdle());
+    EXPECT_TRUE(panel.summary()->text().contains(QStringLiteral("3 does not divide model.heads 32")))
+        << panel.summary()->text().toStdString();
+}
+
 // Renders the docs' picture (docs/images/planner-deepseek-v3.png); only when DPS_PLANNER_SCREENSHOT names a file.
 TEST(PlannerPanel, ScreenshotOfDeepSeekV3On2048H800)
 {

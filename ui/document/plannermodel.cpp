@@ -111,8 +111,8 @@ int PlannerModel::columnCount(const QModelIndex& parent) const
 
 QString PlannerModel::columnName(int column)
 {
-    static const char* const names[] = { "Kind", "pp", "dp", "Microbatches", "Partition", "Recompute", "Step time",
-        "Bubble", "Peak memory", "Tokens/s", "Tokens/s/device", "Pareto" };
+    static const char* const names[] = { "Kind", "tp", "cp", "pp", "dp", "ZeRO", "Microbatches", "Partition",
+        "Recompute", "Step time", "Bubble", "Peak memory", "Tokens/s", "Tokens/s/device", "MFU", "Pareto" };
     return column >= 0 && column < ColumnCount ? tr(names[column]) : QString();
 }
 
@@ -123,10 +123,18 @@ QVariant PlannerModel::value(const PlanCandidate& c, int column) const
     case Partition:
     case Recompute:
         return text(c, column);
+    case Tp:
+        return c.tp;
+    case Cp:
+        return c.cp;
     case Pp:
         return c.pp;
     case Dp:
         return c.dp;
+    case Zero:
+        return c.zero;
+    case Mfu:
+        return c.mfu;
     case Microbatches: // the count (a stable sort keeps the planner's order among equal counts)
         return c.microbatches;
     case Step:
@@ -151,10 +159,18 @@ QString PlannerModel::text(const PlanCandidate& c, int column) const
     switch (column) {
     case Kind:
         return planKindText(c);
+    case Tp:
+        return QString::number(c.tp);
+    case Cp:
+        return QString::number(c.cp);
     case Pp:
         return QString::number(c.pp);
     case Dp:
         return QString::number(c.dp);
+    case Zero:
+        return QString::number(c.zero);
+    case Mfu:
+        return c.mfu > 0.0 ? formatPercent(c.mfu) : QStringLiteral("—");
     case Microbatches:
         return QStringLiteral("%1 × %2").arg(c.microbatches).arg(c.microbatchSize);
     case Partition:
@@ -220,10 +236,20 @@ QVariant PlannerModel::headerData(int section, Qt::Orientation orientation, int 
         return columnName(section);
     if (orientation == Qt::Horizontal && role == Qt::ToolTipRole) {
         switch (section) {
+        case Tp:
+            return tr("tensor-parallel size (sequence parallelism on when above 1)");
+        case Cp:
+            return tr("context-parallel size (ring attention over the sequence)");
         case Pp:
             return tr("pipeline ranks");
         case Dp:
-            return tr("data-parallel replicas: devices ÷ pp");
+            return tr("data-parallel replicas: devices ÷ (tp × cp × pp)");
+        case Zero:
+            return tr("ZeRO stage: 1 shards the optimizer state over the replicas, 2 also the gradients, 3 also the "
+                      "parameters");
+        case Mfu:
+            return tr(
+                "model FLOPs utilisation: the step's model FLOPs ÷ (step time × devices × the GEMM dtype's peak)");
         case Microbatches:
             return tr("microbatches × sequences per microbatch (× dp = the global batch)");
         case Partition:

@@ -57,8 +57,11 @@ class PlannerModel : public QAbstractTableModel {
 public:
     enum Column {
         Kind,
+        Tp, ///< tensor-parallel size
+        Cp, ///< context-parallel size
         Pp,
         Dp,
+        Zero, ///< ZeRO stage
         Microbatches, ///< "30 × 2": count × size (sequences)
         Partition, ///< layers per model stage, runs shortened ("2×2,1×2,2×27,1")
         Recompute,
@@ -67,10 +70,11 @@ public:
         PeakMemory, ///< largest over ranks, bytes
         TokensPerSecond,
         TokensPerSecondPerDevice,
+        Mfu, ///< model FLOPs utilisation, fraction
         Pareto,
         ColumnCount
     };
-    /// The number behind a cell (Step: µs, PeakMemory: bytes, Bubble: fraction, Pareto: 0/1); the text for
+    /// The number behind a cell (Step: µs, PeakMemory: bytes, Bubble and Mfu: fraction, Pareto: 0/1); the text for
     /// Kind, Partition and Recompute. What sort() orders by.
     static constexpr int ValueRole = Qt::UserRole;
     /// The candidate's index in PlanResult::candidates (int), whatever the sort order.

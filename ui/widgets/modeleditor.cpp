@@ -350,14 +350,18 @@ QGroupBox* ModelEditor::setupTraining()
         });
     m_binder
         ->addChoice(
-            form, tr("ZeRO:"), { { tr("0 (every replica holds it all)"), 0 }, { tr("1 (sharded over dp)"), 1 } },
+            form, tr("ZeRO:"),
+            { { tr("0 (every replica holds it all)"), 0 }, { tr("1 (optimizer state sharded over dp)"), 1 },
+                { tr("2 (and the gradients)"), 2 }, { tr("3 (and the parameters: FSDP)"), 3 } },
             [](const Project& p) { return p.training.zero; },
             [](Project& p, int v) {
                 p.training.zero = v;
                 p.training.present = true;
             })
-        ->setToolTip(tr("ZeRO-1 (Rajbhandari et al. 2020) shards the optimizer state over the dp replicas (a routed "
-                        "expert's over dp ÷ ep, the replicas of that expert)"));
+        ->setToolTip(
+            tr("ZeRO (Rajbhandari et al. 2020) shards state over the dp × cp replicas holding the same "
+               "parameters (a routed expert's over dp × cp ÷ ep): 1 the optimizer state, 2 also the gradients, "
+               "3 (FSDP) also the parameters, gathered layer by layer in F and B"));
     auto* box = new QGroupBox(tr("Training state"));
     box->setLayout(form);
     return box;

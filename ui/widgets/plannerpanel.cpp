@@ -1,5 +1,6 @@
 #include "widgets/plannerpanel.h"
 
+#include "base/errors.h"
 #include "document/formatting.h"
 #include "document/projectdocument.h"
 #include "project/compare.h"
@@ -66,11 +67,38 @@ PlannerPanel::PlannerPanel(ProjectDocument* document, QWidget* parent)
     drawPlot();
 }
 
+QHBoxLayout* PlannerPanel::setupSizes()
+{
+    const auto sizeField = [](const QString& tip) {
+        auto* field = new QLineEdit;
+        field->setPlaceholderText(tr("auto"));
+        field->setToolTip(tip);
+        field->setMaximumWidth(110);
+        return field;
+    };
+    m_tps = sizeField(tr("Tensor-parallel sizes to search, e.g. 1,2,4,8; empty: the divisors of the GPUs per node "
+                         "that divide the heads and leave hidden ÷ tp ≥ 1024 (sequence parallelism on with tp > 1)"));
+    m_cps = sizeField(tr("Context-parallel sizes to search, e.g. 1,2; empty: 1, and 2, 4, 8 for sequences of 16384 "
+                         "tokens or more"));
+    m_zeros = sizeField(tr("ZeRO stages to search (0-3), e.g. 1,3; empty: the project's and 1"));
+    for (QLineEdit* field : { m_tps, m_cps, m_zeros })
+        connect(field, &QLineEdit::returnPressed, this, &PlannerPanel::startPlan);
+    auto* sizes = new QHBoxLayout;
+    sizes->setSpacing(6);
+    for (const auto& [label, field] :
+        { std::pair { tr("TP:"), m_tps }, std::pair { tr("CP:"), m_cps }, std::pair { tr("ZeRO:"), m_zeros } }) {
+        sizes->addWidget(new QLabel(label));
+        sizes->addWidget(field);
+    }
+    sizes->addStretch(1);
+    return sizes;
+}
+
 QWidget* PlannerPanel::setupRequest()
 {
     m_devices = new QSpinBox;
     m_devices->setRange(1, 1 << 20);
-    m_devices->setToolTip(tr("Devices of the job: pipeline size × data-parallel replicas"));
+    m_devices->setToolTip(tr("Devices of the job: tp × cp × pipeline size × data-parallel replicas"));
     m_globalBatch = new QSpinBox;
     m_globalBatch->setRange(1, 1 << 24);
     m_globalBatch->setSuffix(tr(" sequences"));
@@ -91,6 +119,8 @@ QWidget* PlannerPanel::setupRequest()
     connect(m_memory, &QLineEdit::textChanged, this, &PlannerPanel::checkMemoryField);
     connect(m_memory, &QLineEdit::returnPressed, this, &PlannerPanel::startPlan);
 
+    QHBoxLayout* sizes = setupSizes();
+
     auto* kinds = new QHBoxLayout;
     kinds->setSpacing(10);
     for (ScheduleKind kind : generatedKinds()) {
@@ -103,7 +133,8 @@ QWidget* PlannerPanel::setupRequest()
 
     m_plan = new QPushButton(tr("Plan"));
     m_plan->setDefault(true);
-    m_plan->setToolTip(tr("Search kind, pipeline size, microbatches, layer partition and recompute"));
+    m_plan->setToolTip(
+        tr("Search kind, tp, cp, pipeline size, dp, ZeRO stage, microbatches, layer partition and recompute"));
     m_cancel = new QPushButton(tr("Cancel"));
     m_progress = new QProgressBar;
     m_progress->setRange(0, 100);
@@ -126,14 +157,16 @@ QWidget* PlannerPanel::setupRequest()
     grid->addWidget(m_memory, 0, 5);
     grid->addWidget(m_memoryError, 0, 6);
     grid->setColumnStretch(6, 1);
-    grid->addWidget(new QLabel(tr("Kinds:")), 1, 0);
-    grid->addLayout(kinds, 1, 1, 1, 6);
+    grid->addWidget(new QLabel(tr("Sizes:")), 1, 0);
+    grid->addLayout(sizes, 1, 1, 1, 6);
+    grid->addWidget(new QLabel(tr("Kinds:")), 2, 0);
+    grid->addLayout(kinds, 2, 1, 1, 6);
     auto* run = new QHBoxLayout;
     run->addWidget(m_plan);
     run->addWidget(m_cancel);
     run->addWidget(m_progress);
     run->addWidget(m_summary, 1);
-    grid->addLayout(run, 2, 0, 1, 7);
+    grid->addLayout(run, 3, 0, 1, 7);
     return box;
 }
 
@@ -231,6 +264,26 @@ void PlannerPanel::checkMemoryField()
     }
 }
 
+namespace {
+
+/// A comma list of sizes ("1, 2,4"); empty = none. Throws ConstraintError naming the field for anything that is
+/// not a non-negative integer (the planner checks the range and what the model allows).
+std::vector<int> sizeList(const QString& text, const char* field)
+{
+    std::vector<int> sizes;
+    for (const QString& part : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const int value = part.trimmed().toInt(&ok);
+        if (!ok || value < 0)
+            throw ConstraintError("plan.sizes",
+                std::string(field) + ": '" + part.trimmed().toStdString() + "' is not a size (a list such as 1,2,4)");
+        sizes.push_back(value);
+    }
+    return sizes;
+}
+
+} // namespace
+
 bool PlannerPanel::startPlan()
 {
     PlanRequest request;
@@ -243,6 +296,14 @@ bool PlannerPanel::startPlan()
     }
     request.devices = m_devices->value();
     request.globalBatch = m_globalBatch->value();
+    try {
+        request.tps = sizeList(m_tps->text(), "TP");
+        request.cps = sizeList(m_cps->text(), "CP");
+        request.zeros = sizeList(m_zeros->text(), "ZeRO");
+    } catch (const std::exception& e) {
+        m_summary->setText(QString::fromUtf8(e.what()));
+        return false;
+    }
     const auto& kinds = generatedKinds();
     for (std::size_t i = 0; i < kinds.size() && i < m_kindBoxes.size(); ++i)
         if (m_kindBoxes[i]->isChecked())

@@ -13,6 +13,7 @@
 #include <vector>
 
 class QCheckBox;
+class QHBoxLayout;
 class QCustomPlot;
 class QCPAbstractPlottable;
 class QCPGraph;
@@ -57,6 +58,10 @@ public:
     QSpinBox* globalBatchField() const { return m_globalBatch; }
     QLineEdit* memoryField() const { return m_memory; }
     QLabel* memoryError() const { return m_memoryError; }
+    /// The sizes searched: comma lists ("1,2,4,8"); empty = the planner's defaults (PlanRequest::tps, cps, zeros).
+    QLineEdit* tpField() const { return m_tps; }
+    QLineEdit* cpField() const { return m_cps; }
+    QLineEdit* zeroField() const { return m_zeros; }
     /// The kind checkboxes, in the order of generatedKinds().
     const std::vector<QCheckBox*>& kindBoxes() const { return m_kindBoxes; }
     QPushButton* planButton() const { return m_plan; }
@@ -76,6 +81,8 @@ protected:
 
 private:
     QWidget* setupRequest();
+    /// The TP, CP and ZeRO fields in a row.
+    QHBoxLayout* setupSizes();
     QWidget* setupResults();
     /// Devices and global batch from the project: its cluster's nodes × GPUs per node (else the active variant's
     /// devices) and the active variant's microbatches × size × dp. Only while the user has not typed.
@@ -102,6 +109,9 @@ private:
     QSpinBox* m_globalBatch = nullptr;
     QLineEdit* m_memory = nullptr;
     QLabel* m_memoryError = nullptr;
+    QLineEdit* m_tps = nullptr;
+    QLineEdit* m_cps = nullptr;
+    QLineEdit* m_zeros = nullptr;
     std::vector<QCheckBox*> m_kindBoxes;
     QPushButton* m_plan = nullptr;
     QPushButton* m_cancel = nullptr;

@@ -6,6 +6,7 @@
 
 #include "schedule/generator.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -155,8 +156,27 @@ QWidget* ProjectPanel::setupShape()
         ->addInt(
             form, tr("Data-parallel (dp):"), 1, 1 << 20, [](const Project& p) { return activeIn(p).dp; },
             [](Project& p, int v) { activeIn(p).dp = v; })
-        ->setToolTip(tr("Replicas of the pipeline: the job uses ranks × dp devices; an expert-parallel group is formed "
-                        "across the replicas of one stage, so model.moe.ep must divide dp"));
+        ->setToolTip(tr("Replicas of the pipeline: the job uses ranks × tp × cp × dp devices; an expert-parallel group "
+                        "is formed across the replicas of one stage, so model.moe.ep must divide dp × cp"));
+    m_binder
+        ->addInt(
+            form, tr("Tensor-parallel (tp):"), 1, 1 << 10, [](const Project& p) { return activeIn(p).tp; },
+            [](Project& p, int v) { activeIn(p).tp = v; })
+        ->setToolTip(
+            tr("Megatron-LM's column/row split of attention and MLP over tp devices of a node (a transformer's; "
+               "tp divides model.heads and model.kv_heads)"));
+    m_binder
+        ->addInt(
+            form, tr("Context-parallel (cp):"), 1, 1 << 10, [](const Project& p) { return activeIn(p).cp; },
+            [](Project& p, int v) { activeIn(p).cp = v; })
+        ->setToolTip(tr("Ring attention: the sequence split over cp devices, key-value blocks passed around them (a "
+                        "transformer's; cp divides model.seq_len)"));
+    m_binder
+        ->addCheck(
+            form, tr("Sequence parallel:"), [](const Project& p) { return activeIn(p).sequenceParallel; },
+            [](Project& p, bool v) { activeIn(p).sequenceParallel = v; })
+        ->setToolTip(tr("With tp > 1: norms and dropout split over the sequence, each all-reduce replaced by a "
+                        "reduce-scatter and an all-gather (Korthikanti et al. 2022)"));
     m_binder
         ->addInt(
             form, tr("Microbatch size:"), 0, 1 << 16, [](const Project& p) { return activeIn(p).microbatchSize; },
