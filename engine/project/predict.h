@@ -52,6 +52,9 @@ struct Prediction {
     std::string variantName; ///< the variant predicted (as asked for when there is none); "" for predictSchedule
     std::string error; ///< why there are no figures: the build error, "invalid schedule: …", "deadlock: …"
     std::optional<Schedule> schedule; ///< unset when it could not be built
+    /// The program predictProgram was given (PyTorch's whole action language); unset otherwise. When it has sends
+    /// and receives, sim holds their timing (SimResult::commsTimed, comms, stalledReceives).
+    std::optional<TorchSchedule> program;
     CostModel costs; ///< the costs simulated (after PredictOptions::adjustCosts)
     ValidationReport report;
     SimResult sim; ///< empty unless the schedule is valid
@@ -96,6 +99,13 @@ struct Prediction {
 /// invalid one gives error "invalid schedule: <first error> (+N more)", a deadlock "deadlock: <message>".
 /// options.fp32Tensors does not apply (the costs are given). O(ops + stages × microbatches).
 Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOptions& options = {});
+
+/// The same for a program in PyTorch's whole action language (a compute_comms CSV, lowerToComms's output): it is
+/// validated with validate(TorchSchedule), its compute actions (computeSchedule) are the schedule, and its sends and
+/// receives, when it has any, are timed where they sit (simulateWithComms, docs/comms.md; options.cores does not
+/// apply); without them it is predicted as predictSchedule. Never throws: a program whose compute actions cannot
+/// make a schedule gives `error`.
+Prediction predictProgram(TorchSchedule program, CostModel costs, const PredictOptions& options = {});
 
 /// Builds the schedule (buildSchedule) and the cost model (buildCostModel, with 4-byte tensors when
 /// options.fp32Tensors) of `variant` and predicts them as predictSchedule. A size rule or partition the
