@@ -3,6 +3,7 @@
 #include "base/errors.h"
 #include "dataparallel.h"
 #include "schedule/csvio.h"
+#include "schedule/lowering.h"
 #include "sim/commsim.h"
 #include "transformercost.h"
 
@@ -140,6 +141,23 @@ Prediction predictProgram(TorchSchedule program, CostModel costs, const PredictO
     return timedPrediction(std::move(schedule), std::move(costs), options, std::move(program));
 }
 
+namespace {
+
+/// PredictOptions::lowerComms: the schedule lowered to PyTorch's sends and receives and predicted with them, or as it
+/// is when it cannot be lowered (an order that deadlocks: the validator reports it).
+Prediction predictLowered(Schedule schedule, CostModel costs, const PredictOptions& options)
+{
+    std::optional<TorchSchedule> program;
+    try {
+        program = lowerToComms(schedule);
+    } catch (const Error&) {
+        return predictSchedule(std::move(schedule), std::move(costs), options);
+    }
+    return timedPrediction(std::move(schedule), std::move(costs), options, std::move(program));
+}
+
+} // namespace
+
 Prediction predict(const Project& project, const Variant& variant, const PredictOptions& options)
 {
     std::optional<Schedule> schedule;
@@ -160,7 +178,8 @@ Prediction predict(const Project& project, const Variant& variant, const Predict
         failed.error = e.what();
         return failed;
     }
-    Prediction p = predictSchedule(std::move(*schedule), std::move(costs), options);
+    Prediction p = options.lowerComms ? predictLowered(std::move(*schedule), std::move(costs), options)
+                                      : predictSchedule(std::move(*schedule), std::move(costs), options);
     p.variantName = variant.name;
     p.handEdited = variant.order.has_value();
     if (p.timed) {

@@ -32,6 +32,10 @@ struct PredictOptions {
     /// 0 < cores < peakComputeThreads(schedule) (a rank with an overlapped F&B slot counts 2), the timing is
     /// simulateSharedCores()'s (docs/shared-cores.md), with Open MPI's rule for waiting ranks; else simulate()'s.
     int cores = 0;
+    /// predict() only: predict PyTorch's lowering of the variant's schedule (lowerToComms: the sends and receives its
+    /// runtime adds) with them timed where they sit, as predictProgram; an order that cannot be lowered is predicted
+    /// as it is (the validator names its deadlock).
+    bool lowerComms = false;
 
     /// Peaks and totals only, no timelines: what a comparison, a sweep or a run report needs.
     static PredictOptions peaksOnly(CostAdjuster adjust = {});

@@ -1,6 +1,7 @@
 // Sends and receives timed where they sit (sim/commsim.h) on hand-made programs: unit costs (F = 1, B = 2 µs), one
 // latency L per message, every time below computed by hand from the rules in commsim.h.
 #include "project/predict.h"
+#include "project/project.h"
 #include "schedule/csvio.h"
 #include "schedule/validator.h"
 #include "sim/commsim.h"
@@ -202,4 +203,24 @@ TEST(CommSim, PredictProgramNamesTheDeadlockAsInvalid)
     EXPECT_EQ(p.error.rfind("invalid schedule: error: rank 0, position 3 (0SEND_F1): rank 0 is stuck:", 0), 0u)
         << p.error;
     EXPECT_NE(p.error.find("(wait-for cycle: rank 0 -> rank 1 -> rank 0)"), std::string::npos) << p.error;
+}
+
+TEST(CommSim, PredictLowersAVariantOnRequest)
+{
+    // The default project's active variant, lowered as PyTorch's runtime does: its compute is the variant's (same kind,
+    // same busy time per rank), its sends and receives are timed, and the compute-only makespan is predict()'s own.
+    const Project project = defaultProject();
+    const Prediction plain = predict(project, "");
+    PredictOptions options;
+    options.lowerComms = true;
+    const Prediction lowered = predict(project, "", options);
+    ASSERT_TRUE(plain.valid()) << plain.error;
+    ASSERT_TRUE(lowered.valid()) << lowered.error;
+    EXPECT_FALSE(plain.sim.commsTimed);
+    EXPECT_TRUE(lowered.sim.commsTimed);
+    EXPECT_EQ(lowered.schedule->kind, plain.schedule->kind);
+    EXPECT_DOUBLE_EQ(lowered.sim.computeOnlyMakespanUs, plain.makespanUs);
+    EXPECT_GE(lowered.makespanUs, plain.makespanUs);
+    for (std::size_t r = 0; r < plain.sim.ranks.size(); ++r)
+        EXPECT_DOUBLE_EQ(lowered.sim.ranks[r].busyUs, plain.sim.ranks[r].busyUs);
 }

@@ -253,6 +253,27 @@ TEST(MainWindow, ExportsTheFrameworkFormats)
     EXPECT_FALSE(QFileInfo::exists(refused));
 }
 
+// View → Sends and Receives: the active variant is predicted lowered to PyTorch's sends and receives, which the
+// timeline then holds; switched off, the compute-only prediction comes back.
+TEST(MainWindow, TimesAndShowsTheSendsAndReceivesOnRequest)
+{
+    Fixture f;
+    f.window.document()->setVariantShape(dps::ScheduleKind::OneFOneB, 4, 8, 0);
+    f.window.waitUntilIdle();
+    const double computeOnly = f.window.snapshot()->makespanUs;
+    EXPECT_FALSE(f.window.snapshot()->sim.commsTimed);
+    f.timeline()->commsAction()->setChecked(true);
+    f.window.waitUntilIdle();
+    ASSERT_TRUE(f.window.snapshot()->sim.commsTimed) << f.window.snapshot()->error;
+    ASSERT_EQ(f.window.snapshot()->sim.comms.size(), 4u);
+    EXPECT_EQ(f.window.snapshot()->sim.comms[0].size(), 16u) << "rank 0: 8 activations sent, 8 gradients received";
+    EXPECT_EQ(f.window.snapshot()->sim.computeOnlyMakespanUs, computeOnly);
+    f.timeline()->commsAction()->setChecked(false);
+    f.window.waitUntilIdle();
+    EXPECT_FALSE(f.window.snapshot()->sim.commsTimed);
+    EXPECT_EQ(f.window.snapshot()->makespanUs, computeOnly);
+}
+
 // An empty or blank CSV has no rank: the import refuses it with the CLI's message (dps::readScheduleCsv) and
 // adds no variant, so Save cannot write a project of 0 ranks.
 TEST(MainWindow, RefusesAnEmptyOrBlankCsv)

@@ -360,6 +360,7 @@ void MainWindow::setupViewMenu()
     m_viewMenu->addSeparator();
     m_viewMenu->addActions({ m_actions.zoomIn, m_actions.zoomOut, m_actions.fit });
     m_viewMenu->addAction(m_timeline->criticalPathAction());
+    m_viewMenu->addAction(m_timeline->commsAction());
     QMenu* theme = m_viewMenu->addMenu(tr("&Theme"));
     m_themeGroup = new QActionGroup(this);
     for (ThemeMode mode : { ThemeMode::System, ThemeMode::Light, ThemeMode::Dark }) {
@@ -454,6 +455,10 @@ void MainWindow::connectViews()
     connect(m_document, &ProjectDocument::changed, this, &MainWindow::requestSimulation);
     connect(m_document, &ProjectDocument::titleChanged, this, &MainWindow::updateTitle);
     connect(&m_simulation, &SimulationService::snapshotChanged, this, &MainWindow::showSnapshot);
+    connect(m_timeline, &TimelineView::commsToggled, this, [this](bool shown) {
+        m_simulation.setCommsTimed(shown);
+        requestSimulation();
+    });
     connect(&m_compareService, &CompareService::variantsChanged, m_compare, &CompareView::setSnapshot);
     connect(&m_compareService, &CompareService::sweepChanged, m_compare, &CompareView::setSweep);
     connect(m_compare, &CompareView::sweepParameterChanged, this, [this] {
