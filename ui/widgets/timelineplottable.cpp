@@ -340,9 +340,11 @@ void TimelinePlottable::drawComms(QCPPainter* painter, const Frame& f, int rank)
     const double bottom = f.rows.bandBottom(row);
     const double h = std::max(3.0, (bottom - top) * 0.22);
     const double y = bottom - h;
-    const QColor send = m_colors.dark ? QColor(0x4f, 0xc3, 0xf7) : QColor(0x01, 0x57, 0x9b);
-    const QColor receive = m_colors.dark ? QColor(0xff, 0xb7, 0x4d) : QColor(0xe6, 0x51, 0x00);
-    const QColor stalled(0xd5, 0x00, 0x00);
+    // Neither the kinds' colours nor the critical path's: slate sends, teal receives, a stalled receive black (white
+    // on a dark theme).
+    const QColor send = m_colors.dark ? QColor(0x90, 0xa4, 0xae) : QColor(0x54, 0x6e, 0x7a);
+    const QColor receive = m_colors.dark ? QColor(0x4d, 0xd0, 0xe1) : QColor(0x00, 0x89, 0x7b);
+    const QColor stalled = m_colors.dark ? QColor(Qt::white) : QColor(Qt::black);
     for (const CommTiming& c : m_comms->comms[static_cast<std::size_t>(rank)]) {
         if (c.endUs < f.time.startUs() || c.postedUs > f.time.endUs())
             continue;

@@ -88,7 +88,8 @@ public:
     /// Value-axis row of rank 0 (rank r sits on row rowOffset + r).
     /// The sends and receives of a prediction that timed them (SimResult::comms, stalledReceives), drawn as thin
     /// bars at the bottom of their rank's row: from when each was posted (a thin line while it waits for its turn
-    /// and partner) to its end; sends and receives in two colours, a stalled receive in red. Null: none.
+    /// and partner) to its end; sends and receives in two colours, a stalled receive black (white on a dark theme).
+    /// Null: none.
     void setComms(std::shared_ptr<const SimResult> sim) { m_comms = std::move(sim); }
     bool hasComms() const { return m_comms && !m_comms->comms.empty(); }
     void setRowOffset(int offset) { m_rowOffset = offset; }

@@ -67,7 +67,7 @@ TimelineView::TimelineView(QWidget* parent)
     m_commsAction = new QAction(tr("Sends and &Receives"), this);
     m_commsAction->setCheckable(true);
     m_commsAction->setToolTip(tr("Add the sends and receives PyTorch's runtime adds, time them where they sit and draw "
-                                 "them under each rank's blocks (a stalled receive in red)"));
+                                 "them under each rank's blocks (a stalled receive in black)"));
     connect(m_commsAction, &QAction::toggled, this, &TimelineView::commsToggled);
     addAction(m_commsAction);
     setContextMenuPolicy(Qt::ActionsContextMenu);
