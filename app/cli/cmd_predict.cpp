@@ -141,12 +141,17 @@ void recogniseKind(Schedule& schedule)
 }
 
 /// The prediction of a schedule from the flags' costs; with --comms, of its lowering to PyTorch's sends and receives
-/// (lowerToComms, timed where they sit). Throws ConstraintError "lowering.stuck" for an order that cannot be lowered.
+/// (lowerToComms, timed where they sit). An order that cannot be lowered is predicted as it is: the validator names
+/// its deadlock.
 Prediction predictFromFlags(Schedule schedule, const SimulateArgs& args)
 {
     const machine::CostSource source = flagsSource(args.costs);
-    if (args.comms)
-        return machine::predictProgramWith(source, lowerToComms(schedule), !args.trace.empty());
+    if (args.comms) {
+        try {
+            return machine::predictProgramWith(source, lowerToComms(schedule), !args.trace.empty());
+        } catch (const ConstraintError&) {
+        }
+    }
     return machine::predictScheduleWith(source, std::move(schedule), !args.trace.empty());
 }
 

@@ -48,6 +48,9 @@ expect 1 "simulate comm deadlock" -- "$DPS" simulate --csv "$PT/deadlock_recv_or
 contains "$WORK/err" "wait-for cycle: rank 0 -> rank 1 -> rank 0" "simulate comm deadlock"
 expect 0 "simulate --comms" -- "$DPS" simulate --schedule 1f1b --ranks 2 --microbatches 2 --comms --latency 1
 contains "$WORK/out" "sends and receives timed where they sit" "simulate --comms"
+printf '0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n' > "$WORK/deadlock.csv"
+expect 1 "--comms of a deadlocking order" -- "$DPS" simulate --csv "$WORK/deadlock.csv" --comms
+contains "$WORK/err" "rank 1, position 0 (1F1): rank 1 is stuck at 1F1" "--comms of a deadlocking order"
 expect 2 "--comms with a project" -- "$DPS" simulate "$PT/../projects/none.json" --comms
 contains "$WORK/err" "--comms goes with --schedule or --csv" "--comms with a project"
 
