@@ -14,6 +14,7 @@
 #include "project/validatedconfig.h"
 #include "schedule/csvio.h"
 #include "schedule/generator.h"
+#include "schedule/lowering.h"
 #include "schedule/schedule_json.h"
 #include "schedule/validator.h"
 #include "trace/chrometrace.h"
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -138,13 +140,30 @@ void recogniseKind(Schedule& schedule)
     }
 }
 
+/// The prediction of a schedule from the flags' costs; with --comms, of its lowering to PyTorch's sends and receives
+/// (lowerToComms, timed where they sit). An order that cannot be lowered is predicted as it is: the validator names
+/// its deadlock.
+Prediction predictFromFlags(Schedule schedule, const SimulateArgs& args)
+{
+    const machine::CostSource source = flagsSource(args.costs);
+    if (args.comms) {
+        try {
+            return machine::predictProgramWith(source, lowerToComms(schedule), !args.trace.empty());
+        } catch (const ConstraintError&) {
+        }
+    }
+    return machine::predictScheduleWith(source, std::move(schedule), !args.trace.empty());
+}
+
 Simulated fromCsv(const std::string& file, const std::string& text, const SimulateArgs& args)
 {
-    CsvImport imported = readScheduleCsv(file, text, args.dialect);
-    recogniseKind(imported.schedule);
+    CsvImport imported = readScheduleCsv(file, text, args.dialect); // a compute_comms CSV: validated here
     const machine::CostSource source = flagsSource(args.costs);
-    return { file, {}, source.costsNote(kUnitCosts),
-        machine::predictScheduleWith(source, std::move(imported.schedule), !args.trace.empty()), {} };
+    if (csvHasComms(text))
+        return { file, {}, source.costsNote(kUnitCosts),
+            machine::predictProgramWith(source, readTorchCsv(text), !args.trace.empty()), {} };
+    recogniseKind(imported.schedule);
+    return { file, {}, source.costsNote(kUnitCosts), predictFromFlags(std::move(imported.schedule), args), {} };
 }
 
 Simulated fromKind(const SimulateArgs& args)
@@ -153,9 +172,8 @@ Simulated fromKind(const SimulateArgs& args)
         { parseGeneratedKind(args.schedule, "--schedule"), args.ranks, args.microbatches, args.stagesPerRank });
     const std::string label = std::string(kindName(schedule.kind)) + " " + std::to_string(args.ranks) + " ranks × "
         + std::to_string(args.microbatches) + " microbatches";
-    const machine::CostSource source = flagsSource(args.costs);
-    return { label, {}, source.costsNote(kUnitCosts),
-        machine::predictScheduleWith(source, std::move(schedule), !args.trace.empty()), {} };
+    return { label, {}, flagsSource(args.costs).costsNote(kUnitCosts), predictFromFlags(std::move(schedule), args),
+        {} };
 }
 
 /// "" when the source flags are consistent, else what is wrong.
@@ -173,6 +191,9 @@ std::string sourceProblem(const SimulateArgs& args)
         return "--schedule needs --ranks N and --microbatches M (positive)";
     if (args.costs.thisMachine && args.project.empty())
         return "--this-machine needs a project file (the model gives the shapes)";
+    if (args.comms && !args.project.empty())
+        return "--comms goes with --schedule or --csv (for a project, time `dpstudio export --format "
+               "torch-comms-csv`'s CSV with --csv)";
     return {};
 }
 
@@ -237,6 +258,40 @@ json closedFormJson(const ClosedForm& form)
 
 // ------------------------------------------------------------------------------- simulate
 
+/// The sends and receives timed where they sit: the compute-only makespan and the stalled receives.
+json commsJson(const SimResult& sim)
+{
+    json stalled = json::array();
+    for (const StalledReceive& s : sim.stalledReceives)
+        stalled.push_back({ { "rank", s.rank }, { "position", s.position }, { "action", s.action },
+            { "consumer", s.consumer }, { "late_us", s.lateUs }, { "stall_us", s.stallUs }, { "cause", s.cause } });
+    std::size_t count = 0;
+    for (const auto& row : sim.comms)
+        count += row.size();
+    return { { "timed", true }, { "sends_and_receives", count },
+        { "compute_only_makespan_us", sim.computeOnlyMakespanUs }, { "stalled_receives", std::move(stalled) } };
+}
+
+void printComms(const SimResult& sim)
+{
+    std::size_t count = 0;
+    for (const auto& row : sim.comms)
+        count += row.size();
+    const double added = sim.makespanUs - sim.computeOnlyMakespanUs;
+    std::cout << "comms:        " << count << " sends and receives timed where they sit; compute only "
+              << formatTime(sim.computeOnlyMakespanUs) << (added >= 0.0 ? " (+" : " (−") << formatTime(std::abs(added))
+              << " from the comms)\n";
+    if (sim.stalledReceives.empty()) {
+        std::cout << "stalled receives: none\n";
+        return;
+    }
+    std::cout << "stalled receives: " << sim.stalledReceives.size() << "\n";
+    for (const StalledReceive& s : sim.stalledReceives)
+        std::cout << "  rank " << s.rank << ", position " << s.position << " (" << s.action << "): " << s.consumer
+                  << " waited " << formatTime(s.stallUs) << " for it; it came " << formatTime(s.lateUs)
+                  << " after its send was ready" << (s.cause.empty() ? "" : " (" + s.cause + ")") << "\n";
+}
+
 json simulationJson(const Simulated& in)
 {
     const Prediction& p = in.prediction;
@@ -249,7 +304,7 @@ json simulationJson(const Simulated& in)
             { "parameter_bytes", r < p.staticMemory.size() ? p.staticMemory[r].parameters : 0.0 } });
     }
     const Schedule& s = *p.schedule;
-    return { { "source", in.label }, { "costs", in.costsSource },
+    json out = { { "source", in.label }, { "costs", in.costsSource },
         { "schedule",
             { { "kind", std::string(kindName(s.kind)) }, { "ranks", s.ranks }, { "stages", s.stages },
                 { "microbatches", s.microbatches } } },
@@ -262,6 +317,9 @@ json simulationJson(const Simulated& in)
         { "closed_form", closedFormJson(p.closedForm) },
         { "memory_per_device_bytes", in.memoryLimitBytes > 0.0 ? json(in.memoryLimitBytes) : json(nullptr) },
         { "ranks_over_memory", ranksOverMemory(in) }, { "ranks", std::move(ranks) } };
+    if (p.sim.commsTimed)
+        out["comms"] = commsJson(p.sim);
+    return out;
 }
 
 void printSimulation(const Simulated& in)
@@ -289,7 +347,10 @@ void printSimulation(const Simulated& in)
     std::cout << "bubble rate:  " << formatPercent(p.bubbleRate) << "  (" << kBubbleDefinition << ")\n"
               << "largest idle: " << formatTime(p.largestIdleUs) << " simulated; " << closedFormText(p.closedForm)
               << "\n"
-              << "p2p traffic:  " << formatBytes(p.p2pBytes) << "\n\n";
+              << "p2p traffic:  " << formatBytes(p.p2pBytes) << "\n";
+    if (p.sim.commsTimed)
+        printComms(p.sim);
+    std::cout << "\n";
     std::vector<std::vector<std::string>> rows { { "rank", "busy", "idle", "peak memory", "peak activations",
         "peak in-flight" } };
     for (std::size_t r = 0; r < p.sim.ranks.size(); ++r) {

@@ -54,6 +54,7 @@ struct SimulateArgs {
     CostFlags costs;
     bool json = false;
     std::string trace; ///< --trace FILE: Chrome trace of the predicted timeline
+    bool comms = false; ///< --comms: lower to PyTorch's sends and receives (lowerToComms) and time them where they sit
 };
 
 struct CompareArgs {

@@ -177,6 +177,9 @@ Subcommand addSimulate(CLI::App& app, const std::string& kinds)
     CostOptionValues::addMachine(cSim, sim.costs);
     cSim->add_flag("--json", sim.json, "print makespan_us, bubble_rate and per-rank figures as JSON");
     cSim->add_option("--trace", sim.trace, "write the predicted timeline as a Chrome trace (Perfetto)");
+    cSim->add_flag("--comms", sim.comms,
+        "add the sends and receives PyTorch's runtime adds (as `dpstudio lower`) and time them where they sit "
+        "(a compute_comms CSV is always timed so)");
     return { cSim, [f](const auto&) {
                 f->costs.collect(f->sim.costs);
                 return cmdSimulate(f->sim);

@@ -3,9 +3,11 @@
 #include "base/errors.h"
 #include "base/format.h"
 #include "base/hostinfo.h"
+#include "schedule/csvio.h"
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 namespace dps::machine {
 
@@ -177,9 +179,12 @@ Prediction predictWith(const CostSource& source, const Project& project, const s
     }
 }
 
-Prediction predictScheduleWith(const CostSource& source, Schedule schedule, bool timeline)
+namespace {
+
+/// Unit costs with `stages` stages and the costs file's costs; the options with the costs typed for every stage.
+std::pair<CostModel, PredictOptions> flagCosts(const CostSource& source, int stages, bool timeline)
 {
-    CostModel costs = uniformCostModel(schedule.stages);
+    CostModel costs = uniformCostModel(stages);
     if (source.costsFile) {
         CostSettings settings;
         applyCostsFile(settings, *source.costsFile);
@@ -188,7 +193,26 @@ Prediction predictScheduleWith(const CostSource& source, Schedule schedule, bool
     PredictOptions options = timeline ? PredictOptions {} : PredictOptions::peaksOnly();
     if (source.everyStage.any())
         options.adjustCosts = [costs = source.everyStage](CostModel& model) { costs.applyTo(model); };
+    return { std::move(costs), std::move(options) };
+}
+
+} // namespace
+
+Prediction predictScheduleWith(const CostSource& source, Schedule schedule, bool timeline)
+{
+    auto [costs, options] = flagCosts(source, schedule.stages, timeline);
     return predictSchedule(std::move(schedule), std::move(costs), options);
+}
+
+Prediction predictProgramWith(const CostSource& source, TorchSchedule program, bool timeline)
+{
+    int stages = 0;
+    try {
+        stages = computeSchedule(program).stages;
+    } catch (const Error&) { // predictProgram reports it
+    }
+    auto [costs, options] = flagCosts(source, stages, timeline);
+    return predictProgram(std::move(program), std::move(costs), options);
 }
 
 RunPredictionSetup runPredictionSetup(

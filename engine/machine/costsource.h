@@ -81,6 +81,10 @@ Prediction predictWith(const CostSource& source, const Project& project, const s
 /// the costs file's costs, then the costs typed for every stage. Never throws for a bad schedule (as predictSchedule).
 Prediction predictScheduleWith(const CostSource& source, Schedule schedule, bool timeline);
 
+/// The same for a program in PyTorch's whole action language (predictProgram: its sends and receives timed where
+/// they sit). Never throws for a bad program.
+Prediction predictProgramWith(const CostSource& source, TorchSchedule program, bool timeline);
+
 /// The machine costs the source gives `variant` (for their table: formatMachineCosts); nullopt without a
 /// profile. Throws FormatError as machineCosts.
 std::optional<MachineCosts> machineCostsOf(const CostSource& source, const Project& project, const Variant& variant);

@@ -3,6 +3,9 @@
 #include "base/errors.h"
 #include "dataparallel.h"
 #include "modelinfo.h"
+#include "schedule/csvio.h"
+#include "schedule/lowering.h"
+#include "sim/commsim.h"
 #include "transformercost.h"
 
 #include <algorithm>
@@ -80,9 +83,15 @@ void summarize(Prediction& p)
 
 } // namespace
 
-Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOptions& options)
+namespace {
+
+/// predictSchedule and predictProgram: validate, simulate (the program's sends and receives timed where they sit
+/// when it has them), summarize.
+Prediction timedPrediction(
+    Schedule schedule, CostModel costs, const PredictOptions& options, std::optional<TorchSchedule> program)
 {
     Prediction p;
+    p.program = std::move(program);
     if (options.adjustCosts)
         options.adjustCosts(costs);
     p.costs = std::move(costs);
@@ -91,13 +100,14 @@ Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOpti
     p.staticMemory = staticMemoryPerRank(s, p.costs);
     for (const StaticMemory& m : p.staticMemory)
         p.parametersPerDevice = std::max(p.parametersPerDevice, m.parameterCount);
-    p.report = validate(s);
+    p.report = p.program ? validate(*p.program) : validate(s);
     if (!p.report.valid()) {
         p.error = invalidReason(p.report);
         return p;
     }
     const SimOptions simOptions { options.recordTiming, options.recordMemory };
-    p.sim = options.cores > 0 && options.cores < peakComputeThreads(s)
+    p.sim = p.program && p.program->hasComms() ? simulateWithComms(*p.program, s, p.costs, simOptions)
+        : options.cores > 0 && options.cores < peakComputeThreads(s)
         ? simulateSharedCores(s, p.costs, SharedCoresOptions { options.cores, WaitingRanks::Auto }, simOptions)
         : simulate(s, p.costs, simOptions);
     if (p.sim.deadlocked) {
@@ -111,6 +121,43 @@ Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOpti
     p.stepUs = p.makespanUs;
     return p;
 }
+
+} // namespace
+
+Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOptions& options)
+{
+    return timedPrediction(std::move(schedule), std::move(costs), options, std::nullopt);
+}
+
+Prediction predictProgram(TorchSchedule program, CostModel costs, const PredictOptions& options)
+{
+    Schedule schedule;
+    try {
+        schedule = computeSchedule(program);
+    } catch (const Error& e) {
+        Prediction failed;
+        failed.error = e.what();
+        return failed;
+    }
+    return timedPrediction(std::move(schedule), std::move(costs), options, std::move(program));
+}
+
+namespace {
+
+/// PredictOptions::lowerComms: the schedule lowered to PyTorch's sends and receives and predicted with them, or as it
+/// is when it cannot be lowered (an order that deadlocks: the validator reports it).
+Prediction predictLowered(Schedule schedule, CostModel costs, const PredictOptions& options)
+{
+    std::optional<TorchSchedule> program;
+    try {
+        program = lowerToComms(schedule);
+    } catch (const Error&) {
+        return predictSchedule(std::move(schedule), std::move(costs), options);
+    }
+    return timedPrediction(std::move(schedule), std::move(costs), options, std::move(program));
+}
+
+} // namespace
 
 Prediction predict(const Project& project, const Variant& variant, const PredictOptions& options)
 {
@@ -139,7 +186,8 @@ Prediction predict(const Project& project, const Variant& variant, const Predict
         failed.error = e.what();
         return failed;
     }
-    Prediction p = predictSchedule(std::move(*schedule), std::move(costs), options);
+    Prediction p = options.lowerComms ? predictLowered(std::move(*schedule), std::move(costs), options)
+                                      : predictSchedule(std::move(*schedule), std::move(costs), options);
     p.variantName = variant.name;
     p.handEdited = variant.order.has_value();
     if (p.timed) {

@@ -32,6 +32,10 @@ struct PredictOptions {
     /// 0 < cores < peakComputeThreads(schedule) (a rank with an overlapped F&B slot counts 2), the timing is
     /// simulateSharedCores()'s (docs/shared-cores.md), with Open MPI's rule for waiting ranks; else simulate()'s.
     int cores = 0;
+    /// predict() only: predict PyTorch's lowering of the variant's schedule (lowerToComms: the sends and receives its
+    /// runtime adds) with them timed where they sit, as predictProgram; an order that cannot be lowered is predicted
+    /// as it is (the validator names its deadlock).
+    bool lowerComms = false;
 
     /// Peaks and totals only, no timelines: what a comparison, a sweep or a run report needs.
     static PredictOptions peaksOnly(CostAdjuster adjust = {});
@@ -52,6 +56,9 @@ struct Prediction {
     std::string variantName; ///< the variant predicted (as asked for when there is none); "" for predictSchedule
     std::string error; ///< why there are no figures: the build error, "invalid schedule: …", "deadlock: …"
     std::optional<Schedule> schedule; ///< unset when it could not be built
+    /// The program predictProgram was given (PyTorch's whole action language); unset otherwise. When it has sends
+    /// and receives, sim holds their timing (SimResult::commsTimed, comms, stalledReceives).
+    std::optional<TorchSchedule> program;
     CostModel costs; ///< the costs simulated (after PredictOptions::adjustCosts)
     ValidationReport report;
     SimResult sim; ///< empty unless the schedule is valid
@@ -103,6 +110,13 @@ struct Prediction {
 /// invalid one gives error "invalid schedule: <first error> (+N more)", a deadlock "deadlock: <message>".
 /// options.fp32Tensors does not apply (the costs are given). O(ops + stages × microbatches).
 Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOptions& options = {});
+
+/// The same for a program in PyTorch's whole action language (a compute_comms CSV, lowerToComms's output): it is
+/// validated with validate(TorchSchedule), its compute actions (computeSchedule) are the schedule, and its sends and
+/// receives, when it has any, are timed where they sit (simulateWithComms, docs/comms.md; options.cores does not
+/// apply); without them it is predicted as predictSchedule. Never throws: a program whose compute actions cannot
+/// make a schedule gives `error`.
+Prediction predictProgram(TorchSchedule program, CostModel costs, const PredictOptions& options = {});
 
 /// Builds the schedule (buildSchedule) and the cost model (buildCostModel, with 4-byte tensors when
 /// options.fp32Tensors) of `variant` and predicts them as predictSchedule. A size rule or partition the

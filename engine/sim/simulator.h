@@ -62,6 +62,27 @@ struct StuckRank {
     std::string waitsFor; ///< the input that never arrives, e.g. "the gradient of 1I0 or 1B0 on rank 1"
 };
 
+/// One send or receive of a program timed where it sits (simulateWithComms). Times in µs from the step's start.
+struct CommTiming {
+    int position = -1; ///< cell index in the program's row of its rank
+    CommOp op;
+    double postedUs = 0.0; ///< when the rank's compute before it in the row had ended
+    double readyUs = 0.0; ///< max(posted, the end of the rank's previous send or receive): its turn on the communicator
+    double startUs = 0.0; ///< max of the two sides' readyUs: a send and its receive run together
+    double endUs = 0.0; ///< start + CostModel::transferTime of the message
+};
+
+/// A receive whose placement made its rank wait (simulateWithComms).
+struct StalledReceive {
+    int rank = -1;
+    int position = -1; ///< cell index in the program's row
+    std::string action; ///< e.g. "1RECV_F1"
+    std::string consumer; ///< the compute that waited for it, e.g. "1F1"
+    double lateUs = 0.0; ///< how long the send waited for this receive: receive ready − send ready, µs
+    double stallUs = 0.0; ///< of the consumer's wait, what the late receive caused: min(lateUs, its wait), µs
+    std::string cause; ///< "posted only after 1B0 (position 2) ended" or "queued behind 1SEND_B0 (position 4) …"
+};
+
 struct SimResult {
     bool deadlocked = false;
     std::string deadlockMessage; ///< which ranks are stuck on which action, when deadlocked
@@ -71,6 +92,11 @@ struct SimResult {
     double totalP2pBytes = 0.0;
     std::vector<RankResult> ranks;
     std::vector<std::vector<SlotTiming>> timing; ///< timing[r][i] for schedule.order[r][i]
+    // Filled by simulateWithComms only (empty, 0 otherwise):
+    bool commsTimed = false; ///< the sends and receives were timed where they sit
+    double computeOnlyMakespanUs = 0.0; ///< simulate()'s makespan of the same compute order (messages sent when made)
+    std::vector<std::vector<CommTiming>> comms; ///< comms[r]: rank r's sends and receives in row order
+    std::vector<StalledReceive> stalledReceives; ///< in rank, then position order
 };
 
 /// The stages and microbatches a simulation uses: the schedule's own, or, where one is 0, inferred from its

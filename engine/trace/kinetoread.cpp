@@ -25,11 +25,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using json = nlohmann::json;
-/// The part of a PyTorch pipeline runtime's `PP:` names that is a transfer: `<stage><SEND_F|RECV_F|SEND_B|
-/// RECV_B><microbatch>` (torch.distributed.pipelining's _Action text of a communication action).
-const std::regex kCommName(R"(^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B)(\d+)$)");
-/// The runtime's sharding and gradient actions, recognised and ignored (no place in our measured format).
-const std::regex kOtherPpName(R"(^(\d+)(UNSHARD|RESHARD|REDUCE_GRAD)(\d*)$)");
 /// `rank<N>` in a file name (rank3.json, trace_rank-3.pt.trace.json.gz).
 const std::regex kRankInName(R"(rank[-_]?(\d+))", std::regex::icase);
 const std::regex kProfilerStep(R"(^ProfilerStep#(\d+)$)");
@@ -107,30 +102,30 @@ struct Named {
     int microbatch = 0;
 };
 
+/// A `PP:` name's action, read as the schedule CSV's cells are (parseStep, PyTorch's whole action language): a
+/// compute action, a send or receive (a transfer), UNSHARD, RESHARD or REDUCE_GRAD (recognised and ignored: no place in
+/// our measured format), or text that is no action.
 Named classifyText(const std::string& text)
 {
     Named n;
-    std::smatch m;
-    if (std::regex_match(text, m, kCommName)) {
-        n.what = Named::What::Comm;
-        n.stage = std::stoi(m[1].str());
-        n.microbatch = std::stoi(m[3].str());
-        const std::string kind = m[2].str();
-        n.comm = kind == "RECV_F" ? Comm::RecvF
-            : kind == "SEND_F"    ? Comm::SendF
-            : kind == "RECV_B"    ? Comm::RecvB
-                                  : Comm::SendB;
-        return n;
-    }
-    if (std::regex_match(text, kOtherPpName)) {
-        n.what = Named::What::OtherPp;
-        return n;
-    }
+    Step step;
     try {
-        n.action = parseAction(text);
-        n.what = Named::What::Compute;
+        step = parseStep(text);
     } catch (const Error&) {
         n.what = Named::What::UnparsedPp;
+        return n;
+    }
+    if (step.isCompute()) {
+        n.what = Named::What::Compute;
+        n.action = step.compute;
+    } else if (step.isComm() && isPointToPoint(step.comm.kind)) {
+        static constexpr Comm kComm[] = { Comm::SendF, Comm::RecvF, Comm::SendB, Comm::RecvB };
+        n.what = Named::What::Comm;
+        n.comm = kComm[static_cast<int>(step.comm.kind)];
+        n.stage = step.comm.stage;
+        n.microbatch = step.comm.microbatch;
+    } else {
+        n.what = step.isComm() ? Named::What::OtherPp : Named::What::UnparsedPp;
     }
     return n;
 }

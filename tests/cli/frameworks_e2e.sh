@@ -27,6 +27,33 @@ contains "$WORK/out" "the halves of (0F2;1B0)OVERLAP_F_B are on different ranks"
 expect 1 "comm deadlock" -- "$DPS" validate "$PT/deadlock_recv_order.csv"
 contains "$WORK/out" "wait-for cycle: rank 0 -> rank 1 -> rank 0" "comm deadlock"
 
+# Sends and receives timed where they sit (docs/comms.md), latency 1 µs: the well-placed 4-rank program takes 22 µs
+# (compute only 21: rank 2's one communicator serves 2SEND_B0 and 2RECV_B1 in turn); 2RECV_F1 moved after 2F0 adds
+# its 1 µs transfer: 23 µs, and it is named.
+expect 0 "simulate placed comms" -- "$DPS" simulate --csv "$PT/placed_pp4_mb2_compute_comms.csv" --latency 1
+contains "$WORK/out" "makespan:     22 µs" "placed comms makespan"
+contains "$WORK/out" "compute only 21 µs (+1 µs from the comms)" "placed comms compute only"
+expect 0 "simulate late recv" -- "$DPS" simulate --csv "$PT/late_recv_pp4_mb2_compute_comms.csv" --latency 1
+contains "$WORK/out" "makespan:     23 µs" "late recv makespan"
+contains "$WORK/out" "rank 2, position 2 (2RECV_F1): 2F1 waited 1 µs for it; it came 1 µs after its send was ready (posted only after 2F0 (position 1) ended)" "late recv named"
+expect 0 "simulate late recv json" -- "$DPS" simulate --csv "$PT/late_recv_pp4_mb2_compute_comms.csv" --latency 1 --json
+check_py "late recv json" "
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j['makespan_us'] == 23 and j['comms']['compute_only_makespan_us'] == 21, j
+s = j['comms']['stalled_receives'][0]
+assert (s['rank'], s['position'], s['action'], s['stall_us']) == (2, 2, '2RECV_F1', 1), s
+" "$WORK/out"
+expect 1 "simulate comm deadlock" -- "$DPS" simulate --csv "$PT/deadlock_recv_order.csv"
+contains "$WORK/err" "wait-for cycle: rank 0 -> rank 1 -> rank 0" "simulate comm deadlock"
+expect 0 "simulate --comms" -- "$DPS" simulate --schedule 1f1b --ranks 2 --microbatches 2 --comms --latency 1
+contains "$WORK/out" "sends and receives timed where they sit" "simulate --comms"
+printf '0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n' > "$WORK/deadlock.csv"
+expect 1 "--comms of a deadlocking order" -- "$DPS" simulate --csv "$WORK/deadlock.csv" --comms
+contains "$WORK/err" "rank 1, position 0 (1F1): rank 1 is stuck at 1F1" "--comms of a deadlocking order"
+expect 2 "--comms with a project" -- "$DPS" simulate "$PT/../projects/none.json" --comms
+contains "$WORK/err" "--comms goes with --schedule or --csv" "--comms with a project"
+
 # A project with the default model, variants DualPipeV (4 ranks) and DualPipe.
 expect 0 init -- "$DPS" init -o "$WORK/p.dpstudio.json"
 check_py "add variants" "

@@ -375,6 +375,30 @@ TEST(Kineto, AnOverlappedSlotOnTwoStreamsIsTimedFromFirstStartToLastEnd)
     fs::remove_all(dir);
 }
 
+TEST(Kineto, CommActionsMapLikeComputeOnes)
+{
+    // The overlapped slot above, one receive named by the job's own label mapped with --map to a comm action, one
+    // "PP: 1RECV_B0": both read by the schedule CSV's action parser (which trims spaces, as it does for "PP: 0F2 ");
+    // a PP:0UNSHARD span is recognised and ignored.
+    const fs::path dir = tempDir("commmaps");
+    writeFileAtomic(dir / "node.json", R"json({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "ts": 0, "dur": 1000},
+        {"ph": "X", "cat": "user_annotation", "name": "PP:0UNSHARD", "ts": 1, "dur": 2},
+        {"ph": "X", "cat": "user_annotation", "name": "PP:(0F1;1B0)OVERLAP_F_B", "ts": 100, "dur": 200},
+        {"ph": "X", "cat": "user_annotation", "name": "recv_act stage=0 mb=1", "ts": 50, "dur": 40},
+        {"ph": "X", "cat": "user_annotation", "name": "PP: 1RECV_B0", "ts": 60, "dur": 40},
+        {"ph": "X", "cat": "user_annotation", "name": "PP: 0F2 ", "ts": 400, "dur": 10}]})json");
+    ProfileImportOptions options;
+    options.maps.push_back(parseProfileNameMap("recv_act stage=(\\d+) mb=(\\d+)=$1RECV_F$2"));
+    const MeasuredTrace t = importProfiles({ dir / "node.json" }, options).trace;
+    const MeasuredAction& a = actionOf(t, 0, 0, "(0F1;1B0)OVERLAP_F_B");
+    EXPECT_DOUBLE_EQ(a.startUs, 50.0); // from the first receive's start
+    EXPECT_DOUBLE_EQ(a.waitUs, 50.0); // 50 … 100: both receives side by side
+    EXPECT_DOUBLE_EQ(a.endUs, 300.0);
+    EXPECT_DOUBLE_EQ(actionOf(t, 0, 0, "0F2").startUs, 400.0);
+    fs::remove_all(dir);
+}
+
 TEST(Kineto, TracesWithoutActionsOrWithTimesBeyondExactAreRefused)
 {
     const fs::path dir = tempDir("refused");
@@ -389,8 +413,9 @@ TEST(Kineto, TracesWithoutActionsOrWithTimesBeyondExactAreRefused)
     };
     const std::string file = (dir / "rank0.json").string();
     EXPECT_EQ(errorOf(R"({"traceEvents": []})"),
-        file + ": no compute action: no PP:<action> span (e.g. PP:0F1) names one; wrap each action in "
-               "record_function(\"PP:<action>\"), or map other names with --map");
+        file
+            + ": no compute action: no PP:<action> span (e.g. PP:0F1) names one; wrap each action in "
+              "record_function(\"PP:<action>\"), or map other names with --map");
     EXPECT_EQ(errorOf(R"({"traceEvents": [{"name": "PP:0F0", "ph": "X", "ts": 1e308, "dur": 1e308}]})"),
         file + ": event \"PP:0F0\": ts " + std::to_string(1e308) + " µs and dur " + std::to_string(1e308)
             + " µs are beyond 2^53 µs (the largest exact time)");

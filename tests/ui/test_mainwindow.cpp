@@ -221,6 +221,59 @@ TEST(MainWindow, ImportsACsvAndExportsEverything)
     }
 }
 
+// Export → PyTorch CSV with Comms, torchtitan, Megatron-Core: what `dpstudio export --format` writes; Megatron's
+// refusal of DualPipe is shown with its reason and writes nothing.
+TEST(MainWindow, ExportsTheFrameworkFormats)
+{
+    Fixture f;
+    QTemporaryDir dir;
+    f.window.document()->setVariantShape(dps::ScheduleKind::OneFOneB, 4, 8, 0);
+    f.window.waitUntilIdle();
+    const QString comms = dir.filePath(QStringLiteral("comms.csv"));
+    ASSERT_TRUE(f.window.files()->exportFrameworkTo(QStringLiteral("torch-comms-csv"), comms));
+    QFile csv(comms);
+    ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
+    const QByteArray text = csv.readAll();
+    EXPECT_TRUE(text.startsWith("0UNSHARD,0F0,0SEND_F0,")) << text.left(60).toStdString();
+    EXPECT_TRUE(text.contains("3RECV_F0")) << "the last rank receives its activations";
+    EXPECT_TRUE(f.window.files()->exportFrameworkTo(QStringLiteral("megatron"), dir.filePath(QStringLiteral("m.txt"))));
+    ASSERT_TRUE(
+        f.window.files()->exportFrameworkTo(QStringLiteral("torchtitan"), dir.filePath(QStringLiteral("t.toml"))));
+    EXPECT_TRUE(QFileInfo::exists(dir.filePath(QStringLiteral("t.csv")))) << "the schedule CSV beside the config";
+
+    f.window.document()->setVariantShape(dps::ScheduleKind::DualPipe, 4, 8, 0);
+    f.window.waitUntilIdle();
+    const QString refused = dir.filePath(QStringLiteral("d.txt"));
+    EXPECT_FALSE(f.window.files()->exportFrameworkTo(QStringLiteral("megatron"), refused));
+    EXPECT_EQ(f.window.banner()->kind(), MessageBanner::Kind::Error);
+    EXPECT_TRUE(f.window.banner()->text().contains(QStringLiteral("Megatron-Core cannot run this schedule")))
+        << f.window.banner()->text().toStdString();
+    EXPECT_TRUE(f.window.banner()->text().contains(QStringLiteral("Megatron-Core has no DualPipe schedule")))
+        << f.window.banner()->text().toStdString();
+    EXPECT_FALSE(QFileInfo::exists(refused));
+}
+
+// View → Sends and Receives: the active variant is predicted lowered to PyTorch's sends and receives, which the
+// timeline then holds; switched off, the compute-only prediction comes back.
+TEST(MainWindow, TimesAndShowsTheSendsAndReceivesOnRequest)
+{
+    Fixture f;
+    f.window.document()->setVariantShape(dps::ScheduleKind::OneFOneB, 4, 8, 0);
+    f.window.waitUntilIdle();
+    const double computeOnly = f.window.snapshot()->makespanUs;
+    EXPECT_FALSE(f.window.snapshot()->sim.commsTimed);
+    f.timeline()->commsAction()->setChecked(true);
+    f.window.waitUntilIdle();
+    ASSERT_TRUE(f.window.snapshot()->sim.commsTimed) << f.window.snapshot()->error;
+    ASSERT_EQ(f.window.snapshot()->sim.comms.size(), 4u);
+    EXPECT_EQ(f.window.snapshot()->sim.comms[0].size(), 16u) << "rank 0: 8 activations sent, 8 gradients received";
+    EXPECT_EQ(f.window.snapshot()->sim.computeOnlyMakespanUs, computeOnly);
+    f.timeline()->commsAction()->setChecked(false);
+    f.window.waitUntilIdle();
+    EXPECT_FALSE(f.window.snapshot()->sim.commsTimed);
+    EXPECT_EQ(f.window.snapshot()->makespanUs, computeOnly);
+}
+
 // An empty or blank CSV has no rank: the import refuses it with the CLI's message (dps::readScheduleCsv) and
 // adds no variant, so Save cannot write a project of 0 ranks.
 TEST(MainWindow, RefusesAnEmptyOrBlankCsv)

@@ -13,13 +13,19 @@ void SimulationService::request(const Project& project, const std::string& varia
 {
     SnapshotPtr previous = m_lastTimed && m_lastTimed->variantName == variant ? m_lastTimed : nullptr;
     const std::uint64_t generation = m_runner.generation() + 1;
-    m_runner.submit([this, project, variant, previous, generation, provider = m_provider]() -> std::function<void()> {
+    m_runner.submit([this, project, variant, previous, generation, provider = m_provider,
+                        comms = m_commsTimed]() -> std::function<void()> {
         std::optional<PredictionSetup> setup;
         if (provider) {
             try {
                 setup = provider(project, variant);
             } catch (const std::exception&) { // e.g. a profile without the model's shape: the project's devices
             }
+        }
+        if (comms) {
+            if (!setup)
+                setup = PredictionSetup {};
+            setup->options.lowerComms = true;
         }
         SnapshotPtr snapshot = computeSnapshot(project, variant, generation, previous.get(), setup ? &*setup : nullptr);
         return [this, snapshot] { accept(snapshot); };

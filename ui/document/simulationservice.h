@@ -20,6 +20,10 @@ public:
     /// this machine while a CPU run of it is overlaid.
     void setPredictionProvider(PredictionProvider provider) { m_provider = std::move(provider); }
     bool hasPredictionProvider() const { return static_cast<bool>(m_provider); }
+    /// From the next request on, predict PyTorch's lowering of the schedule with its sends and receives timed where
+    /// they sit (PredictOptions::lowerComms): the snapshot's sim then holds them (SimResult::comms).
+    void setCommsTimed(bool timed) { m_commsTimed = timed; }
+    bool commsTimed() const { return m_commsTimed; }
     /// The newest snapshot delivered (null before the first).
     SnapshotPtr current() const { return m_current; }
     bool isIdle() const { return m_runner.isIdle(); }
@@ -35,6 +39,7 @@ private:
     SnapshotPtr m_current;
     SnapshotPtr m_lastTimed; ///< the newest snapshot with real timing, per variant name
     PredictionProvider m_provider; ///< empty = the project's devices
+    bool m_commsTimed = false;
 };
 
 /// Every variant of a project at once, for the comparison view.

@@ -290,6 +290,58 @@ bool FileController::exportCsvTo(const QString& path)
     return true;
 }
 
+void FileController::exportFramework(const QString& format)
+{
+    const QString title = format == QLatin1String("torchtitan") ? tr("Export a torchtitan job config")
+        : format == QLatin1String("megatron")                   ? tr("Export Megatron-Core arguments")
+                                              : tr("Export a PyTorch CSV with its sends and receives");
+    const QString filter = format == QLatin1String("torchtitan") ? tr("TOML (*.toml)")
+        : format == QLatin1String("megatron")                    ? tr("Text (*.txt)")
+                                                                 : tr("CSV (*.csv)");
+    const QString path = choose(QStringLiteral("export"), title, filter);
+    if (!path.isEmpty())
+        exportFrameworkTo(format, path);
+}
+
+bool FileController::exportFrameworkTo(const QString& format, const QString& path)
+{
+    if (!requireSnapshot(tr("the %1 export").arg(format)))
+        return false;
+    if (!m_snapshot->report.valid()) {
+        emit failed(tr("Not exported: the order is invalid (%1 errors). Fix it or undo first.")
+                        .arg(m_snapshot->report.errorCount()));
+        return false;
+    }
+    const QFileInfo info(path);
+    const QString csv = info.dir().filePath(info.completeBaseName() + QStringLiteral(".csv"));
+    FrameworkConfig config;
+    try {
+        config = frameworkExport(m_document->project(), *m_snapshot, format.toStdString(), csv.toStdString());
+    } catch (const std::exception& e) {
+        emit failed(tr("Not exported: %1").arg(QString::fromUtf8(e.what())));
+        return false;
+    }
+    if (!config.supported) {
+        const QString who = format == QLatin1String("torchtitan") ? QStringLiteral("torchtitan")
+            : format == QLatin1String("megatron")                 ? QStringLiteral("Megatron-Core")
+                                                                  : QStringLiteral("PyTorch");
+        emit failed(
+            tr("Not exported: %1 cannot run this schedule: %2").arg(who, QString::fromStdString(config.refusal)));
+        return false;
+    }
+    if (format == QLatin1String("torchtitan") && !writeText(csv, config.csv))
+        return false;
+    if (!writeText(path, config.text))
+        return false;
+    const QString wrote
+        = format == QLatin1String("torchtitan") ? tr("Wrote %1 and %2").arg(path, csv) : tr("Wrote %1").arg(path);
+    if (config.notes.empty())
+        emit succeeded(wrote);
+    else
+        emit warned(tr("%1 — note: %2").arg(wrote, QString::fromStdString(config.notes.front())));
+    return true;
+}
+
 void FileController::exportTrace()
 {
     const QString path = choose(

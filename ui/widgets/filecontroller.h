@@ -59,6 +59,11 @@ public:
     bool exportCsvTo(const QString& path);
     void exportTrace();
     bool exportTraceTo(const QString& path);
+    /// Export → PyTorch CSV with Comms, torchtitan Config, Megatron Arguments: `format` is the CLI's `export --format`
+    /// name (torch-comms-csv, torchtitan, megatron; dps::ui::frameworkExport). torchtitan writes its schedule CSV
+    /// beside the config (same name, .csv). A schedule the framework cannot run writes nothing; failed() says why.
+    void exportFramework(const QString& format);
+    bool exportFrameworkTo(const QString& format, const QString& path);
     void exportChart(QCustomPlot* plot);
     /// File → Open Profile…: PyTorch profiler traces (one file per rank, .json or .json.gz) chosen in a dialog,
     /// then openProfileFiles.

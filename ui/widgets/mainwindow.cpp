@@ -260,6 +260,9 @@ void MainWindow::createActions()
     a.exportConfig = new QAction(tr("Export &Validated Config…"), this);
     a.exportCsv = new QAction(tr("Export PyTorch &CSV…"), this);
     a.exportTrace = new QAction(tr("Export Chrome &Trace…"), this);
+    a.exportCommsCsv = new QAction(tr("Export PyTorch CSV with C&omms…"), this);
+    a.exportTorchtitan = new QAction(tr("Export torch&titan Config…"), this);
+    a.exportMegatron = new QAction(tr("Export &Megatron-Core Arguments…"), this);
     a.exportChart = new QAction(tr("Export C&hart (PNG, SVG, PDF)…"), this);
     a.quit = new QAction(tr("&Quit"), this);
     a.undo = m_document->undoStack()->createUndoAction(this, tr("&Undo"));
@@ -331,7 +334,8 @@ void MainWindow::setupFileMenu()
     openProfile->setObjectName(QStringLiteral("openProfileAction"));
     openProfile->setStatusTip(tr("Import PyTorch profiler traces (one per rank, .json or .json.gz) and overlay them"));
     QMenu* exports = file->addMenu(tr("&Export"));
-    exports->addActions({ a.exportConfig, a.exportCsv, a.exportTrace, a.exportChart });
+    exports->addActions({ a.exportConfig, a.exportCsv, a.exportCommsCsv, a.exportTorchtitan, a.exportMegatron,
+        a.exportTrace, a.exportChart });
     file->addSeparator();
     file->addAction(a.quit);
     rebuildRecentMenu();
@@ -356,6 +360,7 @@ void MainWindow::setupViewMenu()
     m_viewMenu->addSeparator();
     m_viewMenu->addActions({ m_actions.zoomIn, m_actions.zoomOut, m_actions.fit });
     m_viewMenu->addAction(m_timeline->criticalPathAction());
+    m_viewMenu->addAction(m_timeline->commsAction());
     QMenu* theme = m_viewMenu->addMenu(tr("&Theme"));
     m_themeGroup = new QActionGroup(this);
     for (ThemeMode mode : { ThemeMode::System, ThemeMode::Light, ThemeMode::Dark }) {
@@ -424,6 +429,12 @@ void MainWindow::setupConnections()
     connect(a.exportConfig, &QAction::triggered, m_files, &FileController::exportConfig);
     connect(a.exportCsv, &QAction::triggered, m_files, &FileController::exportCsv);
     connect(a.exportTrace, &QAction::triggered, m_files, &FileController::exportTrace);
+    connect(a.exportCommsCsv, &QAction::triggered, m_files,
+        [this] { m_files->exportFramework(QStringLiteral("torch-comms-csv")); });
+    connect(a.exportTorchtitan, &QAction::triggered, m_files,
+        [this] { m_files->exportFramework(QStringLiteral("torchtitan")); });
+    connect(a.exportMegatron, &QAction::triggered, m_files,
+        [this] { m_files->exportFramework(QStringLiteral("megatron")); });
     connect(a.exportChart, &QAction::triggered, this, [this] {
         m_files->exportChart(
             m_compare->isActiveWindow() ? static_cast<QCustomPlot*>(m_compare->timeline()) : m_timeline);
@@ -444,6 +455,10 @@ void MainWindow::connectViews()
     connect(m_document, &ProjectDocument::changed, this, &MainWindow::requestSimulation);
     connect(m_document, &ProjectDocument::titleChanged, this, &MainWindow::updateTitle);
     connect(&m_simulation, &SimulationService::snapshotChanged, this, &MainWindow::showSnapshot);
+    connect(m_timeline, &TimelineView::commsToggled, this, [this](bool shown) {
+        m_simulation.setCommsTimed(shown);
+        requestSimulation();
+    });
     connect(&m_compareService, &CompareService::variantsChanged, m_compare, &CompareView::setSnapshot);
     connect(&m_compareService, &CompareService::sweepChanged, m_compare, &CompareView::setSweep);
     connect(m_compare, &CompareView::sweepParameterChanged, this, [this] {

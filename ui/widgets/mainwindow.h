@@ -152,8 +152,9 @@ private:
     QMenu* m_recentMenu = nullptr;
     QActionGroup* m_themeGroup = nullptr;
     struct Actions {
-        QAction *newFile, *open, *save, *saveAs, *importCsv, *exportConfig, *exportCsv, *exportTrace, *exportChart,
-            *quit, *undo, *redo, *regenerate, *zoomIn, *zoomOut, *fit, *compare, *planner;
+        QAction *newFile, *open, *save, *saveAs, *importCsv, *exportConfig, *exportCsv, *exportTrace, *exportCommsCsv,
+            *exportTorchtitan, *exportMegatron, *exportChart, *quit, *undo, *redo, *regenerate, *zoomIn, *zoomOut, *fit,
+            *compare, *planner;
     } m_actions {};
     bool m_compareStale = true;
 };

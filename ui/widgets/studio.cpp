@@ -68,7 +68,10 @@ bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QS
         QStringLiteral("R:P"));
     const QCommandLineOption path(
         QStringLiteral("critical-path"), QObject::tr("Turn on the timeline's critical path (View → Critical Path)."));
-    parser.addOptions({ shot, compare, measured, theme, size, panel, memoryView, zoomSlot, path });
+    const QCommandLineOption comms(QStringLiteral("comms"),
+        QObject::tr("Turn on the timeline's sends and receives (View → Sends and Receives): PyTorch's lowering of "
+                    "the schedule, its sends and receives timed where they sit."));
+    parser.addOptions({ shot, compare, measured, theme, size, panel, memoryView, zoomSlot, path, comms });
     if (!parser.parse(arguments)) {
         error = parser.errorText();
         return false;
@@ -88,6 +91,7 @@ bool parseStudioOptions(const QStringList& arguments, StudioOptions& options, QS
     }
     options.panel = parser.value(panel);
     options.criticalPath = parser.isSet(path);
+    options.comms = parser.isSet(comms);
     if (parser.isSet(memoryView)) {
         const QString view = parser.value(memoryView);
         bool number = false;
@@ -158,14 +162,16 @@ int renderShots(MainWindow& window, const StudioOptions& options)
 
 QImage renderMainWindow(MainWindow& window, const QSize& size, const StudioOptions& view)
 {
+    if (view.comms)
+        window.timeline()->commsAction()->setChecked(true);
     settle(window, size);
     window.waitUntilIdle();
     QApplication::processEvents();
     if (!view.panel.isEmpty() && !window.raisePanel(view.panel))
         std::fprintf(stderr, "dualpipe-studio: --panel: no panel named %s\n", qPrintable(view.panel));
     if (view.memoryView && !window.memoryChart()->setRank(*view.memoryView))
-        std::fprintf(stderr, "dualpipe-studio: --memory-view: the project's active variant has no rank %d\n",
-            *view.memoryView);
+        std::fprintf(
+            stderr, "dualpipe-studio: --memory-view: the project's active variant has no rank %d\n", *view.memoryView);
     if (view.criticalPath) {
         window.timeline()->setCriticalPathShown(true);
         window.runs()->overlayPanel()->showCriticalPathTab();

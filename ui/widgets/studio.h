@@ -25,6 +25,7 @@ struct StudioOptions {
     int zoomRank = -1; ///< --zoom-slot R:P: zoom the timeline onto slot P of rank R (−1: fitted)
     int zoomPosition = -1;
     bool criticalPath = false; ///< --critical-path: the timeline's "Critical path" toggle on
+    bool comms = false; ///< --comms: the timeline's "Sends and Receives" toggle on
     bool headless() const { return !screenshot.isEmpty() || !compareScreenshot.isEmpty(); }
 };
 
@@ -43,7 +44,8 @@ void initStudioResources();
 int runStudio(const StudioOptions& options);
 
 /// Renders the whole main window at `size` after the simulation settled, with the panel, memory view and
-/// zoom of `view` (its panel, memoryView, zoomRank and zoomPosition; the defaults change nothing).
+/// zoom of `view` (its panel, memoryView, zoomRank, zoomPosition, criticalPath and comms; the defaults change
+/// nothing).
 QImage renderMainWindow(MainWindow& window, const QSize& size, const StudioOptions& view = {});
 /// Renders the comparison view at `size` after every variant and the sweep settled.
 QImage renderCompareView(MainWindow& window, const QSize& size);

@@ -192,6 +192,7 @@ void TimelinePlottable::draw(QCPPainter* painter)
     for (int r = 0; r < m_blocks->rankCount(); ++r) {
         drawIdle(painter, f, r);
         drawRank(painter, f, r);
+        drawComms(painter, f, r);
         drawMeasured(painter, f, r);
     }
     drawPath(painter, f, m_predictedPath, false);
@@ -328,6 +329,39 @@ void TimelinePlottable::drawRank(QCPPainter* painter, const Frame& f, int rank) 
         drawBlock(painter, f, b, rectIn(f, b));
     }
     painter->setOpacity(1.0);
+}
+
+void TimelinePlottable::drawComms(QCPPainter* painter, const Frame& f, int rank) const
+{
+    if (!hasComms() || static_cast<std::size_t>(rank) >= m_comms->comms.size())
+        return;
+    const int row = rank + m_rowOffset;
+    const double top = f.rows.bandTop(row);
+    const double bottom = f.rows.bandBottom(row);
+    const double h = std::max(3.0, (bottom - top) * 0.22);
+    const double y = bottom - h;
+    // Neither the kinds' colours nor the critical path's: slate sends, teal receives, a stalled receive black (white
+    // on a dark theme).
+    const QColor send = m_colors.dark ? QColor(0x90, 0xa4, 0xae) : QColor(0x54, 0x6e, 0x7a);
+    const QColor receive = m_colors.dark ? QColor(0x4d, 0xd0, 0xe1) : QColor(0x00, 0x89, 0x7b);
+    const QColor stalled = m_colors.dark ? QColor(Qt::white) : QColor(Qt::black);
+    for (const CommTiming& c : m_comms->comms[static_cast<std::size_t>(rank)]) {
+        if (c.endUs < f.time.startUs() || c.postedUs > f.time.endUs())
+            continue;
+        const bool isReceive = c.op.kind == CommKind::RecvF || c.op.kind == CommKind::RecvB;
+        bool late = false;
+        for (const StalledReceive& s : m_comms->stalledReceives)
+            late = late || (s.rank == rank && s.position == c.position);
+        const QColor color = late ? stalled : isReceive ? receive : send;
+        const double x0 = f.time.toPixel(c.postedUs);
+        const double xs = f.time.toPixel(c.startUs);
+        const double x1 = std::max(f.time.toPixel(c.endUs), xs + 2.0);
+        if (xs > x0 + 1.0) { // posted, waiting for its turn and its partner
+            painter->setPen(QPen(color, late ? 2.0 : 1.0, Qt::DotLine));
+            painter->drawLine(QPointF(x0, y + h / 2), QPointF(xs, y + h / 2));
+        }
+        painter->fillRect(QRectF(QPointF(xs, y), QPointF(x1, bottom)), color);
+    }
 }
 
 bool TimelinePlottable::drawLanes(QCPPainter* painter, const Frame& f, const TimelineBlock& b, const QRectF& rect) const

@@ -86,6 +86,12 @@ public:
     /// Share of a row's band the predicted blocks take while measured blocks are shown.
     static constexpr double kPredictedShare = 0.52;
     /// Value-axis row of rank 0 (rank r sits on row rowOffset + r).
+    /// The sends and receives of a prediction that timed them (SimResult::comms, stalledReceives), drawn as thin
+    /// bars at the bottom of their rank's row: from when each was posted (a thin line while it waits for its turn
+    /// and partner) to its end; sends and receives in two colours, a stalled receive black (white on a dark theme).
+    /// Null: none.
+    void setComms(std::shared_ptr<const SimResult> sim) { m_comms = std::move(sim); }
+    bool hasComms() const { return m_comms && !m_comms->comms.empty(); }
     void setRowOffset(int offset) { m_rowOffset = offset; }
     int rowOffset() const { return m_rowOffset; }
     /// A title drawn in the row above rank 0 (comparison view); empty draws none.
@@ -133,6 +139,7 @@ private:
     void drawTitle(QCPPainter* painter, const Frame& f) const;
     void drawIdle(QCPPainter* painter, const Frame& f, int rank) const;
     void drawRank(QCPPainter* painter, const Frame& f, int rank) const;
+    void drawComms(QCPPainter* painter, const Frame& f, int rank) const;
     void drawBlock(QCPPainter* painter, const Frame& f, const TimelineBlock& block, const QRectF& rect) const;
     /// Draws the lanes of an overlapped block; false (nothing drawn) when it has none at this zoom.
     bool drawLanes(QCPPainter* painter, const Frame& f, const TimelineBlock& block, const QRectF& rect) const;
@@ -151,6 +158,7 @@ private:
     std::shared_ptr<const BlockIndex> m_blocks;
     std::shared_ptr<const BlockIndex> m_measured;
     std::shared_ptr<const CostModel> m_costs;
+    std::shared_ptr<const SimResult> m_comms;
     mutable std::map<std::pair<int, int>, OverlapLayout> m_layouts;
     double m_makespanUs = 0.0;
     int m_rowOffset = 0;

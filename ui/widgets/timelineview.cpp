@@ -64,6 +64,12 @@ TimelineView::TimelineView(QWidget* parent)
         replot(rpQueuedReplot);
     });
     addAction(m_pathAction);
+    m_commsAction = new QAction(tr("Sends and &Receives"), this);
+    m_commsAction->setCheckable(true);
+    m_commsAction->setToolTip(tr("Add the sends and receives PyTorch's runtime adds, time them where they sit and draw "
+                                 "them under each rank's blocks (a stalled receive in black)"));
+    connect(m_commsAction, &QAction::toggled, this, &TimelineView::commsToggled);
+    addAction(m_commsAction);
     setContextMenuPolicy(Qt::ActionsContextMenu);
 }
 
@@ -195,6 +201,8 @@ void TimelineView::rebuildLanes(const std::vector<SnapshotPtr>& lanes, bool titl
         p->setColors(m_colors);
         p->setBlocks(std::shared_ptr<const BlockIndex>(s, &s->blocks), laneMakespan(*s));
         p->setCosts(std::shared_ptr<const CostModel>(s, &s->costs));
+        if (s->sim.commsTimed)
+            p->setComms(std::shared_ptr<const SimResult>(s, &s->sim));
         if (titled) {
             p->setTitle(QStringLiteral("%1 — %2, %3 ranks, %4 microbatches")
                             .arg(QString::fromStdString(s->variantName),

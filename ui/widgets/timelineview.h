@@ -50,6 +50,10 @@ public:
     /// the run" when no measured block matches; empty without a run laid over.
     QString measuredTooltip(const TimelineBlock& predicted) const;
 
+    /// The checkable "Sends and Receives" action (off by default): asks (commsToggled) for predictions of PyTorch's
+    /// lowering of the schedule with its sends and receives timed where they sit; lanes whose snapshot has them draw
+    /// them under their rank's blocks.
+    QAction* commsAction() const { return m_commsAction; }
     /// The checkable "Critical path" action (off by default) that shows or hides the critical paths.
     QAction* criticalPathAction() const { return m_pathAction; }
     /// Shows or hides the critical paths (the action's state).
@@ -84,6 +88,8 @@ public:
     void applyColors(const ChartColors& colors);
 
 signals:
+    /// The "Sends and Receives" action was switched.
+    void commsToggled(bool shown);
     /// An editable lane's block was dragged from `from` to `to` on `rank`.
     void blockMoveRequested(int rank, int from, int to);
     /// The user pointed at a block (or nothing: rank = -1).
@@ -124,6 +130,7 @@ private:
 
     std::vector<Lane> m_lanes;
     QAction* m_pathAction = nullptr;
+    QAction* m_commsAction = nullptr;
     std::shared_ptr<const CriticalPath> m_measuredPath;
     std::vector<std::shared_ptr<const CriticalPath>> m_lanePaths; ///< per lane: drawn instead of the prediction's
     ChartColors m_colors;
