@@ -29,11 +29,14 @@ double trainingFlopsPerToken(const Project& project)
     return info.flopsPerTokenTraining;
 }
 
+bool fp8Gemms(const Project& project)
+{
+    return project.training.present && project.training.gemmBytes == 1 && project.cluster.deviceFlopsFp8 > 0.0;
+}
+
 double gemmPeakFlops(const Project& project)
 {
-    const bool fp8
-        = project.training.present && project.training.gemmBytes == 1 && project.cluster.deviceFlopsFp8 > 0.0;
-    return fp8 ? project.cluster.deviceFlopsFp8 : project.cluster.deviceFlops;
+    return fp8Gemms(project) ? project.cluster.deviceFlopsFp8 : project.cluster.deviceFlops;
 }
 
 ModelInfo modelInfo(const Project& project, const Variant& variant)

@@ -40,6 +40,9 @@ struct ModelInfo {
 /// block model's 6 per parameter. Throws FormatError as model::totals for a transformer it cannot describe.
 double trainingFlopsPerToken(const Project& project);
 
+/// Whether the weight GEMMs run in FP8: training.gemm_dtype is fp8 and the device has an FP8 peak.
+bool fp8Gemms(const Project& project);
+
 /// The peak FLOP/s of one device at the GEMMs' dtype: cluster.device_flops_fp8 when training.gemm_dtype is fp8 and
 /// the device has an FP8 peak (the rate the cost model runs FP8 GEMMs at), else cluster.device_flops.
 double gemmPeakFlops(const Project& project);

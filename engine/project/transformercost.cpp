@@ -4,6 +4,7 @@
 #include "base/errors.h"
 #include "dataparallel.h"
 #include "modelcost.h"
+#include "modelinfo.h"
 
 #include <algorithm>
 #include <cmath>
@@ -59,12 +60,11 @@ public:
     explicit Rates(const Project& project)
         : m_other(project.cluster)
         , m_gemm(project.cluster)
-        , m_fp8(project.training.present && project.training.gemmBytes == 1 && project.cluster.deviceFlopsFp8 > 0.0)
+        , m_fp8(fp8Gemms(project))
         , m_kernels(project.cluster.kernels)
         , m_elementBytes(dtypeBytes(project.model.dtype))
     {
-        if (m_fp8)
-            m_gemm.deviceFlops = project.cluster.deviceFlopsFp8;
+        m_gemm.deviceFlops = gemmPeakFlops(project);
     }
 
     bool fp8() const { return m_fp8; }

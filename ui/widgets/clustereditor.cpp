@@ -77,12 +77,14 @@ QGroupBox* ClusterEditor::setupDeviceBox()
         [](const Project& p) { return p.cluster.deviceFlopsFp8 / 1e12; },
         [](Project& p, double v) { p.cluster.deviceFlopsFp8 = v * 1e12; });
     fp8->setSpecialValueText(tr("none"));
-    fp8->setToolTip(tr("Dense FP8 peak, informational: the costs use the peak above"));
+    fp8->setToolTip(tr("Dense FP8 peak: the weight GEMMs' peak when the training section's GEMM dtype is fp8"));
     m_binder
         ->addDouble(
             device, tr("Efficiency:"), 1, 100, 1, tr(" %"), [](const Project& p) { return p.cluster.efficiency * 100; },
             [](Project& p, double v) { p.cluster.efficiency = v / 100; })
-        ->setToolTip(tr("Fraction of the peak the GEMMs reach"));
+        ->setToolTip(tr("Fraction of the peak every FLOP runs at, where the cluster has no per-operation rates "
+                        "(cluster.kernels: the GPU presets time GEMMs by shape, attention and memory-bound work at "
+                        "their own rates)"));
     m_binder->addDouble(
         device, tr("Memory:"), 0.001, 1e5, 3, tr(" GB"),
         [](const Project& p) { return p.cluster.memoryPerDeviceBytes / 1e9; },
