@@ -468,15 +468,19 @@ void checkRequest(const Project& project, const PlanRequest& request)
     }
 }
 
-/// The recompute kinds searched: the request's, else none, selective and full; a block model has none.
-std::vector<std::optional<model::Recompute>> recomputeChoices(bool transformer, const PlanRequest& request)
+/// The recompute kinds searched: the request's, else none, selective, full and the model's own (DeepSeek-V3's
+/// norm-up-projection); a block model has none.
+std::vector<std::optional<model::Recompute>> recomputeChoices(
+    bool transformer, model::Recompute modelsOwn, const PlanRequest& request)
 {
     std::vector<std::optional<model::Recompute>> recomputes;
-    if (!transformer)
+    if (!transformer) {
         recomputes.push_back(std::nullopt);
-    else if (request.recomputes.empty())
+    } else if (request.recomputes.empty()) {
         recomputes = { model::Recompute::None, model::Recompute::Selective, model::Recompute::Full };
-    else
+        if (modelsOwn == model::Recompute::NormUpProjection)
+            recomputes.push_back(modelsOwn);
+    } else
         for (model::Recompute r : request.recomputes)
             recomputes.push_back(r);
     return recomputes;
@@ -764,6 +768,30 @@ bool prunedByBounds(Search& search, const Spec& s, const std::string& name)
     return false;
 }
 
+/// The candidate with the model's even layer split instead of its time-balanced one, when that one is over the
+/// limit: a balanced split gives the cheap stages (dense layers, the embedding) more layers, and so more kept
+/// activations, than the even one a published run uses (DeepSeek-V3's 16 stages). Kept when it fits.
+void tryEvenSplit(Search& search, const Spec& s, Tried& tried)
+{
+    const Prediction& p = tried.prediction;
+    if (!p.valid() || p.peakMemoryBytes <= search.limit)
+        return;
+    Variant even = tried.variant;
+    even.layerPartition.clear();
+    try {
+        even.layerPartition = effectivePartition(*s.project, even);
+    } catch (const Error&) {
+        return;
+    }
+    if (even.layerPartition == tried.variant.layerPartition)
+        return;
+    Tried t = predictVariant(*s.project, std::move(even), search.result.refinements);
+    if (search.request.refine && t.prediction.valid() && t.prediction.peakMemoryBytes <= search.limit)
+        t = refine(*s.project, std::move(t), search.request, search.limit, search.result.refinements);
+    if (t.prediction.valid() && t.prediction.peakMemoryBytes <= search.limit)
+        tried = std::move(t);
+}
+
 /// Predicts (and refines) a candidate and keeps it when it is valid and fits the limit; counts it either way.
 void tryCandidate(Search& search, const Spec& s, Variant v)
 {
@@ -771,6 +799,7 @@ void tryCandidate(Search& search, const Spec& s, Variant v)
     Tried tried = predictVariant(*s.project, std::move(v), result.simulated);
     if (search.request.refine && tried.prediction.valid())
         tried = refine(*s.project, std::move(tried), search.request, search.limit, result.refinements);
+    tryEvenSplit(search, s, tried);
     const Prediction& p = tried.prediction;
     PlanKindSummary& kindSummary = summaryOf(result, s.kind);
     kindSummary.simulated++;
@@ -858,7 +887,7 @@ PlanResult plan(const Project& project, const PlanRequest& request)
     search.transformer = project.model.kind == ModelKind::Transformer;
     search.timeBoundValid = project.costs.stages.empty();
     search.kinds = request.kinds.empty() ? generatedKinds() : request.kinds;
-    search.recomputes = recomputeChoices(search.transformer, request);
+    search.recomputes = recomputeChoices(search.transformer, project.model.recompute, request);
     search.tps = tpChoices(project, request);
     search.cps = cpChoices(project, request);
     search.zeros = zeroChoices(project, request);
