@@ -362,6 +362,33 @@ TEST(Planner, PruningKeepsTheBestAndTheFrontAtTheIssuesScale)
     expectSameAsExhaustive(project, request, true);
 }
 
+TEST(Planner, DeepSeekV3sQuestionGetsDeepSeeksOwnConfiguration)
+{
+    // DeepSeek-V3 report §3.2: DualPipe over 16 ranks, dp 128, no tensor parallelism, on 2048 H800s of 80 GB. Its
+    // time-balanced split (more layers on the cheap dense stage 0) runs over the limit; the even split with the
+    // model's own recompute (norm-up-projection) fits, and is the fastest DualPipe without tensor parallelism.
+    Project project = defaultProject();
+    const ModelPreset preset = modelPreset("deepseek-v3");
+    project.model = preset.model;
+    project.training = preset.training;
+    project.cluster = devicePreset("h800");
+    project.costs = CostSettings {};
+    PlanRequest request;
+    request.devices = 2048;
+    request.globalBatch = 15360;
+    request.kinds = { ScheduleKind::DualPipe };
+    request.tps = { 1 };
+    const PlanResult result = plan(project, request);
+    ASSERT_FALSE(result.candidates.empty());
+    const PlanCandidate& best = result.candidates.front();
+    EXPECT_EQ(best.pp, 16);
+    EXPECT_EQ(best.dp, 128);
+    EXPECT_EQ(best.microbatches, 120);
+    EXPECT_EQ(best.microbatchSize, 1);
+    EXPECT_EQ(best.recompute, model::Recompute::NormUpProjection);
+    EXPECT_LE(best.peakMemoryBytes, 80e9);
+}
+
 namespace {
 
 /// Llama 3 8B's shapes (32 heads, 8 kv heads, hidden 4096) cut to `layers` layers on H100 nodes of 8.
