@@ -194,7 +194,8 @@ QGroupBox* ModelEditor::setupShape()
             form, tr("Recompute:"),
             { { tr("none"), static_cast<int>(Recompute::None) },
                 { tr("selective (attention core)"), static_cast<int>(Recompute::Selective) },
-                { tr("full (layer inputs only)"), static_cast<int>(Recompute::Full) } },
+                { tr("full (layer inputs only)"), static_cast<int>(Recompute::Full) },
+                { tr("norm-up-projection (DeepSeek-V3)"), static_cast<int>(Recompute::NormUpProjection) } },
             [](const Project& p) { return static_cast<int>(p.model.recompute); },
             [](Project& p, int v) { p.model.recompute = static_cast<Recompute>(v); })
         ->setToolTip(tr("What the backward recomputes instead of keeping (Korthikanti et al. 2022); a variant may "

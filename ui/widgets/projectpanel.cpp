@@ -186,7 +186,8 @@ QWidget* ProjectPanel::setupShape()
         form, tr("Recompute:"),
         { { tr("the model's"), -1 }, { tr("none"), static_cast<int>(model::Recompute::None) },
             { tr("selective"), static_cast<int>(model::Recompute::Selective) },
-            { tr("full"), static_cast<int>(model::Recompute::Full) } },
+            { tr("full"), static_cast<int>(model::Recompute::Full) },
+            { tr("norm-up-projection"), static_cast<int>(model::Recompute::NormUpProjection) } },
         [](const Project& p) {
             const auto& r = activeIn(p).recompute;
             return r ? static_cast<int>(*r) : -1;
