@@ -111,7 +111,7 @@ Prediction timedPrediction(
         ? simulateSharedCores(s, p.costs, SharedCoresOptions { options.cores, WaitingRanks::Auto }, simOptions)
         : simulate(s, p.costs, simOptions);
     if (p.sim.deadlocked) {
-        p.error = "deadlock: " + p.sim.deadlockMessage;
+        p.error = p.sim.deadlockMessage; // "deadlock: N rank(s) cannot progress; …"
         return p;
     }
     p.timed = true;
