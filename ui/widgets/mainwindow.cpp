@@ -106,7 +106,8 @@ QWidget* MainWindow::setupDesignPage()
     auto* chart = new QWidget;
     auto* chartLayout = new QVBoxLayout(chart);
     chartLayout->setContentsMargins(0, 0, 0, 0);
-    chartLayout->addWidget(new TimelineLegend);
+    m_legend = new TimelineLegend;
+    chartLayout->addWidget(m_legend);
     chartLayout->addWidget(m_timeline, 1);
     m_noFindings = new QLabel(tr("The validator has no findings: the order is valid."));
     m_noFindings->setAlignment(Qt::AlignCenter);
@@ -457,6 +458,7 @@ void MainWindow::connectViews()
     connect(&m_simulation, &SimulationService::snapshotChanged, this, &MainWindow::showSnapshot);
     connect(m_timeline, &TimelineView::commsToggled, this, [this](bool shown) {
         m_simulation.setCommsTimed(shown);
+        m_legend->setCommsShown(shown);
         requestSimulation();
     });
     connect(&m_compareService, &CompareService::variantsChanged, m_compare, &CompareView::setSnapshot);

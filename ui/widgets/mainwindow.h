@@ -33,6 +33,7 @@ class ProjectDocument;
 class ProjectPanel;
 class RunWorkspace;
 class TimelineView;
+class TimelineLegend;
 
 class MainWindow : public QMainWindow, public RunHost {
     Q_OBJECT
@@ -128,6 +129,7 @@ private:
     MessageBanner* m_banner = nullptr;
     QLabel* m_status = nullptr;
     TimelineView* m_timeline = nullptr;
+    TimelineLegend* m_legend = nullptr; ///< above the timeline; lists sends and receives while they are shown
     DiagnosticsModel* m_diagnostics = nullptr;
     QTableView* m_diagnosticsView = nullptr;
     QLabel* m_noFindings = nullptr;

@@ -232,6 +232,16 @@ void TimelinePlottable::setCriticalPath(PathMarks predicted, PathMarks measured)
     m_measuredOnPath = { m_measuredPath.blocks.begin(), m_measuredPath.blocks.end() };
 }
 
+QColor TimelinePlottable::sendColor(bool dark)
+{
+    return dark ? QColor(0x90, 0xa4, 0xae) : QColor(0x54, 0x6e, 0x7a); // slate
+}
+
+QColor TimelinePlottable::receiveColor(bool dark)
+{
+    return dark ? QColor(0x4d, 0xd0, 0xe1) : QColor(0x00, 0x89, 0x7b); // teal
+}
+
 QColor TimelinePlottable::pathColor(bool dark)
 {
     return dark ? QColor(0xff, 0x5c, 0xff) : QColor(0xb0, 0x00, 0xc0);
@@ -342,8 +352,8 @@ void TimelinePlottable::drawComms(QCPPainter* painter, const Frame& f, int rank)
     const double y = bottom - h;
     // Neither the kinds' colours nor the critical path's: slate sends, teal receives, a stalled receive black (white
     // on a dark theme).
-    const QColor send = m_colors.dark ? QColor(0x90, 0xa4, 0xae) : QColor(0x54, 0x6e, 0x7a);
-    const QColor receive = m_colors.dark ? QColor(0x4d, 0xd0, 0xe1) : QColor(0x00, 0x89, 0x7b);
+    const QColor send = sendColor(m_colors.dark);
+    const QColor receive = receiveColor(m_colors.dark);
     const QColor stalled = m_colors.dark ? QColor(Qt::white) : QColor(Qt::black);
     for (const CommTiming& c : m_comms->comms[static_cast<std::size_t>(rank)]) {
         if (c.endUs < f.time.startUs() || c.postedUs > f.time.endUs())

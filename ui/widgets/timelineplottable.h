@@ -103,6 +103,9 @@ public:
     const PathMarks& measuredPath() const { return m_measuredPath; }
     /// Colour of the critical path's outlines and arrows: a magenta no op kind and no invalid mark uses.
     static QColor pathColor(bool dark);
+    /// Colours of the sends and receives drawn under a rank's blocks (neither a kind's nor the critical path's).
+    static QColor sendColor(bool dark);
+    static QColor receiveColor(bool dark);
 
     void setHovered(BlockRef block) { m_hovered = block; }
     void setMarked(BlockRef block) { m_marked = block; }

@@ -589,6 +589,15 @@ TimelineLegend::TimelineLegend(QWidget* parent)
                   "transfers that sets the step's end (the measured one's arrows dashed); the rest fades."));
 }
 
+void TimelineLegend::setCommsShown(bool shown)
+{
+    std::erase_if(m_entries, [](const Entry& e) { return e.kind >= 9; });
+    if (shown)
+        m_entries.insert(m_entries.end(), { { tr("send"), 9 }, { tr("receive"), 10 }, { tr("stalled receive"), 11 } });
+    updateGeometry();
+    update();
+}
+
 int TimelineLegend::entryWidth(const Entry& entry) const
 {
     return fontMetrics().horizontalAdvance(entry.label) + 36;
@@ -643,6 +652,11 @@ void TimelineLegend::paintSwatch(QPainter& p, const QRect& swatch, int kind) con
             QColor((f.red() * 2 + colors.background.red() * 3) / 5, (f.green() * 2 + colors.background.green() * 3) / 5,
                 (f.blue() * 2 + colors.background.blue() * 3) / 5));
         p.fillRect(swatch, QBrush(f.darker(120), Qt::DiagCrossPattern));
+    } else if (kind >= 9) {
+        const QColor color = kind == 9 ? TimelinePlottable::sendColor(colors.dark)
+            : kind == 10               ? TimelinePlottable::receiveColor(colors.dark)
+                                       : QColor(colors.dark ? Qt::white : Qt::black);
+        p.fillRect(swatch.adjusted(0, swatch.height() * 2 / 3, 0, 0), color);
     } else if (kind == 8) {
         p.fillRect(swatch, kindColor(OpKind::F));
         p.setPen(QPen(TimelinePlottable::pathColor(colors.dark), 2.5));

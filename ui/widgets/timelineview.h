@@ -156,6 +156,8 @@ public:
     QSize minimumSizeHint() const override;
     bool hasHeightForWidth() const override { return true; }
     int heightForWidth(int width) const override;
+    /// Adds (or removes) the entries of the sends and receives the timeline draws under each rank.
+    void setCommsShown(bool shown);
 
 protected:
     void paintEvent(QPaintEvent* event) override;
@@ -164,7 +166,7 @@ private:
     struct Entry {
         QString label;
         int kind; ///< 0-3 an op kind, 4 overlapped, 5 idle, 6 invalid, 7 all-to-all (an F&B slot's lower lane),
-                  ///< 8 the critical path
+                  ///< 8 the critical path, 9 a send, 10 a receive, 11 a stalled receive
     };
     /// Top-left of each entry when laid out in rows of `width` pixels.
     std::vector<QPoint> layoutEntries(int width) const;
