@@ -64,6 +64,18 @@ struct KeptBytes {
     }
 };
 
+/// Per-head size of q, k and v of MHA/GQA: model.head_dim, else hidden ÷ heads.
+double headDimOf(const Transformer& m)
+{
+    return m.headDim > 0 ? m.headDim : static_cast<double>(m.hidden / m.heads);
+}
+
+/// SwiGLU size of a dense layer: model.moe.dense_ffn for the dense first layers of an MoE model, else model.ffn.
+double denseFfnOf(const Transformer& m)
+{
+    return (m.isMoe() && m.moe.denseFfn > 0) ? m.moe.denseFfn : m.ffn;
+}
+
 /// Tokens one device computes: T ÷ cp (context parallelism splits the sequence).
 double deviceTokens(const Transformer& m)
 {
@@ -131,7 +143,7 @@ AttentionShape attentionShape(const Transformer& m)
             = { t * e * 2.0 * h, t * e * (qLowRank + (kvl + rope) + kvl), t * e * (qDim + nh * (nope + v) + nh * v) };
         a.kvBytesPerToken = e * nh * (dk + dv);
     } else {
-        const double d = m.headDim > 0 ? m.headDim : static_cast<double>(m.hidden / m.heads);
+        const double d = headDimOf(m);
         const double qd = nh * d;
         const double kvd = static_cast<double>(m.kvHeads) * d;
         a.splitWeights = h * qd + 2.0 * h * kvd + qd * h; // W^Q, W^K, W^V, W^O
@@ -182,7 +194,7 @@ MlpShape mlpShape(const Transformer& m, bool moe)
     p.normWeights = h;
     p.normKeptBytes = residual(t * e * h);
     if (!moe) {
-        const double f = (m.isMoe() && m.moe.denseFfn > 0) ? m.moe.denseFfn : m.ffn;
+        const double f = denseFfnOf(m);
         p.weightsTotal = 3.0 * h * f; // W_gate, W_up: h×f; W_down: f×h
         p.weightsHeld = p.weightsTotal / tp;
         p.weightsActive = p.weightsTotal;
@@ -252,7 +264,7 @@ std::vector<Gemm> attentionGemms(const Transformer& m)
         g.push_back({ t, nh * m.mla.vHeadDim / tp, h });
         return g;
     }
-    const double d = m.headDim > 0 ? m.headDim : static_cast<double>(m.hidden / m.heads);
+    const double d = headDimOf(m);
     g.push_back({ t, h, (nh + 2.0 * m.kvHeads) * d / tp });
     g.push_back({ t, nh * d / tp, h });
     return g;
@@ -266,7 +278,7 @@ std::vector<Gemm> mlpGemms(const Transformer& m, bool moe)
     const double h = m.hidden;
     const double tp = m.tp;
     if (!moe) {
-        const double f = (m.isMoe() && m.moe.denseFfn > 0) ? m.moe.denseFfn : m.ffn;
+        const double f = denseFfnOf(m);
         return { { t, h, 2.0 * f / tp, 1.0, true, false }, { t, f / tp, h, 1.0, true, false } };
     }
     const double ef = m.moe.expertFfn;
@@ -300,12 +312,12 @@ std::pair<double, double> memoryBytes(const Transformer& m, bool moe)
         const double rope = m.mla.qkRopeHeadDim;
         attention += 2.0 * t * e * (m.heads * rope / tp + rope) + 2.0 * t * e * (m.mla.qLoraRank + m.mla.kvLoraRank);
     } else {
-        const double d = m.headDim > 0 ? m.headDim : static_cast<double>(m.hidden / m.heads);
+        const double d = headDimOf(m);
         attention += 2.0 * t * e * (m.heads + m.kvHeads) * d / tp;
     }
     double mlp = 5.0 * stream;
     if (!moe) {
-        const double f = (m.isMoe() && m.moe.denseFfn > 0) ? m.moe.denseFfn : m.ffn;
+        const double f = denseFfnOf(m);
         return { attention, mlp + 3.0 * t * e * f / tp };
     }
     const double pairs = m.moe.imbalance * t * m.moe.topK;
@@ -385,7 +397,6 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
         c.recomputeFlops = 2.0 * t * a.upProjectionWeights / tp;
         // the norms (each reads its input, writes its output) and the MoE SwiGLUs (2 in, 1 out)
         c.recomputeMemoryBytes = 2.0 * (a.normOutputs.on(m) + p.normKeptBytes) + 3.0 * p.swigluOutputKeptBytes;
-        break;
         break;
     }
     // W's GEMM operands at the GEMM dtype; the router's fp32 logit gradients stay fp32.

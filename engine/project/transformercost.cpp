@@ -359,12 +359,28 @@ double ringAllGatherUs(double bytes, int participants, const Link& link)
     return ringAllReduceUs(bytes, participants, link.latencyUs, link.bandwidthBytesPerUs) / 2.0;
 }
 
+/// One layer's compute µs at per-operation rates (zeros with the flat rate): F of its attention and MLP blocks,
+/// I and W of each, and what its recompute reruns.
+struct LayerUs {
+    double attentionF = 0.0, mlpF = 0.0;
+    double attentionI = 0.0, mlpI = 0.0;
+    double attentionW = 0.0, mlpW = 0.0;
+    double recompute = 0.0;
+};
+
+/// An edge's (embedding's or head's) µs at per-operation rates (zeros with the flat rate).
+struct EdgeUs {
+    double f = 0.0, i = 0.0, w = 0.0;
+};
+
 /// What a stage's layers add up to while the chains are built.
 struct StageBuild {
     double fFlops = 0.0, iFlops = 0.0, wFlops = 0.0;
     double fCore = 0.0, iCore = 0.0; ///< of fFlops and iFlops, the attention core's (not at the GEMM rate)
     double fSerialUs = 0.0, iSerialUs = 0.0; ///< tensor- and context-parallel µs on the compute stream
     double fUs = 0.0, iUs = 0.0, wUs = 0.0; ///< with per-operation rates: the compute's µs (I with its recompute)
+    std::vector<LayerUs> layerUs; ///< per layer of the stage, from the forward pass for the backward
+    EdgeUs embeddingUs, headUs; ///< the edges', from the forward pass for the backward
 
     /// µs of the F, I (with recompute) and W compute, at whichever rates the cluster has.
     double forwardComputeUs(const Rates& r) const { return r.perOperation() ? fUs : r.us(fFlops, fCore); }
@@ -427,15 +443,6 @@ double backwardCoreFlops(const model::LayerCost& lc, model::Recompute recompute)
     return 2.0 * lc.attentionCoreFlops + (rerun ? lc.attentionCoreFlops : 0.0);
 }
 
-/// One layer's compute µs at per-operation rates (zeros with the flat rate): F of its attention and MLP blocks,
-/// I and W of each, and what its recompute reruns.
-struct LayerUs {
-    double attentionF = 0.0, mlpF = 0.0;
-    double attentionI = 0.0, mlpI = 0.0;
-    double attentionW = 0.0, mlpW = 0.0;
-    double recompute = 0.0;
-};
-
 LayerUs layerUs(const model::LayerCost& lc, model::Recompute recompute, const Rates& rates)
 {
     LayerUs u;
@@ -471,41 +478,31 @@ LayerUs layerUs(const model::LayerCost& lc, model::Recompute recompute, const Ra
     return u;
 }
 
-/// An edge's (embedding's or head's) F and I + W µs at per-operation rates (zeros with the flat rate).
-std::pair<double, double> edgeUs(const model::EdgeCost& edge, const Rates& rates)
+/// An edge's µs at per-operation rates: its GEMMs' passes and its memory-bound work (twice F's in I).
+EdgeUs edgeUs(const model::EdgeCost& edge, const Rates& rates)
 {
+    EdgeUs u;
     if (!rates.perOperation())
-        return { 0.0, 0.0 };
-    double f = rates.memoryUs(edge.memoryBytes);
-    double b = rates.memoryUs(2.0 * edge.memoryBytes);
+        return u;
+    u.f = rates.memoryUs(edge.memoryBytes);
+    u.i = rates.memoryUs(2.0 * edge.memoryBytes);
     for (const model::Gemm& g : edge.gemms) {
-        f += rates.gemmUs(g, Pass::F);
-        b += rates.gemmUs(g, Pass::I) + rates.gemmUs(g, Pass::W);
+        u.f += rates.gemmUs(g, Pass::F);
+        u.i += rates.gemmUs(g, Pass::I);
+        u.w += rates.gemmUs(g, Pass::W);
     }
-    return { f, b };
-}
-
-/// An edge's W µs at per-operation rates.
-double edgeWeightUs(const model::EdgeCost& edge, const Rates& rates)
-{
-    double w = 0.0;
-    if (rates.perOperation())
-        for (const model::Gemm& g : edge.gemms)
-            w += rates.gemmUs(g, Pass::W);
-    return w;
+    return u;
 }
 
 /// Adds an edge's FLOPs and per-operation µs to the stage's sums.
-void addEdge(const model::EdgeCost& edge, const Rates& rates, StageBuild& b)
+void addEdge(const model::EdgeCost& edge, const EdgeUs& u, StageBuild& b)
 {
     b.fFlops += edge.flops.f;
     b.iFlops += edge.flops.i;
     b.wFlops += edge.flops.w;
-    const auto [f, iw] = edgeUs(edge, rates);
-    const double w = edgeWeightUs(edge, rates);
-    b.fUs += f;
-    b.iUs += iw - w;
-    b.wUs += w;
+    b.fUs += u.f;
+    b.iUs += u.i;
+    b.wUs += u.w;
 }
 
 /// The forward chain (embedding, layers with their all-to-alls and tensor/context collectives, head) and the
@@ -515,20 +512,22 @@ std::vector<model::LayerCost> buildForward(const StageInputs& in, int firstLayer
 {
     const model::EdgeCost embedding = model::embeddingCost(in.m);
     if (firstStage) {
-        forward.compute(embedding.flops.f, -1, 0.0, edgeUs(embedding, in.rates).first);
-        addEdge(embedding, in.rates, b);
+        b.embeddingUs = edgeUs(embedding, in.rates);
+        forward.compute(embedding.flops.f, -1, 0.0, b.embeddingUs.f);
+        addEdge(embedding, b.embeddingUs, b);
         b.parameters += embedding.parameters;
         cost.activationBytes += embedding.activationBytes;
         cost.weightGradKeptBytes += embedding.weightGradKeptBytes;
     }
     std::vector<model::LayerCost> layerCosts;
     layerCosts.reserve(static_cast<std::size_t>(std::max(0, layers)));
+    b.layerUs.reserve(layerCosts.capacity());
     for (int k = 0; k < layers; ++k) {
         const int layer = firstLayer + k;
         const model::Recompute recompute = in.layerRecompute(k);
         const model::LayerCost lc = model::layerCost(in.m, layer, recompute, in.placement.ep);
         const double parallelFUs = parallelLayerUs(lc, recompute, in.m, in.links, in.rates).first;
-        const LayerUs u = layerUs(lc, recompute, in.rates);
+        const LayerUs u = b.layerUs.emplace_back(layerUs(lc, recompute, in.rates));
         b.fUs += u.attentionF + u.mlpF;
         b.iUs += u.attentionI + u.mlpI + u.recompute;
         b.wUs += u.attentionW + u.mlpW;
@@ -561,8 +560,9 @@ std::vector<model::LayerCost> buildForward(const StageInputs& in, int firstLayer
     }
     if (lastStage) {
         const model::EdgeCost head = model::headCost(in.m, in.recompute);
-        forward.compute(head.flops.f, -1, 0.0, edgeUs(head, in.rates).first);
-        addEdge(head, in.rates, b);
+        b.headUs = edgeUs(head, in.rates);
+        forward.compute(head.flops.f, -1, 0.0, b.headUs.f);
+        addEdge(head, b.headUs, b);
         // A tied head on a stage that also holds the embedding is the same matrix: only its final norm is new.
         b.parameters += head.parameters - (firstStage && in.m.tiedEmbeddings ? embedding.parameters : 0.0);
         cost.activationBytes += head.activationBytes;
@@ -581,7 +581,7 @@ void buildBackward(const StageInputs& in, int firstLayer, const std::vector<mode
 {
     if (lastStage) {
         const model::EdgeCost head = model::headCost(in.m, in.recompute);
-        backward.compute(head.flops.i + head.flops.w, -1, 0.0, edgeUs(head, in.rates).second);
+        backward.compute(head.flops.i + head.flops.w, -1, 0.0, b.headUs.i + b.headUs.w);
     }
     for (int k = static_cast<int>(layerCosts.size()) - 1; k >= 0; --k) {
         const int layer = firstLayer + k;
@@ -589,7 +589,7 @@ void buildBackward(const StageInputs& in, int firstLayer, const std::vector<mode
         const model::LayerCost& lc = layerCosts[static_cast<std::size_t>(k)];
         const double parallelBUs = parallelLayerUs(lc, recompute, in.m, in.links, in.rates).second;
         const double core = backwardCoreFlops(lc, recompute);
-        const LayerUs u = layerUs(lc, recompute, in.rates);
+        const LayerUs& u = b.layerUs[static_cast<std::size_t>(k)];
         b.iSerialUs += parallelBUs;
         if (lc.dispatchBytes > 0.0 || lc.combineBytes > 0.0) {
             const double gradUs = a2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter);
@@ -609,7 +609,7 @@ void buildBackward(const StageInputs& in, int firstLayer, const std::vector<mode
     }
     if (firstStage) {
         const model::EdgeCost embedding = model::embeddingCost(in.m);
-        backward.compute(embedding.flops.i + embedding.flops.w, -1, 0.0, edgeUs(embedding, in.rates).second);
+        backward.compute(embedding.flops.i + embedding.flops.w, -1, 0.0, b.embeddingUs.i + b.embeddingUs.w);
     }
 }
 
