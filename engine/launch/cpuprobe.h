@@ -36,6 +36,11 @@ struct CpuProbeOptions {
     /// new ones first), keeping its kernel choice and p2p fit; without a cached profile (or when that fails),
     /// probe in full at `shapes` and the ones the cache held. What `dpstudio run` and --this-machine ask for.
     bool extendCache = false;
+    /// With a cached profile that holds the shapes (extendCache): time its GEMMs at the first shape again for
+    /// kDriftCheckSeconds under its kernel before trusting it, and probe in full again (as `reprobe`) when they
+    /// run more than kProfileDriftLimit faster or slower than the profile says. What `dpstudio run` asks for:
+    /// this machine's speed drifts (other work, the host's neighbours), and a stale profile is a stale prediction.
+    bool checkDrift = false;
     std::filesystem::path worker; ///< dpstudio-worker; empty = findWorker()
     /// A transformer project: its stages (of `variants`, empty = every variant) are timed too (dpstudio-worker
     /// --probe-transformer, budgetS × 0.7 seconds over the stages, at most 1 s a stage), those the profile (cached or
@@ -50,7 +55,19 @@ struct CpuProbeResult {
     bool fromCache = false; ///< the cached profile was reused
     std::filesystem::path cachePath; ///< the cache file read or written; empty when there is no cache folder
     std::vector<std::string> notes; ///< what was left out and why (no p2p, a core that failed, no cache)
+    /// CpuProbeOptions::checkDrift: the cached profile's GEMM throughput at the checked shape, measured now ÷ the
+    /// profile's − 1 (+0.2 = 20 % faster now); unset when not checked or the check could not run (a note says why).
+    std::optional<double> drift;
+    bool reprobedForDrift = false; ///< the check found more than kProfileDriftLimit, so the profile was probed again
 };
+
+/// Seconds of measuring the profile check takes (CpuProbeOptions::checkDrift); the worker's start and one warm-up
+/// repetition come on top (about 1 s at the default project's shape on a 2-core EPYC).
+inline constexpr double kDriftCheckSeconds = 0.3;
+/// The largest |drift| a cached profile is trusted with: beyond what one process's GEMMs vary by from where its
+/// pages fall (up to about 10 % at the default project's shape with huge pages, more at a tiny model's), and what a
+/// makespan goal of 10 % could not absorb either (docs/cpu-profile.md, "A profile checked before each run").
+inline constexpr double kProfileDriftLimit = 0.15;
 
 /// Runs the probe (steps above), writing one progress line per step to `log` ("dpstudio: …"). Throws
 /// IoError when dpstudio-worker is not found, its info mode fails, the compute probe fails for every
@@ -68,10 +85,11 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log);
 /// variant): the cached profile gets the missing ones measured and added (CpuProbeOptions::project), a named
 /// file must hold them. Throws IoError (a file that cannot be read, no worker), FormatError (a bad file, a
 /// profile of other shapes, stages or another BLAS thread count than `threads`: "<file>: measured with 2 BLAS
-/// threads, the run uses 1").
+/// threads, the run uses 1"). `checkDrift`: the cached profile is checked first (CpuProbeOptions::checkDrift;
+/// MachineProfile::drift); a named file is not.
 machine::MachineProfile machineProfile(const std::vector<machine::ProbeShape>& shapes, int threads,
     const std::string& profileFile, double budgetS, std::ostream& log, const Project* project = nullptr,
-    const std::vector<std::string>& variants = {});
+    const std::vector<std::string>& variants = {}, bool checkDrift = false);
 
 /// The current time in UTC, ISO 8601 to the second ("2025-01-31T12:00:00Z").
 std::string utcTimestamp();

@@ -268,7 +268,7 @@ CostSource chooseRunCostSource(const Project& project, const std::string& varian
     try {
         // A transformer's stages are timed whole (probe.h): the profile must hold the variant's, probed if missing.
         CostSource chosen = CostSource::thisMachine(machineProfile(
-            { variantShape(project, variant) }, threads, profileFile, 10.0, log, &project, { variant.name }));
+            { variantShape(project, variant) }, threads, profileFile, 10.0, log, &project, { variant.name }, true));
         chosen.notes = machineCostsOf(chosen, project, variant)->notes; // throws when it does not fit the variant
         return chosen;
     } catch (const Error& e) {

@@ -109,11 +109,12 @@ std::string formatFitCheck(const FitCheck& check);
 /// Decides what a run of `variant` is predicted with, before it starts: for this machine when the run is a CPU
 /// run here (backend "cpu", or "auto" where no GPU is visible; no hostfile; not `nominal`), from `profileFile` or
 /// this machine's cached profile, probing (its progress to `log`) when the cache lacks the variant's shape or, for a
-/// transformer, its stages (machineProfile); else the project's devices with the run's backend. A profile that cannot
-/// be had or does not fit the variant (no worker, a failed probe, a file of other shapes) gives the project's
-/// devices and a note saying why — except a `profileFile` the user named, whose error is thrown (IoError,
-/// FormatError as machineProfile and machineCosts). What the report then predicts is costSourceOfRun(measured,
-/// the chosen profile) (machine/costsource.h), the designer's rule for the same run.
+/// transformer, its stages (machineProfile), and probing again when the cached profile's GEMMs are off this
+/// machine's now by more than kProfileDriftLimit (CpuProbeOptions::checkDrift, about 1 s); else the project's devices
+/// with the run's backend. A profile that cannot be had or does not fit the variant (no worker, a failed probe, a file
+/// of other shapes) gives the project's devices and a note saying why — except a `profileFile` the user named, whose
+/// error is thrown (IoError, FormatError as machineProfile and machineCosts). What the report then predicts is
+/// costSourceOfRun(measured, the chosen profile) (machine/costsource.h), the designer's rule for the same run.
 machine::CostSource chooseRunCostSource(const Project& project, const std::string& variant, const std::string& backend,
     bool hostfile, bool nominal, const std::string& profileFile, int threads, std::ostream& log);
 

@@ -344,7 +344,12 @@ std::string MachineProfile::description() const
     const char* home = std::getenv("HOME");
     if (home && *home && home[1] != '\0' && shown.starts_with(std::string(home) + "/"))
         shown = "~" + shown.substr(std::strlen(home));
-    return (probed ? "probed CPU profile, " : "CPU profile ") + shown;
+    std::string text = (probed ? "probed CPU profile, " : "CPU profile ") + shown;
+    if (drift)
+        text += reprobedForDrift ? "; probed again now: this machine's GEMMs ran " + formatSignedPercent(*drift)
+                + " against the cached profile"
+                                 : "; checked now: this machine's GEMMs " + formatSignedPercent(*drift) + " against it";
+    return text;
 }
 
 void requireProfileShapes(const CpuProfile& profile, const std::vector<ProbeShape>& shapes, const std::string& source)
@@ -387,8 +392,12 @@ std::optional<MachineProfile> cachedMachineProfile(int threads)
                 if (k.cpuModel != model || k.cores != cores || k.cpuFlagsHash != flags || k.blasThreads != threads
                     || profile.shapes.empty())
                     continue;
-                if (!newest || profile.probedAt > newest->profile.probedAt)
-                    newest = MachineProfile { std::move(profile), entry.path().string(), true, false };
+                if (!newest || profile.probedAt > newest->profile.probedAt) {
+                    newest = MachineProfile {};
+                    newest->profile = std::move(profile);
+                    newest->file = entry.path().string();
+                    newest->probed = true;
+                }
             } catch (const std::exception&) { // a damaged cache file counts as absent
             }
         }

@@ -54,7 +54,7 @@ last = {(e["rank"], e["step"]) for e in events if e["event"] == "progress"}
 assert (0, 3) in last and (1, 3) in last, "every rank reports progress up to the last step"
 PY'
 check "the table goes to stderr" 'grep -q "predicted vs measured" "$WORK/err" && grep -q "rank 1 peak activations" "$WORK/err"'
-check "the run is predicted for this machine from the cached profile, and says so" 'grep -q "^dpstudio: predicted for this machine (probed CPU profile, $WORK/cache/dpstudio/cpu-[0-9a-f]*\.json; [0-9]* cores\? shared by the ranks): makespan " "$WORK/err" && grep -q "^prediction: for this machine (probed CPU profile, $WORK/cache/dpstudio/cpu-" "$WORK/err" && ! grep -q "timing .* kernels" "$WORK/err" || { cat "$WORK/err" >&2; false; }'
+check "the run is predicted for this machine from the cached profile, checked before the run, and says so" 'grep -Eq "^dpstudio: predicted for this machine \(probed CPU profile, $WORK/cache/dpstudio/cpu-[0-9a-f]*\.json; (checked now|probed again now): this machine.s GEMMs [^;]*; [0-9]* cores? shared by the ranks\): makespan " "$WORK/err" && grep -q "^prediction: for this machine (probed CPU profile, $WORK/cache/dpstudio/cpu-" "$WORK/err" && { ! grep -q "timing .* kernels" "$WORK/err" || grep -q "says, more than 15 %: probing again" "$WORK/err"; } || { cat "$WORK/err" >&2; false; }'
 "$DPSTUDIO" run "$PROJECT" -o "$WORK/nominal.json" --steps 1 --warmup 0 --nominal >"$WORK/nout" 2>"$WORK/nerr"
 check "run --nominal predicts for the project's devices" 'grep -q "^prediction: for the project.s devices (100 GFLOP/s × efficiency 0.6" "$WORK/nout" || { cat "$WORK/nout" "$WORK/nerr" >&2; false; }'
 "$DPSTUDIO" compare "$PROJECT" --this-machine >"$WORK/cmp" 2>"$WORK/cmperr"

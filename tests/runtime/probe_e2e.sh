@@ -122,7 +122,22 @@ if command -v mpirun > /dev/null || [ -n "${DPSTUDIO_MPIRUN:-}" ]; then
     check "the tiny transformer run passes" '[ $? -eq 0 ] || { tail -20 "$WORK/ds-run.txt"; false; }'
     check "and is predicted for this machine" \
         'grep -q "^prediction: for this machine (probed CPU profile" "$WORK/ds-run.txt" || { tail -20 "$WORK/ds-run.txt"; false; }'
-    check "without probing again" '! grep -q "timing" "$WORK/ds-run.txt"'
+    check "without probing again (unless the check before the run found the profile drifted)" \
+        '! grep -q "timing" "$WORK/ds-run.txt" || grep -q "than its profile (probed [^)]*) says, more than 15 %: probing again" "$WORK/ds-run.txt"'
+    check "the cached profile is checked against this machine before the run" \
+        'grep -q "^dpstudio: checking this machine.s profile" "$WORK/ds-run.txt" && grep -Eq "^prediction: for this machine \(probed CPU profile, [^;]*; (checked now|probed again now): this machine.s GEMMs" "$WORK/ds-run.txt"'
+
+    # 8. A cached profile whose GEMMs are 3 times slower than this machine's is probed again before a run.
+    jq '.shapes |= map(.gemms |= map(.time_us *= 3 | .flops_per_second /= 3))' "$CACHE" > "$WORK/slow.json" \
+        && cp "$WORK/slow.json" "$CACHE"
+    "$DPSTUDIO" run "$WORK/ds.json" -o "$WORK/ds-measured2.json" --steps 1 --backend cpu > "$WORK/ds-run2.txt" 2>&1
+    check "a run with a drifted cached profile passes" '[ $? -eq 0 ] || { tail -20 "$WORK/ds-run2.txt"; false; }'
+    check "its check says the GEMMs run faster than the profile says, and probes again" \
+        'grep -Eq "^dpstudio: this machine.s GEMMs now run [0-9.]+ % faster than its profile \(probed [^)]*\) says, more than 15 %: probing again" "$WORK/ds-run2.txt" || { tail -20 "$WORK/ds-run2.txt"; false; }'
+    check "the report says the prediction comes from the profile probed again" \
+        'grep -Eq "^prediction: for this machine \(probed CPU profile, [^;]*; probed again now: this machine.s GEMMs ran \+[0-9.]+ % against the cached profile" "$WORK/ds-run2.txt"'
+    check "the cache no longer holds the slowed times" \
+        'has "all(.shapes[]; all(.gemms[]; .time_us > 0)) and .probed_at != \"\"" "$CACHE" && ! cmp -s "$CACHE" "$WORK/slow.json"'
 fi
 
 [ $failures -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }

@@ -1,7 +1,7 @@
 // The CPU backend's kernels against naive loops and finite differences, its allocator's exact counting and
 // its two lanes.
-#include "runtime/cpubackend.h"
 #include "base/hostinfo.h"
+#include "runtime/cpubackend.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -223,6 +224,30 @@ TEST_F(CpuBackendTest, AllocatorCountsLiveBytesExactlyPerCategory)
     }
     EXPECT_EQ(mem.total(), 0u);
     EXPECT_EQ(mem.live(MemoryCategory::Communication), 0u);
+}
+
+TEST_F(CpuBackendTest, BuffersOfAHugePageOrMoreStartOnOneAndAreCountedAsRequested)
+{
+    const std::size_t hugePage = std::size_t(2) << 20;
+    const MemoryCounter& mem = backend.memory();
+    const std::size_t before = backend.cachedBytes();
+    {
+        Tensor large(backend, 768, 1024, MemoryCategory::Parameter); // 3 MiB: two huge pages
+        Tensor small(backend, 1000, 1, MemoryCategory::Activation); // 4000 bytes: 64-byte lines
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large.data()) % hugePage, 0u);
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % 64u, 0u);
+        EXPECT_EQ(mem.live(MemoryCategory::Parameter), 3u << 20); // the bytes asked for, not the 4 MiB held
+        EXPECT_EQ(mem.total(), (3u << 20) + 4000u);
+    }
+    EXPECT_EQ(backend.cachedBytes() - before, (4u << 20) + 4032u); // whole huge pages; whole 64-byte lines
+    const void* reused = nullptr;
+    {
+        Tensor again(backend, 896, 1024, MemoryCategory::Activation); // 3.5 MiB: the same 4 MiB block
+        reused = again.data();
+        EXPECT_EQ(backend.cachedBytes() - before, 4032u);
+        EXPECT_EQ(mem.total(), 896u * 1024u * 4u);
+    }
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(reused) % hugePage, 0u);
 }
 
 TEST_F(CpuBackendTest, TheLanesOfAnOverlappedSlotCountAtTheirBound)
