@@ -43,15 +43,20 @@ run() {
     cut -d' ' -f1-3 /proc/loadavg >>"$WORK/$output.load"
 }
 
+# predicted NAME: the prediction for this machine from the cached profile as the run just made left it (a run checks
+# the profile first and probes again when it has drifted, docs/cpu-profile.md), i.e. what that run was predicted with.
+predicted() { "$DPSTUDIO" simulate "$WORK/$1.dpstudio.json" --this-machine --json >"$WORK/$2"; }
+
 for config in machine h1024; do
-    "$DPSTUDIO" simulate "$WORK/$config.dpstudio.json" --this-machine --json >"$WORK/$config.probed.prediction.json"
     run "$config" "$config.run1.json"
+    predicted "$config" "$config.run1.prediction.json"
     if "$DPSTUDIO" calibrate "$WORK/$config.run1.json" -o "$WORK/$config.costs.json" >"$WORK/$config.costs.txt" 2>&1; then
         "$DPSTUDIO" simulate "$WORK/$config.dpstudio.json" --this-machine --json --costs "$WORK/$config.costs.json" \
             >"$WORK/$config.calibrated.prediction.json"
         run "$config" "$config.run2.json" --costs "$WORK/$config.costs.json"
     fi
     run "$config" "$config.run3.json"
+    predicted "$config" "$config.run3.prediction.json"
 done
 
 python3 - "$WORK" <<'PY'
@@ -75,9 +80,9 @@ ms = lambda us: f"{us / 1e3:.2f} ms"
 rows = []
 names = {"machine": "main job (this-machine variant)", "h1024": "DualPipeV 2 ranks, 4 layers h1024 s32 mb1 × 20"}
 for config in ("machine", "h1024"):
-    probed = load(f"{config}.probed.prediction.json")
-    for run, label, prediction in (("run1", "run 1", probed), ("run2", "run 2, calibrated on run 1", None),
-                                   ("run3", "run 3, fresh", probed)):
+    for run, label, prediction in (("run1", "run 1", load(f"{config}.run1.prediction.json")),
+                                   ("run2", "run 2, calibrated on run 1", None),
+                                   ("run3", "run 3, fresh", load(f"{config}.run3.prediction.json"))):
         if not os.path.exists(os.path.join(work, f"{config}.{run}.json")):
             text = open(os.path.join(work, f"{config}.costs.txt")).read().strip().splitlines()
             rows.append((f"{names[config]}, {label}", "calibration refused", text[-1] if text else "", "", "", ""))
