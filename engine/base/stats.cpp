@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace dps {
 
@@ -17,6 +18,17 @@ double median(std::vector<double> values)
     const auto mid = values.begin() + static_cast<std::ptrdiff_t>(medianIndex(values.size()));
     std::nth_element(values.begin(), mid, values.end());
     return *mid;
+}
+
+double trimmedMean(std::vector<double> values, double share)
+{
+    if (values.empty())
+        return 0.0;
+    std::sort(values.begin(), values.end());
+    const auto cut = static_cast<std::ptrdiff_t>(std::floor(share * static_cast<double>(values.size())));
+    const auto first = values.begin() + cut;
+    const auto last = values.end() - cut;
+    return std::accumulate(first, last, 0.0) / static_cast<double>(last - first);
 }
 
 double quantileOfSorted(const std::vector<double>& sorted, double q)

@@ -48,11 +48,12 @@ struct Calibration {
 int slotStageCount(const std::vector<MeasuredSlot>& slots);
 
 /// Fits measured slots:
-/// - F, I, W, B of each stage: the median over every measured step and microbatch of the busy time
-///   (end − start − wait) of the single-op slots of that kind; a kind never run alone is left unset.
+/// - F, I, W, B of each stage: the mean over every measured step and microbatch of the busy time
+///   (end − start − wait) of the single-op slots of that kind, without the lowest and highest 10 % of them
+///   (trimmedMean: a makespan sums slot times); a kind never run alone is left unset.
 /// - overlap_factor: median over overlapped slots of busy ÷ (F of the forward stage + B of the backward
 ///   stage), from the fitted values (B = I + W where B never ran alone), as CostModel::overlapTime uses it.
-/// - fb_us (StageCostOverride::overlapUs) of each stage: the median busy time of the overlapped slots whose
+/// - fb_us (StageCostOverride::overlapUs) of each stage: the 10 % trimmed mean busy time of the overlapped slots whose
 ///   forward half is that stage (the key CostModel::overlapTime reads a typed F&B time by), so that slots of
 ///   different pairs keep their own times (DualPipeV's (0F;3B) and (3F;0B) differ by stage 0's shorter B).
 /// - p2p: for each single-op slot that waited for a message from another rank and started before the

@@ -32,3 +32,15 @@ TEST(Stats, QuantileIsLinearBetweenClosestRanks)
     EXPECT_DOUBLE_EQ(quantileOfSorted(sorted, 0.9), 3.7); // position 2.7
     EXPECT_DOUBLE_EQ(quantileOfSorted(sorted, 1.0), 4.0);
 }
+
+TEST(Stats, TrimmedMeanLeavesOutTheShareAtEachEnd)
+{
+    // 10 values, 10 %: one cut from each end (100 and -50), the mean of the middle eight.
+    const std::vector<double> values { 5, 100, 3, 4, -50, 6, 7, 8, 9, 10 };
+    EXPECT_DOUBLE_EQ(trimmedMean(values, 0.1), (3 + 4 + 5 + 6 + 7 + 8 + 9 + 10) / 8.0);
+    EXPECT_DOUBLE_EQ(trimmedMean(values, 0.0), (5 + 100 + 3 + 4 - 50 + 6 + 7 + 8 + 9 + 10) / 10.0);
+    // 9 values, 10 %: floor(0.9) = 0 cut, the plain mean.
+    EXPECT_DOUBLE_EQ(trimmedMean({ 1, 2, 3, 4, 5, 6, 7, 8, 100 }, 0.1), 136.0 / 9.0);
+    EXPECT_DOUBLE_EQ(trimmedMean({ 2, 1, 9, 4 }, 0.25), 3.0); // one from each end: (2 + 4) / 2
+    EXPECT_DOUBLE_EQ(trimmedMean({}, 0.1), 0.0);
+}

@@ -94,15 +94,31 @@ TEST(Calibrate, RecoversKnownFIWAndBExactly)
 
 TEST(Calibrate, KeepsEachSlotsResidualAgainstItsFit)
 {
-    // Three 0F slots of 10, 10 and 12 µs (median 10) and an overlapped slot of 30 µs, its own fit.
-    const std::vector<MeasuredSlot> slots { slot(0, "0F0", 0, 10), slot(0, "0F1", 10, 20), slot(0, "0F2", 20, 32),
-        slot(0, "(0F3;0B0)OVERLAP_F_B", 32, 62) };
+    // Three 0F slots of 10, 10 and 14 µs (10 % of 3 cuts none: fitted at their mean, 34 / 3) and an overlapped slot
+    // of 30 µs, its own fit.
+    const std::vector<MeasuredSlot> slots { slot(0, "0F0", 0, 10), slot(0, "0F1", 10, 20), slot(0, "0F2", 20, 34),
+        slot(0, "(0F3;0B0)OVERLAP_F_B", 34, 64) };
     const Calibration c = calibrate(slots, 1);
+    ASSERT_TRUE(c.costs.stages[0].forwardUs);
+    EXPECT_DOUBLE_EQ(*c.costs.stages[0].forwardUs, 11.333); // rounded to 1 ns
     ASSERT_EQ(c.residuals.size(), 4u);
-    EXPECT_EQ(c.residuals[0], 0.0);
-    EXPECT_EQ(c.residuals[1], 0.0);
-    EXPECT_NEAR(c.residuals[2], 0.2, 1e-12);
+    EXPECT_NEAR(c.residuals[0], 10.0 / 11.333 - 1.0, 1e-12);
+    EXPECT_NEAR(c.residuals[1], 10.0 / 11.333 - 1.0, 1e-12);
+    EXPECT_NEAR(c.residuals[2], 14.0 / 11.333 - 1.0, 1e-12);
     EXPECT_EQ(c.residuals[3], 0.0);
+}
+
+TEST(Calibrate, FitsTheMeanOfASlotKindWithoutItsLowestAndHighestTenth)
+{
+    // Ten 0F slots: 9 of 10 µs and one of 100 µs (other work held the rank): the 100 and one 10 are left out, so F
+    // is 10 µs. Eight of 10 and two of 20 give 11.25 (one 10 and one 20 left out), where the median stays 10.
+    std::vector<MeasuredSlot> held, slower;
+    for (int m = 0; m < 10; ++m) {
+        held.push_back(slot(0, "0F" + std::to_string(m), 100.0 * m, 100.0 * m + (m == 4 ? 100.0 : 10.0)));
+        slower.push_back(slot(0, "0F" + std::to_string(m), 100.0 * m, 100.0 * m + (m >= 8 ? 20.0 : 10.0)));
+    }
+    EXPECT_DOUBLE_EQ(*calibrate(held, 1).costs.stages[0].forwardUs, 10.0);
+    EXPECT_DOUBLE_EQ(*calibrate(slower, 1).costs.stages[0].forwardUs, 11.25); // (7 × 10 + 20) / 8
 }
 
 TEST(Calibrate, RecoversLatencyAndBandwidthFromWaitedMessages)
