@@ -260,6 +260,7 @@ std::vector<Gemm> attentionGemms(const Transformer& m)
             g.push_back({ t, h, qDim / tp });
         }
         g.push_back({ t, h, kvl + rope });
+        g.back().quantizedInputRows = 0.0; // reads the FP8 copy of x the query's projection made
         g.push_back({ t, kvl, nh * (m.mla.qkNopeHeadDim + m.mla.vHeadDim) / tp, 1.0, true, true, true });
         g.push_back({ t, nh * m.mla.vHeadDim / tp, h });
         return g;
@@ -277,9 +278,22 @@ std::vector<Gemm> mlpGemms(const Transformer& m, bool moe)
     const double t = deviceTokens(m);
     const double h = m.hidden;
     const double tp = m.tp;
+    // In FP8 the SwiGLU writes the down-projection's input and its backward the up-projection's output
+    // gradient already quantized (one kernel each in DeepSeek's profile, deepseek-ai/profile-data train.json).
+    const auto upProjection = [](Gemm gemm, double inputRows) {
+        gemm.quantizedInputRows = inputRows;
+        gemm.quantizedGradRows = 0.0;
+        return gemm;
+    };
+    const auto downProjection = [](Gemm gemm, double gradRows) {
+        gemm.quantizedInputRows = 0.0;
+        gemm.quantizedGradRows = gradRows;
+        return gemm;
+    };
     if (!moe) {
         const double f = denseFfnOf(m);
-        return { { t, h, 2.0 * f / tp, 1.0, true, false }, { t, f / tp, h, 1.0, true, false } };
+        return { upProjection({ t, h, 2.0 * f / tp, 1.0, true, false }, t),
+            downProjection({ t, f / tp, h, 1.0, true, false }, t) };
     }
     const double ef = m.moe.expertFfn;
     const double shared = m.moe.sharedExperts;
@@ -287,11 +301,15 @@ std::vector<Gemm> mlpGemms(const Transformer& m, bool moe)
     const double local = static_cast<double>(m.moe.experts) / std::max(1, m.moe.ep);
     std::vector<Gemm> g { { t, h, static_cast<double>(m.moe.experts), 1.0, false, false } };
     if (shared > 0) {
-        g.push_back({ t, h, 2.0 * shared * ef / tp, 1.0, true, false });
-        g.push_back({ t, shared * ef / tp, h, 1.0, true, false });
+        g.push_back(upProjection({ t, h, 2.0 * shared * ef / tp, 1.0, true, false }, t));
+        g.push_back(downProjection({ t, shared * ef / tp, h, 1.0, true, false }, t));
     }
-    g.push_back({ pairs, h, 2.0 * ef / tp, local, true, false });
-    g.push_back({ pairs, ef / tp, h, local, true, false });
+    // The routed experts' input is quantized once per token before the dispatch, and the gradient of their
+    // output once per token before the combine's backward (DeepSeek-V3 report §3.3.3): the same T×h tensors the
+    // shared experts quantize, so counted there when there are shared experts.
+    const double perToken = shared > 0 ? 0.0 : t;
+    g.push_back(upProjection({ pairs, h, 2.0 * ef / tp, local, true, false }, perToken));
+    g.push_back(downProjection({ pairs, ef / tp, h, local, true, false }, perToken));
     return g;
 }
 
@@ -423,8 +441,10 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
         // The busiest device sends imbalance × its share; with tensor parallelism each tensor rank dispatches a
         // tp-th of the tokens (Megatron-LM's all-to-all dispatcher).
         const double pairsOut = t * m.moe.topK * (ep - 1.0) / ep * m.moe.imbalance / tp;
-        c.dispatchBytes = pairsOut * h * m.moe.dispatchBytes;
-        c.combineBytes = pairsOut * h * m.moe.combineBytes;
+        const double dispatchWire = wireBytesPerElement(m.moe.dispatchBytes);
+        const double combineWire = wireBytesPerElement(m.moe.combineBytes);
+        c.dispatchBytes = pairsOut * h * dispatchWire;
+        c.combineBytes = pairsOut * h * combineWire;
         if (placement.nodesSpanned > 1) {
             // The share of the pairs whose expert sits on a peer off this node...
             const double offNode = (ep - 1.0 - placement.peersInNode) / (ep - 1.0);
@@ -435,14 +455,20 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
             if (m.moe.maxNodesPerToken > 0) {
                 const int remoteNodes = std::min({ m.moe.maxNodesPerToken, m.moe.topK, placement.nodesSpanned - 1 });
                 const double copies = t * remoteNodes * m.moe.imbalance / tp;
-                dispatchInter = std::min(dispatchInter, copies * h * m.moe.dispatchBytes);
-                combineInter = std::min(combineInter, copies * h * m.moe.combineBytes);
+                dispatchInter = std::min(dispatchInter, copies * h * dispatchWire);
+                combineInter = std::min(combineInter, copies * h * combineWire);
             }
             c.dispatchInterNodeBytes = dispatchInter;
             c.combineInterNodeBytes = combineInter;
         }
     }
     return c;
+}
+
+double wireBytesPerElement(int bytes)
+{
+    constexpr double kFp8TileScaleBytes = 4.0 / 128.0; // one FP32 scale per 1×128 tile
+    return bytes == 1 ? 1.0 + kFp8TileScaleBytes : static_cast<double>(bytes);
 }
 
 EdgeCost embeddingCost(const Transformer& m)
