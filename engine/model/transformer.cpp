@@ -350,6 +350,47 @@ Flops weightGemms(double tokens, double weights)
     return { f, f, f };
 }
 
+/// The expert all-to-all bytes of an MoE layer with ep > 1 on one device (dispatch, combine and the parts of each
+/// that cross nodes given `placement`), for `t` tokens on the device. Throws std::invalid_argument for a
+/// placement outside the rule of EpPlacement.
+void addExpertExchange(const Transformer& m, const EpPlacement& placement, double t, LayerCost& c)
+{
+    const int ep = m.moe.ep;
+    const double h = m.hidden;
+    const double tp = m.tp;
+    if (placement.nodesSpanned < 1)
+        throw std::invalid_argument(
+            "layerCost: EpPlacement::nodesSpanned must be at least 1, got " + std::to_string(placement.nodesSpanned));
+    if (placement.nodesSpanned > 1 && (placement.peersInNode < 0 || placement.peersInNode > ep - 1))
+        throw std::invalid_argument("layerCost: EpPlacement::peersInNode " + std::to_string(placement.peersInNode)
+            + " outside [0, ep − 1 = " + std::to_string(ep - 1) + "]");
+    // DeepSeek-V3 report §3.2.2: each of the T·top_k token-expert pairs leaves the device unless its
+    // expert is local ((ep − 1)/ep of them under balanced routing).
+    // The busiest device sends imbalance × its share; with tensor parallelism each tensor rank dispatches a
+    // tp-th of the tokens (Megatron-LM's all-to-all dispatcher).
+    const double pairsOut = t * m.moe.topK * (ep - 1.0) / ep * m.moe.imbalance / tp;
+    const double dispatchWire = wireBytesPerElement(m.moe.dispatchBytes);
+    const double combineWire = wireBytesPerElement(m.moe.combineBytes);
+    c.dispatchBytes = pairsOut * h * dispatchWire;
+    c.combineBytes = pairsOut * h * combineWire;
+    if (placement.nodesSpanned > 1) {
+        // The share of the pairs whose expert sits on a peer off this node...
+        const double offNode = (ep - 1.0 - placement.peersInNode) / (ep - 1.0);
+        double dispatchInter = c.dispatchBytes * offNode;
+        double combineInter = c.combineBytes * offNode;
+        // ...capped, with node-limited routing (DeepSeek-V3 §2.1.2, §3.2.2), by one copy per remote node a
+        // token reaches: at most min(M, top_k, nodes spanned − 1) nodes besides its own.
+        if (m.moe.maxNodesPerToken > 0) {
+            const int remoteNodes = std::min({ m.moe.maxNodesPerToken, m.moe.topK, placement.nodesSpanned - 1 });
+            const double copies = t * remoteNodes * m.moe.imbalance / tp;
+            dispatchInter = std::min(dispatchInter, copies * h * dispatchWire);
+            combineInter = std::min(combineInter, copies * h * combineWire);
+        }
+        c.dispatchInterNodeBytes = dispatchInter;
+        c.combineInterNodeBytes = combineInter;
+    }
+}
+
 } // namespace
 
 LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const EpPlacement& placement)
@@ -429,39 +470,8 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
     // Ring attention (Liu et al. 2023): each step passes one device's keys and values to the next context rank.
     c.contextKvBytes = m.cp > 1 ? t * a.kvBytesPerToken / tp : 0.0;
 
-    if (moe && ep > 1) {
-        if (placement.nodesSpanned < 1)
-            throw std::invalid_argument("layerCost: EpPlacement::nodesSpanned must be at least 1, got "
-                + std::to_string(placement.nodesSpanned));
-        if (placement.nodesSpanned > 1 && (placement.peersInNode < 0 || placement.peersInNode > ep - 1))
-            throw std::invalid_argument("layerCost: EpPlacement::peersInNode " + std::to_string(placement.peersInNode)
-                + " outside [0, ep − 1 = " + std::to_string(ep - 1) + "]");
-        // DeepSeek-V3 report §3.2.2: each of the T·top_k token-expert pairs leaves the device unless its
-        // expert is local ((ep − 1)/ep of them under balanced routing).
-        // The busiest device sends imbalance × its share; with tensor parallelism each tensor rank dispatches a
-        // tp-th of the tokens (Megatron-LM's all-to-all dispatcher).
-        const double pairsOut = t * m.moe.topK * (ep - 1.0) / ep * m.moe.imbalance / tp;
-        const double dispatchWire = wireBytesPerElement(m.moe.dispatchBytes);
-        const double combineWire = wireBytesPerElement(m.moe.combineBytes);
-        c.dispatchBytes = pairsOut * h * dispatchWire;
-        c.combineBytes = pairsOut * h * combineWire;
-        if (placement.nodesSpanned > 1) {
-            // The share of the pairs whose expert sits on a peer off this node...
-            const double offNode = (ep - 1.0 - placement.peersInNode) / (ep - 1.0);
-            double dispatchInter = c.dispatchBytes * offNode;
-            double combineInter = c.combineBytes * offNode;
-            // ...capped, with node-limited routing (DeepSeek-V3 §2.1.2, §3.2.2), by one copy per remote node a
-            // token reaches: at most min(M, top_k, nodes spanned − 1) nodes besides its own.
-            if (m.moe.maxNodesPerToken > 0) {
-                const int remoteNodes = std::min({ m.moe.maxNodesPerToken, m.moe.topK, placement.nodesSpanned - 1 });
-                const double copies = t * remoteNodes * m.moe.imbalance / tp;
-                dispatchInter = std::min(dispatchInter, copies * h * dispatchWire);
-                combineInter = std::min(combineInter, copies * h * combineWire);
-            }
-            c.dispatchInterNodeBytes = dispatchInter;
-            c.combineInterNodeBytes = combineInter;
-        }
-    }
+    if (moe && ep > 1)
+        addExpertExchange(m, placement, t, c);
     return c;
 }
 
