@@ -26,14 +26,16 @@ def run(binary, *args):
     return out.stdout
 
 
-def project(binary, folder, name, init_args, variant=None, training=None):
-    """Writes a project with `init`, then sets variant fields and training fields the flags do not reach."""
+def project(binary, folder, name, init_args, variant=None, training=None, moe=None):
+    """Writes a project with `init`, then sets variant, training and model.moe fields the flags do not reach."""
     path = os.path.join(folder, name + ".dpstudio.json")
     run(binary, "init", "-o", path, "--force", *init_args)
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     doc["variants"][0].update(variant or {})
     doc.setdefault("training", {}).update(training or {})
+    if moe:
+        doc["model"]["moe"].update(moe)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
     return path
@@ -72,13 +74,14 @@ def rows(binary, folder):
                           "tokens/s per GPU (180K GPU-hours per 10¹² tokens)", DEEPSEEK_TOKENS_PER_GPU_SECOND, tps,
                           0.15, "%.0f"))
     # 2. NVIDIA Megatron-Bridge performance table: DeepSeek-V3 on 1024 H100, TP 2 (sequence parallel), PP 8,
-    # VP 4, EP 64, MBS 1, GBS 8192 = 128 microbatches per replica of dp 64; BF16.
+    # VP 4, EP 64, MBS 1, GBS 8192 = 128 microbatches per replica of dp 64; BF16: nothing is quantized, so the
+    # tokens are dispatched in BF16 too (the preset's FP8 dispatch is DeepSeek's FP8 recipe, report §3.3.3).
     h100 = {"tp": 2, "sequence_parallel": True}
     init = ["--model", "deepseek-v3", "--device", "h100-sxm", "--nodes", "128", "--gpus-per-node", "8",
             "--schedule", "interleaved-1f1b", "--ranks", "8", "--stages-per-rank", "4", "--dp", "64",
             "--microbatches", "128"]
     bf16 = project(binary, folder, "deepseek-v3-h100-bf16", init, h100,
-                   {"gemm_dtype": "bf16", "activation_cache_dtype": "bf16"})
+                   {"gemm_dtype": "bf16", "activation_cache_dtype": "bf16"}, {"dispatch_dtype": "bf16"})
     out.append(row_within("DeepSeek-V3, 1024 H100, TP 2, PP 8, VP 4, EP 64, GBS 8192, BF16 (Megatron-Bridge)",
                           "tokens/s per GPU", 1297.0, tokens_per_device_second(simulate(binary, bf16)), 0.15, "%.0f"))
     fp8 = project(binary, folder, "deepseek-v3-h100-fp8", init, h100)

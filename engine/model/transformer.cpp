@@ -260,6 +260,7 @@ std::vector<Gemm> attentionGemms(const Transformer& m)
             g.push_back({ t, h, qDim / tp });
         }
         g.push_back({ t, h, kvl + rope });
+        g.back().quantizedInputRows = 0.0; // reads the FP8 copy of x the query's projection made
         g.push_back({ t, kvl, nh * (m.mla.qkNopeHeadDim + m.mla.vHeadDim) / tp, 1.0, true, true, true });
         g.push_back({ t, nh * m.mla.vHeadDim / tp, h });
         return g;
@@ -277,9 +278,22 @@ std::vector<Gemm> mlpGemms(const Transformer& m, bool moe)
     const double t = deviceTokens(m);
     const double h = m.hidden;
     const double tp = m.tp;
+    // In FP8 the SwiGLU writes the down-projection's input and its backward the up-projection's output
+    // gradient already quantized (one kernel each in DeepSeek's profile, deepseek-ai/profile-data train.json).
+    const auto upProjection = [](Gemm gemm, double inputRows) {
+        gemm.quantizedInputRows = inputRows;
+        gemm.quantizedGradRows = 0.0;
+        return gemm;
+    };
+    const auto downProjection = [](Gemm gemm, double gradRows) {
+        gemm.quantizedInputRows = 0.0;
+        gemm.quantizedGradRows = gradRows;
+        return gemm;
+    };
     if (!moe) {
         const double f = denseFfnOf(m);
-        return { { t, h, 2.0 * f / tp, 1.0, true, false }, { t, f / tp, h, 1.0, true, false } };
+        return { upProjection({ t, h, 2.0 * f / tp, 1.0, true, false }, t),
+            downProjection({ t, f / tp, h, 1.0, true, false }, t) };
     }
     const double ef = m.moe.expertFfn;
     const double shared = m.moe.sharedExperts;
@@ -287,11 +301,15 @@ std::vector<Gemm> mlpGemms(const Transformer& m, bool moe)
     const double local = static_cast<double>(m.moe.experts) / std::max(1, m.moe.ep);
     std::vector<Gemm> g { { t, h, static_cast<double>(m.moe.experts), 1.0, false, false } };
     if (shared > 0) {
-        g.push_back({ t, h, 2.0 * shared * ef / tp, 1.0, true, false });
-        g.push_back({ t, shared * ef / tp, h, 1.0, true, false });
+        g.push_back(upProjection({ t, h, 2.0 * shared * ef / tp, 1.0, true, false }, t));
+        g.push_back(downProjection({ t, shared * ef / tp, h, 1.0, true, false }, t));
     }
-    g.push_back({ pairs, h, 2.0 * ef / tp, local, true, false });
-    g.push_back({ pairs, ef / tp, h, local, true, false });
+    // The routed experts' input is quantized once per token before the dispatch, and the gradient of their
+    // output once per token before the combine's backward (DeepSeek-V3 report §3.3.3): the same T×h tensors the
+    // shared experts quantize, so counted there when there are shared experts.
+    const double perToken = shared > 0 ? 0.0 : t;
+    g.push_back(upProjection({ pairs, h, 2.0 * ef / tp, local, true, false }, perToken));
+    g.push_back(downProjection({ pairs, ef / tp, h, local, true, false }, perToken));
     return g;
 }
 
@@ -330,6 +348,47 @@ Flops weightGemms(double tokens, double weights)
 {
     const double f = 2.0 * tokens * weights;
     return { f, f, f };
+}
+
+/// The expert all-to-all bytes of an MoE layer with ep > 1 on one device (dispatch, combine and the parts of each
+/// that cross nodes given `placement`), for `t` tokens on the device. Throws std::invalid_argument for a
+/// placement outside the rule of EpPlacement.
+void addExpertExchange(const Transformer& m, const EpPlacement& placement, double t, LayerCost& c)
+{
+    const int ep = m.moe.ep;
+    const double h = m.hidden;
+    const double tp = m.tp;
+    if (placement.nodesSpanned < 1)
+        throw std::invalid_argument(
+            "layerCost: EpPlacement::nodesSpanned must be at least 1, got " + std::to_string(placement.nodesSpanned));
+    if (placement.nodesSpanned > 1 && (placement.peersInNode < 0 || placement.peersInNode > ep - 1))
+        throw std::invalid_argument("layerCost: EpPlacement::peersInNode " + std::to_string(placement.peersInNode)
+            + " outside [0, ep − 1 = " + std::to_string(ep - 1) + "]");
+    // DeepSeek-V3 report §3.2.2: each of the T·top_k token-expert pairs leaves the device unless its
+    // expert is local ((ep − 1)/ep of them under balanced routing).
+    // The busiest device sends imbalance × its share; with tensor parallelism each tensor rank dispatches a
+    // tp-th of the tokens (Megatron-LM's all-to-all dispatcher).
+    const double pairsOut = t * m.moe.topK * (ep - 1.0) / ep * m.moe.imbalance / tp;
+    const double dispatchWire = wireBytesPerElement(m.moe.dispatchBytes);
+    const double combineWire = wireBytesPerElement(m.moe.combineBytes);
+    c.dispatchBytes = pairsOut * h * dispatchWire;
+    c.combineBytes = pairsOut * h * combineWire;
+    if (placement.nodesSpanned > 1) {
+        // The share of the pairs whose expert sits on a peer off this node...
+        const double offNode = (ep - 1.0 - placement.peersInNode) / (ep - 1.0);
+        double dispatchInter = c.dispatchBytes * offNode;
+        double combineInter = c.combineBytes * offNode;
+        // ...capped, with node-limited routing (DeepSeek-V3 §2.1.2, §3.2.2), by one copy per remote node a
+        // token reaches: at most min(M, top_k, nodes spanned − 1) nodes besides its own.
+        if (m.moe.maxNodesPerToken > 0) {
+            const int remoteNodes = std::min({ m.moe.maxNodesPerToken, m.moe.topK, placement.nodesSpanned - 1 });
+            const double copies = t * remoteNodes * m.moe.imbalance / tp;
+            dispatchInter = std::min(dispatchInter, copies * h * dispatchWire);
+            combineInter = std::min(combineInter, copies * h * combineWire);
+        }
+        c.dispatchInterNodeBytes = dispatchInter;
+        c.combineInterNodeBytes = combineInter;
+    }
 }
 
 } // namespace
@@ -411,38 +470,15 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
     // Ring attention (Liu et al. 2023): each step passes one device's keys and values to the next context rank.
     c.contextKvBytes = m.cp > 1 ? t * a.kvBytesPerToken / tp : 0.0;
 
-    if (moe && ep > 1) {
-        if (placement.nodesSpanned < 1)
-            throw std::invalid_argument("layerCost: EpPlacement::nodesSpanned must be at least 1, got "
-                + std::to_string(placement.nodesSpanned));
-        if (placement.nodesSpanned > 1 && (placement.peersInNode < 0 || placement.peersInNode > ep - 1))
-            throw std::invalid_argument("layerCost: EpPlacement::peersInNode " + std::to_string(placement.peersInNode)
-                + " outside [0, ep − 1 = " + std::to_string(ep - 1) + "]");
-        // DeepSeek-V3 report §3.2.2: each of the T·top_k token-expert pairs leaves the device unless its
-        // expert is local ((ep − 1)/ep of them under balanced routing).
-        // The busiest device sends imbalance × its share; with tensor parallelism each tensor rank dispatches a
-        // tp-th of the tokens (Megatron-LM's all-to-all dispatcher).
-        const double pairsOut = t * m.moe.topK * (ep - 1.0) / ep * m.moe.imbalance / tp;
-        c.dispatchBytes = pairsOut * h * m.moe.dispatchBytes;
-        c.combineBytes = pairsOut * h * m.moe.combineBytes;
-        if (placement.nodesSpanned > 1) {
-            // The share of the pairs whose expert sits on a peer off this node...
-            const double offNode = (ep - 1.0 - placement.peersInNode) / (ep - 1.0);
-            double dispatchInter = c.dispatchBytes * offNode;
-            double combineInter = c.combineBytes * offNode;
-            // ...capped, with node-limited routing (DeepSeek-V3 §2.1.2, §3.2.2), by one copy per remote node a
-            // token reaches: at most min(M, top_k, nodes spanned − 1) nodes besides its own.
-            if (m.moe.maxNodesPerToken > 0) {
-                const int remoteNodes = std::min({ m.moe.maxNodesPerToken, m.moe.topK, placement.nodesSpanned - 1 });
-                const double copies = t * remoteNodes * m.moe.imbalance / tp;
-                dispatchInter = std::min(dispatchInter, copies * h * m.moe.dispatchBytes);
-                combineInter = std::min(combineInter, copies * h * m.moe.combineBytes);
-            }
-            c.dispatchInterNodeBytes = dispatchInter;
-            c.combineInterNodeBytes = combineInter;
-        }
-    }
+    if (moe && ep > 1)
+        addExpertExchange(m, placement, t, c);
     return c;
+}
+
+double wireBytesPerElement(int bytes)
+{
+    constexpr double kFp8TileScaleBytes = 4.0 / 128.0; // one FP32 scale per 1×128 tile
+    return bytes == 1 ? 1.0 + kFp8TileScaleBytes : static_cast<double>(bytes);
 }
 
 EdgeCost embeddingCost(const Transformer& m)

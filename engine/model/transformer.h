@@ -118,7 +118,14 @@ struct Gemm {
     bool lowPrecision = true;
     bool attention = true; ///< of the attention block; false: of the MLP (or the head)
     bool upProjection = false; ///< an MLA up-projection (rerun by recompute "norm-up-projection")
+    /// In FP8 (training.gemm_dtype "fp8"), the rows of its forward input (rows × inner) it quantizes itself
+    /// before it runs, and the rows of its output gradient (rows × cols) its I quantizes: −1 = all its rows,
+    /// 0 = it reads an FP8 copy another operation made, fewer = a copy made once per token before an all-to-all.
+    double quantizedInputRows = -1.0;
+    double quantizedGradRows = -1.0;
     double flops() const { return 2.0 * rows * inner * cols; }
+    double inputRowsQuantized() const { return quantizedInputRows < 0.0 ? rows : quantizedInputRows; }
+    double gradRowsQuantized() const { return quantizedGradRows < 0.0 ? rows : quantizedGradRows; }
 };
 
 /// One layer for one microbatch on one device of its expert-parallel group (balanced routing: each device
@@ -172,6 +179,12 @@ struct EpPlacement {
     int peersInNode = 0; ///< of ep − 1
     int nodesSpanned = 1; ///< nodes the EP group spans
 };
+
+/// Bytes per element of a tensor quantized to `bytes`-byte elements as it is sent or stored: FP8 (1) carries one
+/// FP32 scale per 1×128 tile besides (DeepSeek-V3 report §3.3.1, fine-grained quantization; DeepEP's
+/// tests/test_internode.py counts an FP8 dispatch at the same 1 + 4/128 bytes per element), so 1.03125; wider
+/// types are sent as they are.
+double wireBytesPerElement(int bytes);
 
 /// Cost of global layer `layer` (0-based) of a model check() accepts. Throws std::out_of_range for a layer
 /// out of range, std::invalid_argument for a placement outside the rule of EpPlacement (read only

@@ -84,6 +84,26 @@ public:
         r.outputBytes = m_elementBytes;
         return gemmPassUs(g, pass, r);
     }
+    /// µs of the FP8 quantization around one pass of `g` (0 unless it runs in FP8), memory-bound: F quantizes its
+    /// input, I its output gradient (each element read at the model's dtype, written in FP8 with its 1×128
+    /// tile's scale), and W reads both FP8 copies and writes them transposed into 128×1 tiles, as the Wgrad GEMM
+    /// needs them (DeepSeek-V3 report §3.5.2: quantization and the transposed re-quantization are passes of
+    /// their own through device memory; §3.3.1 the tiles).
+    double quantizeUs(const model::Gemm& g, Pass pass) const
+    {
+        if (!m_fp8 || !g.lowPrecision)
+            return 0.0;
+        const double fp8 = model::wireBytesPerElement(1);
+        switch (pass) {
+        case Pass::F:
+            return memoryUs(g.inputRowsQuantized() * g.inner * (m_elementBytes + fp8));
+        case Pass::I:
+            return memoryUs(g.gradRowsQuantized() * g.cols * (m_elementBytes + fp8));
+        case Pass::W:
+            return memoryUs(2.0 * fp8 * g.rows * (g.inner + g.cols));
+        }
+        return 0.0;
+    }
     /// µs of the attention core's `flops` (BF16, flash-attention's forward or backward share of the peak).
     double coreUs(double flops, bool backward) const
     {
@@ -449,9 +469,9 @@ LayerUs layerUs(const model::LayerCost& lc, model::Recompute recompute, const Ra
     if (!rates.perOperation())
         return u;
     for (const model::Gemm& g : lc.gemms) {
-        (g.attention ? u.attentionF : u.mlpF) += rates.gemmUs(g, Pass::F);
-        (g.attention ? u.attentionI : u.mlpI) += rates.gemmUs(g, Pass::I);
-        (g.attention ? u.attentionW : u.mlpW) += rates.gemmUs(g, Pass::W);
+        (g.attention ? u.attentionF : u.mlpF) += rates.gemmUs(g, Pass::F) + rates.quantizeUs(g, Pass::F);
+        (g.attention ? u.attentionI : u.mlpI) += rates.gemmUs(g, Pass::I) + rates.quantizeUs(g, Pass::I);
+        (g.attention ? u.attentionW : u.mlpW) += rates.gemmUs(g, Pass::W) + rates.quantizeUs(g, Pass::W);
     }
     const double coreF = rates.coreUs(lc.attentionCoreFlops, false);
     u.attentionF += coreF + rates.memoryUs(lc.attentionMemoryBytes);
@@ -572,9 +592,12 @@ std::vector<model::LayerCost> buildForward(const StageInputs& in, int firstLayer
 }
 
 /// The backward chain: the head's backward, the layers in reverse, the embedding's. Per MoE layer the combine's
-/// gradient comes back, the experts' backward runs, the dispatch's gradient goes back, then the attention's
-/// backward. Both return exchanges carry BF16 gradients, so both are sized at the combine's dtype
-/// (combineBytes). The recompute runs just before the first backward chunk that needs it: selective and
+/// gradient goes to the experts, the experts' backward runs, the dispatch's gradient comes back, then the
+/// attention's backward. The combine's gradient feeds the experts' down-projection Dgrad and travels at the
+/// dispatch's dtype (dispatchBytes: DeepSeek-V3 report §3.3.3 quantizes the activation gradient sent to the MoE
+/// down-projections to FP8, as the dispatch); the dispatch's gradient is summed back into the tokens like the
+/// forward combine and travels at the combine's (combineBytes: the report keeps the combine in BF16 both ways).
+/// The recompute runs just before the first backward chunk that needs it: selective and
 /// norm-up-projection before the attention's backward, full (the whole layer) before the layer's first chunk.
 void buildBackward(const StageInputs& in, int firstLayer, const std::vector<model::LayerCost>& layerCosts,
     bool firstStage, bool lastStage, ChainBuilder& backward, StageBuild& b)
@@ -592,12 +615,11 @@ void buildBackward(const StageInputs& in, int firstLayer, const std::vector<mode
         const LayerUs& u = b.layerUs[static_cast<std::size_t>(k)];
         b.iSerialUs += parallelBUs;
         if (lc.dispatchBytes > 0.0 || lc.combineBytes > 0.0) {
-            const double gradUs = a2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter);
             const bool full = recompute == model::Recompute::Full;
-            backward.comm(gradUs, layer);
+            backward.comm(a2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, in.links.intra, in.links.inter), layer);
             backward.compute(lc.mlp.i + lc.mlp.w + (full ? lc.recomputeFlops : 0.0), layer,
                 full ? lc.attentionCoreFlops : 0.0, u.mlpI + u.mlpW + (full ? u.recompute : 0.0));
-            backward.comm(gradUs, layer);
+            backward.comm(a2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter), layer);
             backward.compute(lc.attention.i + lc.attention.w + (full ? 0.0 : lc.recomputeFlops), layer,
                 full ? core - lc.attentionCoreFlops : core, u.attentionI + u.attentionW + (full ? 0.0 : u.recompute));
             backward.serial(parallelBUs, layer);

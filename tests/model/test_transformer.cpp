@@ -374,18 +374,19 @@ TEST(ModelLayer, DeepSeekV3MoeLayerWithEp64On8GpuNodes)
     EXPECT_DOUBLE_EQ(c.weightGradKeptBytes,
         T * 2 * (2 * 7168 + 2 * 1536 + 576 + 512 + 128 * 192 + 128 * 256 + 128 * 128) + T * 2 * 7168 + 4 * T * 256
             + T * 2 * (7168 + 3 * 2048) + T * 8 * 2 * (2 * 7168 + 3 * 2048));
-    // All-to-all: T·8 pairs, 63/64 leave the device; FP8 dispatch (1 byte), BF16 combine (2 bytes).
-    EXPECT_DOUBLE_EQ(c.dispatchBytes, T * 8 * 7168 * 1 * 63 / 64);
+    // All-to-all: T·8 pairs, 63/64 leave the device; FP8 dispatch (1 byte and an FP32 scale per 1×128 tile:
+    // 1.03125 bytes an element), BF16 combine (2 bytes).
+    EXPECT_DOUBLE_EQ(c.dispatchBytes, T * 8 * 7168 * 1.03125 * 63 / 64);
     EXPECT_DOUBLE_EQ(c.combineBytes, T * 8 * 7168 * 2 * 63 / 64);
     // Off-node share 56/63 of it would be T·8·7168·56/64 = 7·T·7168; node-limited routing (4 nodes) caps it at
     // one copy per remote node: 4·T·7168 per byte of element.
-    EXPECT_DOUBLE_EQ(c.dispatchInterNodeBytes, 4 * T * 7168 * 1);
+    EXPECT_DOUBLE_EQ(c.dispatchInterNodeBytes, 4 * T * 7168 * 1.03125);
     EXPECT_DOUBLE_EQ(c.combineInterNodeBytes, 4 * T * 7168 * 2);
 
     Transformer unlimited = m;
     unlimited.moe.maxNodesPerToken = 0;
     const LayerCost u = layerCost(unlimited, 3, Recompute::None, eightPerNode);
-    EXPECT_DOUBLE_EQ(u.dispatchInterNodeBytes, T * 8 * 7168 * 1 * 56 / 64);
+    EXPECT_DOUBLE_EQ(u.dispatchInterNodeBytes, T * 8 * 7168 * 1.03125 * 56 / 64);
     EXPECT_DOUBLE_EQ(u.combineInterNodeBytes, T * 8 * 7168 * 2 * 56 / 64);
 
     // The default placement is one node: nothing crosses nodes.
@@ -400,6 +401,41 @@ TEST(ModelLayer, DeepSeekV3MoeLayerWithEp64On8GpuNodes)
     EXPECT_DOUBLE_EQ(n.combineBytes, 0);
     EXPECT_DOUBLE_EQ(n.expertParameters, 256 * expert);
     EXPECT_DOUBLE_EQ(n.mlp.f, c.mlp.f); // the same compute whatever ep is
+}
+
+TEST(ModelLayer, Fp8QuantizesEachTensorOnceWhereDeepSeekV3Does)
+{
+    const double T = 4096;
+    const LayerCost c = layerCost(deepseekV3(), 3, Recompute::None, EpPlacement { 7, 8 });
+    // q_a, q_b, kv_a, kv_b, o, router, shared gate·up, shared down, routed gate·up, routed down.
+    ASSERT_EQ(c.gemms.size(), 10u);
+    const auto quantized = [&](std::size_t i) {
+        return std::pair { c.gemms[i].inputRowsQuantized(), c.gemms[i].gradRowsQuantized() };
+    };
+    EXPECT_EQ(quantized(0), std::pair(T, T)); // q_a quantizes x
+    EXPECT_EQ(quantized(1), std::pair(T, T));
+    EXPECT_EQ(quantized(2), std::pair(0.0, T)); // kv_a reads q_a's FP8 copy of x
+    EXPECT_EQ(quantized(3), std::pair(T, T));
+    EXPECT_EQ(quantized(4), std::pair(T, T));
+    EXPECT_FALSE(c.gemms[5].lowPrecision); // the router stays in BF16
+    EXPECT_EQ(quantized(6), std::pair(T, 0.0)); // the SwiGLU's backward writes gate·up's gradient in FP8
+    EXPECT_EQ(quantized(7), std::pair(0.0, T)); // the SwiGLU writes down's input in FP8
+    // The routed experts read the dispatched FP8 tokens and the FP8 gradient of the combine's backward: both
+    // the T×h tensors the shared expert quantizes.
+    EXPECT_EQ(c.gemms[8].rows, 8 * T);
+    EXPECT_EQ(quantized(8), std::pair(0.0, 0.0));
+    EXPECT_EQ(quantized(9), std::pair(0.0, 0.0));
+    // Without a shared expert the routed experts quantize those T×h tensors themselves, once per token.
+    Transformer noShared = deepseekV3();
+    noShared.moe.sharedExperts = 0;
+    const LayerCost n = layerCost(noShared, 3, Recompute::None, EpPlacement { 7, 8 });
+    ASSERT_EQ(n.gemms.size(), 8u);
+    EXPECT_EQ(n.gemms[6].inputRowsQuantized(), T);
+    EXPECT_EQ(n.gemms[7].gradRowsQuantized(), T);
+    // FP8 on the wire carries an FP32 scale per 1×128 tile.
+    EXPECT_DOUBLE_EQ(wireBytesPerElement(1), 1.03125);
+    EXPECT_DOUBLE_EQ(wireBytesPerElement(2), 2.0);
+    EXPECT_DOUBLE_EQ(wireBytesPerElement(4), 4.0);
 }
 
 TEST(ModelLayer, MlaWithoutQueryCompression)

@@ -166,11 +166,15 @@ TEST(DevicePresets, EveryGpuTimesEachOperationByItsKindAndTheCpuDoesNot)
     struct Expected {
         const char* id;
         int sms;
-        double hbm, gemm, gemmFp8; // bytes/µs; best-shape matmul shares of the BF16 and FP8 peaks
+        double hbm, gemm, gemmFp8; // bytes/µs; best-shape matmul shares of the BF16 and FP8 peaks (h800's FP8:
+                                   // DeepSeek's fine-grained-scaled kernels, 1304 / 1.1 TFLOP/s of 1978.9)
     };
     const Expected table[] = {
-        { "a100-80g", 108, 2.039e6, 0.859, 0.859 }, { "h100-sxm", 132, 3.35e6, 0.801, 0.734 },
-        { "h800", 132, 3.35e6, 0.801, 0.734 }, { "h200", 132, 4.8e6, 0.803, 0.734 }, { "b200", 148, 8.0e6, 0.776, 0.763 },
+        { "a100-80g", 108, 2.039e6, 0.859, 0.859 },
+        { "h100-sxm", 132, 3.35e6, 0.801, 0.734 },
+        { "h800", 132, 3.35e6, 0.801, 0.599 },
+        { "h200", 132, 4.8e6, 0.803, 0.734 },
+        { "b200", 148, 8.0e6, 0.776, 0.763 },
         { "mi300x", 304, 5.3e6, 0.601, 0.601 },
     };
     for (const Expected& e : table) {

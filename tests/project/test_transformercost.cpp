@@ -146,10 +146,11 @@ constexpr double kMlpF = 2 * kT * kMlpWeights;
 constexpr double kWeightFlops = 2 * kT * (kAttnWeights + kMlpWeights); // W of the layer
 constexpr double kRate = 989e12 * 0.5 / 1e6; // FLOP per µs
 // All-to-all of one MoE layer, ep 64 over 8 nodes (7 peers on the node), at most 4 nodes per token:
-// dispatch (FP8): 4096·8·63/64 pairs × 7168 × 1 = 231,211,008 bytes; to other nodes: at most one copy per remote
-// node a token reaches, 4096·4·7168 = 117,440,512 (of 231,211,008·56/63); on NVLink the rest, 113,770,496.
-// NVLink 3 + 113,770,496 / 1.6e5 = 714.0656 µs beside InfiniBand 8 + 117,440,512 / 5e4 = 2356.81024 µs.
-constexpr double kDispatchUs = 8 + 117440512.0 / 5e4;
+// dispatch (FP8, 1 + 4/128 bytes an element with its 1×128 tiles' scales): 4096·8·63/64 pairs × 7168 × 1.03125 =
+// 238,436,352 bytes; to other nodes: at most one copy per remote node a token reaches, 4096·4·7168·1.03125 =
+// 121,110,528 (of 238,436,352·56/63); on NVLink the rest, 117,325,824. NVLink 3 + 117,325,824 / 1.6e5 =
+// 736.2864 µs beside InfiniBand 8 + 121,110,528 / 5e4 = 2430.21056 µs.
+constexpr double kDispatchUs = 8 + 121110528.0 / 5e4;
 // combine (BF16): twice the bytes, 462,422,016; InfiniBand 234,881,024: 8 + 4697.62048 µs (NVLink: 1425.1312).
 constexpr double kCombineUs = 8 + 234881024.0 / 5e4;
 
@@ -209,10 +210,10 @@ TEST(TransformerPlacement, WithoutGpusPerNodeEverythingIsOneNode)
     EXPECT_EQ(placement.ep.nodesSpanned, 1);
     const CostModel costs = buildCostModel(p, p.variants[0]);
     EXPECT_TRUE(costs.rankNode.empty());
-    // Every exchange on NVLink: dispatch 3 + 231,211,008 / 1.6e5 µs, no byte to another node.
+    // Every exchange on NVLink: dispatch 3 + 238,436,352 / 1.6e5 µs, no byte to another node.
     const StageCost& s = costs.stages[5];
     ASSERT_EQ(s.forwardChain.size(), 16u);
-    EXPECT_DOUBLE_EQ(s.forwardChain[1].us, 3 + 231211008.0 / 1.6e5);
+    EXPECT_DOUBLE_EQ(s.forwardChain[1].us, 3 + 238436352.0 / 1.6e5);
     EXPECT_DOUBLE_EQ(s.forwardChain[3].us, 3 + 462422016.0 / 1.6e5);
 }
 
@@ -238,8 +239,9 @@ TEST(TransformerStageCost, FourMoeLayersOfDeepSeekV3OnH800)
     // F: 4 × (attention + experts) compute plus 4 × (dispatch + combine).
     const double f = 4 * (kAttnF + kMlpF) / kRate + 4 * (kDispatchUs + kCombineUs);
     EXPECT_NEAR(c.forwardUs, f, f * 1e-12);
-    // I: 4 × the inputs' gradients plus 4 × two return exchanges, both at the combine's BF16 volume.
-    const double i = 4 * (kAttnI + 2 * kT * kMlpWeights) / kRate + 4 * 2 * kCombineUs;
+    // I: 4 × the inputs' gradients plus 4 × two return exchanges: the combine's gradient at the dispatch's FP8
+    // volume, the dispatch's gradient at the combine's BF16 volume.
+    const double i = 4 * (kAttnI + 2 * kT * kMlpWeights) / kRate + 4 * (kDispatchUs + kCombineUs);
     EXPECT_NEAR(c.inputGradUs, i, i * 1e-12);
     // W: rounded to the last bit of B (so that I + W is B exactly).
     EXPECT_NEAR(c.weightGradUs, 4 * kWeightFlops / kRate, 4 * kWeightFlops / kRate * 1e-15);
@@ -259,7 +261,7 @@ TEST(TransformerStageCost, FourMoeLayersOfDeepSeekV3OnH800)
     ASSERT_EQ(c.backwardChain.size(), 16u);
     EXPECT_EQ(c.backwardChain[0].lane, Chunk::Comm);
     EXPECT_EQ(c.backwardChain[0].layer, 6);
-    EXPECT_DOUBLE_EQ(c.backwardChain[0].us, kCombineUs);
+    EXPECT_DOUBLE_EQ(c.backwardChain[0].us, kDispatchUs); // combine's gradient, FP8
     EXPECT_DOUBLE_EQ(c.backwardChain[1].us, (2 * kT * kMlpWeights * 2) / kRate); // experts I + W
     EXPECT_DOUBLE_EQ(c.backwardChain[2].us, kCombineUs); // dispatch's gradient, BF16
     EXPECT_DOUBLE_EQ(c.backwardChain[3].us, (kAttnI + 2 * kT * kAttnWeights) / kRate);
@@ -273,7 +275,7 @@ TEST(TransformerStageCost, FourMoeLayersOfDeepSeekV3OnH800)
     EXPECT_DOUBLE_EQ(c.gradientBytes, 4 * perLayer * 2); // no training section: the model's dtype
     EXPECT_FALSE(c.optimizerBytes);
     EXPECT_DOUBLE_EQ(c.messageBytes, 4096.0 * 7168 * 2);
-    EXPECT_DOUBLE_EQ(c.a2aBytes, 4 * (231211008.0 + 462422016.0));
+    EXPECT_DOUBLE_EQ(c.a2aBytes, 4 * (238436352.0 + 462422016.0));
     const model::LayerCost layer = model::layerCost(transformerOf(p.model), 3, model::Recompute::None, placement.ep);
     EXPECT_DOUBLE_EQ(c.activationBytes, 4 * layer.activationBytes);
     EXPECT_DOUBLE_EQ(c.weightGradKeptBytes, 4 * layer.weightGradKeptBytes);
@@ -315,7 +317,7 @@ TEST(TransformerStageCost, FirstStageMergesEmbeddingAndDenseLayers)
     // Backward: combine-grad, experts, dispatch-grad, then layer 3's attention with layers 2–0 and the embedding.
     ASSERT_EQ(first.backwardChain.size(), 4u);
     EXPECT_EQ(first.backwardChain[3].layer, 0);
-    EXPECT_DOUBLE_EQ(first.a2aBytes, 231211008.0 + 462422016.0);
+    EXPECT_DOUBLE_EQ(first.a2aBytes, 238436352.0 + 462422016.0);
 
     // The last stage (3 MoE layers 58–60) ends its F with the LM head (2·T·h·vocab FLOPs) as its own chunk.
     const StageCost& last = costs.stages[15];
@@ -674,4 +676,56 @@ TEST(TransformerKernels, ADenseStageIsTheSumOfItsOperations)
     p.cluster.kernels.reset();
     const StageCost flat = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
     EXPECT_NE(flat.forwardUs, c.forwardUs);
+}
+
+TEST(TransformerKernels, Fp8GemmsQuantizeTheirOperandsInPassesOfTheirOwn)
+{
+    Project p = smallDense();
+    KernelModel k;
+    k.smCount = 2;
+    k.hbmBandwidthBytesPerUs = 1e4;
+    k.gemmEfficiency = 0.5;
+    k.gemmEfficiencyFp8 = 0.5;
+    k.attentionForwardEfficiency = 0.25;
+    k.attentionBackwardEfficiency = 0.2;
+    k.memoryEfficiency = 0.5;
+    p.cluster.kernels = k;
+    p.cluster.deviceFlopsFp8 = 2e12;
+    p.training.present = true;
+    p.training.gemmBytes = 1;
+    const Variant& v = p.variants[0];
+    const StageCost c = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
+
+    const model::Transformer m = transformerFor(p, v);
+    GemmRates r;
+    r.flopsPerSecond = 2e12 * 0.5;
+    r.smCount = 2;
+    r.memoryBytesPerUs = 1e4 * 0.5;
+    r.operandBytes = 1.0;
+    // Per layer (T = 64, h 64, q·k·v 128 wide, SwiGLU 128), each element read in BF16 and written in FP8 with
+    // its 1×128 tile's scale (2 + 1.03125 bytes): F quantizes the inputs of q·k·v, of the output projection
+    // and of gate·up (3 × 64·64; the SwiGLU writes the down projection's input in FP8); I the output gradients
+    // of q·k·v (64·128), of the output projection and of down (64·64 each; the SwiGLU's backward writes
+    // gate·up's); W reads both FP8 copies of each GEMM and writes them transposed, 2 × 1.03125 bytes per element
+    // of 64 × (64 + 128), 64 × (64 + 64), 64 × (64 + 256) and 64 × (128 + 64).
+    const double quantizeF = 3 * 64 * 64 * 3.03125; // 37,248 bytes
+    const double quantizeI = (64 * 128 + 2 * 64 * 64) * 3.03125; // 49,664
+    const double quantizeW = 64.0 * (192 + 128 + 320 + 192) * 2 * 1.03125; // 109,824
+    double f = 0.0, i = 0.0, w = 0.0;
+    for (int layer : { 2, 3 }) {
+        const model::LayerCost lc = model::layerCost(m, layer, model::Recompute::None);
+        for (const model::Gemm& g : lc.gemms) {
+            f += gemmPassUs(g, GemmPass::F, r);
+            i += gemmPassUs(g, GemmPass::I, r);
+            w += gemmPassUs(g, GemmPass::W, r);
+        }
+        const double memory = lc.attentionMemoryBytes + lc.mlpMemoryBytes;
+        f += lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.25) * 1e6 + (memory + quantizeF) / r.memoryBytesPerUs;
+        i += 2.0 * lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.2) * 1e6
+            + (2.0 * memory + quantizeI) / r.memoryBytesPerUs;
+        w += quantizeW / r.memoryBytesPerUs;
+    }
+    EXPECT_NEAR(c.forwardUs, f, f * 1e-12);
+    EXPECT_NEAR(c.inputGradUs, i, i * 1e-12);
+    EXPECT_NEAR(c.weightGradUs, w, w * 1e-12);
 }
