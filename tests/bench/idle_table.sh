@@ -51,9 +51,9 @@ for config in machine h1024; do
     run "$config" "$config.run1.json"
     predicted "$config" "$config.run1.prediction.json"
     if "$DPSTUDIO" calibrate "$WORK/$config.run1.json" -o "$WORK/$config.costs.json" >"$WORK/$config.costs.txt" 2>&1; then
+        run "$config" "$config.run2.json" --costs "$WORK/$config.costs.json"
         "$DPSTUDIO" simulate "$WORK/$config.dpstudio.json" --this-machine --json --costs "$WORK/$config.costs.json" \
             >"$WORK/$config.calibrated.prediction.json"
-        run "$config" "$config.run2.json" --costs "$WORK/$config.costs.json"
     fi
     run "$config" "$config.run3.json"
     predicted "$config" "$config.run3.prediction.json"

@@ -71,7 +71,9 @@ run() { # name output [dpstudio run flags...]
         >"$WORK/$output.out" 2>"$WORK/$output.err" || { cat "$WORK/$output.err" >&2; exit 1; }
 }
 
-# The predictions the runs are compared with, as JSON (the same as `dpstudio run` reports).
+# The predictions the runs are compared with, as JSON (the same as `dpstudio run` reports). Made after the run: a run
+# checks the cached CPU profile first and probes again when it has drifted (docs/cpu-profile.md), and the prediction
+# must come from the profile the run was predicted with.
 predict() { # name output [simulate flags...]
     local name=$1 output=$2
     shift 2
@@ -84,13 +86,13 @@ machine_project
 uptime >"$WORK/load-before.txt"
 run tiny tiny.json
 for config in machine h1024; do
-    predict "$config" "$config.probed.prediction.json"
     run "$config" "$config.probed.json"
+    predict "$config" "$config.probed.prediction.json"
     # calibrate refuses a fit that does not reproduce the run within its steps' spread: then no calibrated run
     if "$DPSTUDIO" calibrate "$WORK/$config.probed.json" -o "$WORK/$config.costs.json" >"$WORK/$config.costs.txt" 2>&1
     then
-        predict "$config" "$config.calibrated.prediction.json" --costs "$WORK/$config.costs.json"
         run "$config" "$config.calibrated.json" --costs "$WORK/$config.costs.json"
+        predict "$config" "$config.calibrated.prediction.json" --costs "$WORK/$config.costs.json"
     fi
 done
 uptime >"$WORK/load-after.txt"
