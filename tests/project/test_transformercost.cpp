@@ -638,40 +638,68 @@ TEST(TransformerKernels, ALayersGemmsAddUpToItsWeightFlops)
     }
 }
 
-TEST(TransformerKernels, ADenseStageIsTheSumOfItsOperations)
+namespace {
+
+/// Per-operation rates small enough for hand arithmetic: 2 SMs, 10⁴ bytes/µs of HBM, GEMMs at half the peak,
+/// attention at a quarter in F and a fifth in B, memory at half its bandwidth.
+KernelModel smallKernels()
 {
-    Project p = smallDense();
     KernelModel k;
     k.smCount = 2;
     k.hbmBandwidthBytesPerUs = 1e4;
     k.gemmEfficiency = 0.5;
+    k.gemmEfficiencyFp8 = 0.5;
     k.attentionForwardEfficiency = 0.25;
     k.attentionBackwardEfficiency = 0.2;
     k.memoryEfficiency = 0.5;
-    p.cluster.kernels = k;
+    return k;
+}
+
+/// F, I and W of layers 2 and 3 of `p`'s transformer added up by hand from their GEMM passes at `r`, the attention
+/// core at a quarter (F) and a fifth (B) of the device's BF16 peak and the memory-bound bytes (plus the FP8
+/// quantization bytes of each pass, per layer) at `r`'s memory rate, µs.
+struct PassSums {
+    double f = 0.0, i = 0.0, w = 0.0;
+};
+PassSums layerSumsByHand(const Project& p, const Variant& v, const GemmRates& r, double quantizeF = 0.0,
+    double quantizeI = 0.0, double quantizeW = 0.0)
+{
+    const model::Transformer m = transformerFor(p, v);
+    PassSums sums;
+    for (int layer : { 2, 3 }) {
+        const model::LayerCost lc = model::layerCost(m, layer, model::Recompute::None);
+        for (const model::Gemm& g : lc.gemms) {
+            sums.f += gemmPassUs(g, GemmPass::F, r);
+            sums.i += gemmPassUs(g, GemmPass::I, r);
+            sums.w += gemmPassUs(g, GemmPass::W, r);
+        }
+        const double memory = lc.attentionMemoryBytes + lc.mlpMemoryBytes;
+        sums.f
+            += lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.25) * 1e6 + (memory + quantizeF) / r.memoryBytesPerUs;
+        sums.i += 2.0 * lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.2) * 1e6
+            + (2.0 * memory + quantizeI) / r.memoryBytesPerUs;
+        sums.w += quantizeW / r.memoryBytesPerUs;
+    }
+    return sums;
+}
+
+} // namespace
+
+TEST(TransformerKernels, ADenseStageIsTheSumOfItsOperations)
+{
+    Project p = smallDense();
+    p.cluster.kernels = smallKernels();
     const Variant& v = p.variants[0];
     const StageCost c = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
 
-    const model::Transformer m = transformerFor(p, v);
     GemmRates r;
     r.flopsPerSecond = p.cluster.deviceFlops * 0.5;
     r.smCount = 2;
     r.memoryBytesPerUs = 1e4 * 0.5;
-    double f = 0.0, i = 0.0, w = 0.0;
-    for (int layer : { 2, 3 }) {
-        const model::LayerCost lc = model::layerCost(m, layer, model::Recompute::None);
-        for (const model::Gemm& g : lc.gemms) {
-            f += gemmPassUs(g, GemmPass::F, r);
-            i += gemmPassUs(g, GemmPass::I, r);
-            w += gemmPassUs(g, GemmPass::W, r);
-        }
-        const double memory = lc.attentionMemoryBytes + lc.mlpMemoryBytes;
-        f += lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.25) * 1e6 + memory / r.memoryBytesPerUs;
-        i += 2.0 * lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.2) * 1e6 + 2.0 * memory / r.memoryBytesPerUs;
-    }
-    EXPECT_NEAR(c.forwardUs, f, f * 1e-12);
-    EXPECT_NEAR(c.inputGradUs, i, i * 1e-12);
-    EXPECT_NEAR(c.weightGradUs, w, w * 1e-12);
+    const PassSums hand = layerSumsByHand(p, v, r);
+    EXPECT_NEAR(c.forwardUs, hand.f, hand.f * 1e-12);
+    EXPECT_NEAR(c.inputGradUs, hand.i, hand.i * 1e-12);
+    EXPECT_NEAR(c.weightGradUs, hand.w, hand.w * 1e-12);
     // Without the kernel model the same stage takes its FLOPs at device_flops × efficiency.
     p.cluster.kernels.reset();
     const StageCost flat = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
@@ -681,22 +709,13 @@ TEST(TransformerKernels, ADenseStageIsTheSumOfItsOperations)
 TEST(TransformerKernels, Fp8GemmsQuantizeTheirOperandsInPassesOfTheirOwn)
 {
     Project p = smallDense();
-    KernelModel k;
-    k.smCount = 2;
-    k.hbmBandwidthBytesPerUs = 1e4;
-    k.gemmEfficiency = 0.5;
-    k.gemmEfficiencyFp8 = 0.5;
-    k.attentionForwardEfficiency = 0.25;
-    k.attentionBackwardEfficiency = 0.2;
-    k.memoryEfficiency = 0.5;
-    p.cluster.kernels = k;
+    p.cluster.kernels = smallKernels();
     p.cluster.deviceFlopsFp8 = 2e12;
     p.training.present = true;
     p.training.gemmBytes = 1;
     const Variant& v = p.variants[0];
     const StageCost c = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
 
-    const model::Transformer m = transformerFor(p, v);
     GemmRates r;
     r.flopsPerSecond = 2e12 * 0.5;
     r.smCount = 2;
@@ -711,21 +730,8 @@ TEST(TransformerKernels, Fp8GemmsQuantizeTheirOperandsInPassesOfTheirOwn)
     const double quantizeF = 3 * 64 * 64 * 3.03125; // 37,248 bytes
     const double quantizeI = (64 * 128 + 2 * 64 * 64) * 3.03125; // 49,664
     const double quantizeW = 64.0 * (192 + 128 + 320 + 192) * 2 * 1.03125; // 109,824
-    double f = 0.0, i = 0.0, w = 0.0;
-    for (int layer : { 2, 3 }) {
-        const model::LayerCost lc = model::layerCost(m, layer, model::Recompute::None);
-        for (const model::Gemm& g : lc.gemms) {
-            f += gemmPassUs(g, GemmPass::F, r);
-            i += gemmPassUs(g, GemmPass::I, r);
-            w += gemmPassUs(g, GemmPass::W, r);
-        }
-        const double memory = lc.attentionMemoryBytes + lc.mlpMemoryBytes;
-        f += lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.25) * 1e6 + (memory + quantizeF) / r.memoryBytesPerUs;
-        i += 2.0 * lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.2) * 1e6
-            + (2.0 * memory + quantizeI) / r.memoryBytesPerUs;
-        w += quantizeW / r.memoryBytesPerUs;
-    }
-    EXPECT_NEAR(c.forwardUs, f, f * 1e-12);
-    EXPECT_NEAR(c.inputGradUs, i, i * 1e-12);
-    EXPECT_NEAR(c.weightGradUs, w, w * 1e-12);
+    const PassSums hand = layerSumsByHand(p, v, r, quantizeF, quantizeI, quantizeW);
+    EXPECT_NEAR(c.forwardUs, hand.f, hand.f * 1e-12);
+    EXPECT_NEAR(c.inputGradUs, hand.i, hand.i * 1e-12);
+    EXPECT_NEAR(c.weightGradUs, hand.w, hand.w * 1e-12);
 }
