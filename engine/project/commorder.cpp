@@ -73,7 +73,8 @@ std::optional<TorchSchedule> commProgramOf(const Project& project, const Variant
     TorchSchedule program;
     program.rows = rows;
     program.lineEnd = "\n";
-    if (const Diagnostic* d = placementError(validate(program)))
+    const ValidationReport report = validate(program);
+    if (const Diagnostic* d = placementError(report))
         throw FormatError(cellOf(field, static_cast<std::size_t>(d->rank), static_cast<std::size_t>(d->position)) + ": "
             + d->message);
     return program;
