@@ -216,3 +216,17 @@ TEST(CommOrder, AStaleProgramIsAnErrorNotAnException)
     EXPECT_EQ(text.find("comm_order"), std::string::npos);
     EXPECT_EQ(serializeProject(parseProject(text)), text) << "a project without comm_order reads and writes as before";
 }
+
+// The example of docs/comms.md ("Moving a receive") and its screenshot: the same project as a file.
+TEST(CommOrder, TheDocsExample)
+{
+    const Project p = loadProject(std::string(DPS_SOURCE_DIR) + "/docs/images/comms-late-receive.dpstudio.json");
+    const Prediction moved = predict(p, "");
+    ASSERT_TRUE(moved.valid()) << moved.error;
+    EXPECT_DOUBLE_EQ(moved.makespanUs, 33.0);
+    EXPECT_EQ(*p.variants[0].commOrder, [] {
+        auto rows = lowered(unitProject());
+        move(rows, 2, 8, 9);
+        return rows;
+    }());
+}
