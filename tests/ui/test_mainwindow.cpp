@@ -342,7 +342,7 @@ TEST(MainWindow, AReceiveDraggedLateStallsItsRankAndUndoRestores)
     f.timeline()->zoomToBlock(rank, late.consumerPosition, 0.15);
     QApplication::processEvents();
     const CommRef bar { rank, commIndexOf(before->sim, rank, late.cell) };
-    const CommTiming* timing = f.timeline()->lane(0)->comm(bar);
+    const dps::CommTiming* timing = f.timeline()->lane(0)->comm(bar);
     ASSERT_NE(timing, nullptr);
     const QPointF from(f.timeline()->timeToPixel((timing->startUs + timing->endUs) / 2.0),
         f.timeline()->lane(0)->commRect(bar).center().y());
