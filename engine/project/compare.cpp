@@ -45,7 +45,8 @@ Variant onSameDevices(const Project& project, const Variant& variant, int device
     Variant v = variant;
     v.dp = std::max(1, variant.dp) * k;
     v.microbatches = variant.microbatches / k;
-    v.order.reset(); // a hand-edited order is for the old microbatch count
+    v.order.reset(); // a hand-edited order (and its sends and receives) is for the old microbatch count
+    v.commOrder.reset();
     return v;
 }
 

@@ -185,4 +185,15 @@ Action JsonReader::asAction() const
     }
 }
 
+Step JsonReader::asStep() const
+{
+    if (!m_value->is_string() || m_value->get<std::string>().empty())
+        failHere("must be an action string such as \"1F0\" or \"1RECV_F0\", got " + shown(*m_value));
+    try {
+        return parseStep(m_value->get<std::string>());
+    } catch (const Error& e) {
+        failHere(e.what());
+    }
+}
+
 } // namespace dps::detail

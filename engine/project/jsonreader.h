@@ -55,6 +55,9 @@ public:
     const nlohmann::json& asArray() const;
     int asInteger(int minimum) const;
     Action asAction() const;
+    /// This value as one step of PyTorch's whole action language (parseStep): a compute action or a communication
+    /// action such as "1RECV_F0"; an empty string (an idle step) is refused.
+    Step asStep() const;
 
 private:
     std::string childPath(std::string_view key) const;

@@ -162,9 +162,12 @@ Prediction predictLowered(Schedule schedule, CostModel costs, const PredictOptio
 Prediction predict(const Project& project, const Variant& variant, const PredictOptions& options)
 {
     std::optional<Schedule> schedule;
+    std::optional<TorchSchedule> program;
     CostModel costs;
+    const bool handEdited = variant.order.has_value() || variant.commOrder.has_value();
     try {
         schedule = buildSchedule(project, variant);
+        program = commProgramOf(project, variant, *schedule);
         // Our engine scales a routed expert's output in the combine (engine/runtime's MoE), whatever the model says.
         std::optional<Project> engineProject;
         if (options.engineRun && project.model.transformer.moe.probsOnSwiglu) {
@@ -182,14 +185,16 @@ Prediction predict(const Project& project, const Variant& variant, const Predict
     } catch (const Error& e) {
         Prediction failed;
         failed.variantName = variant.name;
-        failed.handEdited = variant.order.has_value();
+        failed.handEdited = handEdited;
         failed.error = e.what();
         return failed;
     }
-    Prediction p = options.lowerComms ? predictLowered(std::move(*schedule), std::move(costs), options)
-                                      : predictSchedule(std::move(*schedule), std::move(costs), options);
+    // A hand-placed program is the variant's, predicted wherever it is; else PyTorch's lowering when asked for.
+    Prediction p = program   ? timedPrediction(std::move(*schedule), std::move(costs), options, std::move(program))
+        : options.lowerComms ? predictLowered(std::move(*schedule), std::move(costs), options)
+                             : predictSchedule(std::move(*schedule), std::move(costs), options);
     p.variantName = variant.name;
-    p.handEdited = variant.order.has_value();
+    p.handEdited = handEdited;
     if (p.timed) {
         // The step: the dp gradient all-reduce after each rank's last slot (docs/planner.md "The step time").
         try {

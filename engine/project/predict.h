@@ -34,7 +34,8 @@ struct PredictOptions {
     int cores = 0;
     /// predict() only: predict PyTorch's lowering of the variant's schedule (lowerToComms: the sends and receives its
     /// runtime adds) with them timed where they sit, as predictProgram; an order that cannot be lowered is predicted
-    /// as it is (the validator names its deadlock).
+    /// as it is (the validator names its deadlock). A variant with a hand-placed program (comm_order) is predicted
+    /// with that program whether this is set or not.
     bool lowerComms = false;
 
     /// Peaks and totals only, no timelines: what a comparison, a sweep or a run report needs.
@@ -64,7 +65,7 @@ struct Prediction {
     SimResult sim; ///< empty unless the schedule is valid
     ClosedForm closedForm; ///< the kind's closed form of the largest idle; set when timed
     bool timed = false; ///< simulated to the end: valid schedule, no deadlock
-    bool handEdited = false; ///< the variant's order was edited by hand
+    bool handEdited = false; ///< the variant's order, or its sends and receives (comm_order), were edited by hand
 
     // The summary, computed once (zero and rank −1 unless timed; static memory whenever built).
     double makespanUs = 0.0; ///< µs
@@ -119,8 +120,10 @@ Prediction predictSchedule(Schedule schedule, CostModel costs, const PredictOpti
 Prediction predictProgram(TorchSchedule program, CostModel costs, const PredictOptions& options = {});
 
 /// Builds the schedule (buildSchedule) and the cost model (buildCostModel, with 4-byte tensors when
-/// options.fp32Tensors) of `variant` and predicts them as predictSchedule. A size rule or partition the
-/// variant breaks becomes `error` (the engine's message, naming the field), never an exception.
+/// options.fp32Tensors) of `variant` and predicts them as predictSchedule; a variant with a hand-placed program
+/// (Variant::commOrder, checked by commProgramOf) is predicted with its sends and receives timed where they sit, as
+/// predictProgram, whatever options.lowerComms says. A size rule, partition or comm_order the variant breaks becomes
+/// `error` (the engine's message, naming the field), never an exception.
 Prediction predict(const Project& project, const Variant& variant, const PredictOptions& options = {});
 
 /// The same for the variant named `variantName` (empty: the active one), found by findVariant; an unknown

@@ -117,6 +117,11 @@ struct Variant {
     int stagesPerRank = 0; ///< 0 = the kind's default
     std::vector<int> layerPartition; ///< layers per stage; empty = even split of the model's layers
     std::optional<std::vector<std::vector<Action>>> order; ///< hand-edited order; unset = generated
+    /// `comm_order`: a hand-placed program in PyTorch's whole action language (compute_comms), per rank its steps in
+    /// order: exactly the variant's compute actions (`order` or the generated one) with sends, receives, UNSHARD,
+    /// RESHARD and REDUCE_GRAD among them. Unset = PyTorch's lowering (lowerToComms) when sends and receives are asked
+    /// for. Set: every prediction of the variant times these sends and receives where they sit (commProgramOf).
+    std::optional<std::vector<std::vector<Step>>> commOrder;
     int dp = 1; ///< data-parallel replicas of the pipeline; the job uses ranks × tp × cp × dp devices
     int microbatchSize = 0; ///< sequences per microbatch; 0 = the model's
     std::optional<model::Recompute> recompute; ///< unset = the model's
@@ -190,6 +195,16 @@ std::vector<int> effectivePartition(const Project& project, const Variant& varia
 /// The variant's schedule: its hand-edited order (validated for sizes only) or the generated one.
 /// Throws ConstraintError for an invalid size, FormatError for an order that does not fit.
 Schedule buildSchedule(const Project& project, const Variant& variant);
+
+/// The variant's hand-placed communication program (Variant::commOrder) as a TorchSchedule, checked against
+/// `schedule`, the variant's compute order (buildSchedule); nullopt when the variant has none. Throws FormatError
+/// naming the field and the action at fault: a row count other than the ranks ("variants[0].comm_order: has 3 rows,
+/// the variant has 4 ranks"), an idle step, compute actions that are not the variant's order on that rank
+/// ("variants[0].comm_order[1][5]: 1B0 where the variant's order has 1F2 (rank 1's compute action 3)"), and a send or
+/// receive the placement refuses (validate(TorchSchedule)'s comm.* rules: "variants[0].comm_order[2][0]: 1RECV_F0 is
+/// on rank 2 but stage 1 runs microbatch 0 on rank 1"). Where the sends and receives sit (a receive after the compute
+/// that needs it, an order that deadlocks) is not refused: the prediction reports it. O(actions).
+std::optional<TorchSchedule> commProgramOf(const Project& project, const Variant& variant, const Schedule& schedule);
 
 /// The cost model of a variant: per-stage costs from the model description summed over the layer
 /// partition (block: modelcost.h; transformer: transformercost.h, with the chains, the placement's rankNode and

@@ -114,9 +114,21 @@ void checkVariantRecompute(const Project& project, const Variant& v, const std::
             + " layers recomputed needs recompute \"full\", got \"" + std::string(model::recomputeName(r)) + "\"");
 }
 
+/// A variant's hand-placed communication program fits its compute order and placement (commProgramOf).
+void checkCommOrder(const Project& project, const Variant& v, const std::string& where)
+{
+    Schedule schedule;
+    try {
+        schedule = buildSchedule(project, v);
+    } catch (const Error& e) {
+        throw FormatError(where + ".comm_order: the variant's schedule cannot be built: " + e.what());
+    }
+    (void)commProgramOf(project, v, schedule);
+}
+
 /// Structural checks that need the whole project: stage counts fit an int, partitions and hand-edited orders
-/// fit their sizes; dp and microbatch_size are positive, ep divides dp, and the ranks × replicas device count
-/// fits an int.
+/// (compute and communication) fit their sizes; dp and microbatch_size are positive, ep divides dp, and the ranks ×
+/// replicas device count fits an int.
 void checkVariants(const Project& project)
 {
     const bool transformer = project.model.kind == ModelKind::Transformer;
@@ -159,6 +171,8 @@ void checkVariants(const Project& project)
                           : "model.moe.ep " + std::to_string(ep))
                 + " = " + std::to_string(devices) + " devices do not fit cluster.nodes " + std::to_string(c.nodes)
                 + " × " + "cluster.gpus_per_node " + std::to_string(c.gpusPerNode));
+        if (v.commOrder)
+            checkCommOrder(project, v, where);
     }
 }
 

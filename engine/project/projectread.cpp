@@ -316,10 +316,24 @@ std::vector<std::vector<Action>> readOrder(const JsonReader& r)
     return order;
 }
 
+std::vector<std::vector<Step>> readCommOrder(const JsonReader& r)
+{
+    std::vector<std::vector<Step>> program;
+    const json& rows = r.array("comm_order");
+    for (std::size_t rank = 0; rank < rows.size(); ++rank) {
+        const JsonReader row = r.element(rows, rank, "comm_order");
+        const json& cells = row.asArray();
+        program.emplace_back();
+        for (std::size_t p = 0; p < cells.size(); ++p)
+            program.back().push_back(row.element(cells, p, "").asStep());
+    }
+    return program;
+}
+
 Variant readVariant(const JsonReader& r)
 {
     r.allowOnly({ "name", "kind", "ranks", "microbatches", "dp", "tp", "cp", "sequence_parallel", "microbatch_size",
-        "recompute", "recompute_layers", "stages_per_rank", "layer_partition", "order" });
+        "recompute", "recompute_layers", "stages_per_rank", "layer_partition", "order", "comm_order" });
     Variant v;
     v.name = r.string("name");
     if (v.name.empty())
@@ -343,6 +357,8 @@ Variant readVariant(const JsonReader& r)
         v.order = readOrder(r);
     else if (v.kind == ScheduleKind::Custom)
         r.fail("order", "missing (required when kind is \"custom\")");
+    if (r.has("comm_order"))
+        v.commOrder = readCommOrder(r);
     return v;
 }
 

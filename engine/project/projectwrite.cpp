@@ -65,7 +65,7 @@ bool needsFormat2(const Project& p)
         return true;
     return std::any_of(p.variants.begin(), p.variants.end(), [](const Variant& v) {
         return v.dp != 1 || v.microbatchSize != 0 || v.recompute.has_value() || v.recomputeLayers.has_value()
-            || v.tp != 1 || v.cp != 1 || v.sequenceParallel;
+            || v.tp != 1 || v.cp != 1 || v.sequenceParallel || v.commOrder.has_value();
     });
 }
 
@@ -217,6 +217,16 @@ ojson variantJson(const Variant& v)
             rows.push_back(cells);
         }
         j["order"] = rows;
+    }
+    if (v.commOrder) {
+        ojson rows = ojson::array();
+        for (const auto& row : *v.commOrder) {
+            ojson cells = ojson::array();
+            for (const auto& step : row)
+                cells.push_back(toString(step));
+            rows.push_back(cells);
+        }
+        j["comm_order"] = rows;
     }
     return j;
 }

@@ -37,6 +37,7 @@ Project withValue(Project project, Variant& variant, SweepParameter parameter, d
             stage.overlapUs.reset();
     }
     variant.order.reset();
+    variant.commOrder.reset();
     return project;
 }
 

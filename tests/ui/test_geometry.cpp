@@ -129,6 +129,27 @@ TEST(BlockIndex, DropPositionCountsCentresBefore)
     EXPECT_EQ(index.dropPosition(0, 1, 15.0), 1) << "dropped where it was";
 }
 
+// A receive dragged along rank 1's program row 1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1,1B0 whose compute blocks
+// are 1F0 [0,10] (centre 5), 1F1 [10,20] (15), 1B0 [20,40] (30): it lands next to the last compute it passed.
+TEST(CommDropCell, LandsNextToTheLastComputeItPassed)
+{
+    std::vector<dps::Step> row;
+    for (const char* cell : { "1RECV_F0", "1F0", "1SEND_F0", "1RECV_F1", "1F1", "1SEND_F1", "1B0" })
+        row.push_back(dps::parseStep(cell));
+    std::vector<TimelineBlock> blocks;
+    const double spans[3][2] = { { 0, 10 }, { 10, 20 }, { 20, 40 } };
+    const int cells[3] = { 1, 4, 6 };
+    for (int i = 0; i < 3; ++i)
+        blocks.push_back({ spans[i][0], spans[i][1], row[static_cast<std::size_t>(cells[i])].compute, 1, i });
+    EXPECT_EQ(commDropCell(row, blocks, 3, 16.0), 4) << "1RECV_F1 past 1F1's centre: right after 1F1, before 1SEND_F1";
+    EXPECT_EQ(commDropCell(row, blocks, 3, 100.0), 6) << "past everything: after 1B0, the row's end";
+    EXPECT_EQ(commDropCell(row, blocks, 3, -1.0), 1) << "before everything: right before 1F0, after 1RECV_F0";
+    EXPECT_EQ(commDropCell(row, blocks, 3, 12.0), 3) << "between 1F0 and 1F1 still: left where it was";
+    EXPECT_EQ(commDropCell(row, blocks, 3, 15.0), 3) << "at 1F1's centre: not past it";
+    EXPECT_EQ(commDropCell(row, blocks, 0, 12.0), 1) << "1RECV_F0 past 1F0: right after it, before 1SEND_F0";
+    EXPECT_EQ(commDropCell(row, blocks, 7, 12.0), 7) << "no such cell";
+}
+
 TEST(MoveElement, MovesAndIgnoresBadIndices)
 {
     std::vector<int> v { 0, 1, 2, 3 };

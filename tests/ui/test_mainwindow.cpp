@@ -274,6 +274,156 @@ TEST(MainWindow, TimesAndShowsTheSendsAndReceivesOnRequest)
     EXPECT_EQ(f.window.snapshot()->makespanUs, computeOnly);
 }
 
+namespace {
+
+/// The first RECV_F of `rank`'s program row with compute steps and no other send or receive between it and the
+/// compute step before its consumer (so moving it there keeps its communicator's order: no deadlock): its cell, the
+/// cell of that compute step and the compute position of the consumer; -1s when there is none.
+struct LateCandidate {
+    int cell = -1;
+    int previousCell = -1;
+    int consumerPosition = -1;
+};
+
+LateCandidate receiveToDelay(const dps::TorchSchedule& program, int rank)
+{
+    const auto& row = program.rows[static_cast<std::size_t>(rank)];
+    const auto at = [&row](int k) -> const dps::Step& { return row[static_cast<std::size_t>(k)]; };
+    for (int c = 0; c < static_cast<int>(row.size()); ++c) {
+        if (!at(c).isComm() || at(c).comm.kind != dps::CommKind::RecvF)
+            continue;
+        const dps::Op consumer { at(c).comm.stage, at(c).comm.microbatch, dps::OpKind::F };
+        int position = 0; // compute steps before the consumer
+        int previous = -1; // the last of them
+        int k = 0;
+        for (; k < static_cast<int>(row.size()) && !(at(k).isCompute() && at(k).compute.op == consumer); ++k)
+            if (at(k).isCompute()) {
+                previous = k;
+                ++position;
+            }
+        bool commBetween = false;
+        for (int j = c + 1; j < previous; ++j)
+            commBetween = commBetween || at(j).isComm();
+        if (k < static_cast<int>(row.size()) && previous > c && !commBetween)
+            return { c, previous, position };
+    }
+    return {};
+}
+
+int commIndexOf(const dps::SimResult& sim, int rank, int cell)
+{
+    const auto& list = sim.comms[static_cast<std::size_t>(rank)];
+    for (int i = 0; i < static_cast<int>(list.size()); ++i)
+        if (list[static_cast<std::size_t>(i)].position == cell)
+            return i;
+    return -1;
+}
+
+} // namespace
+
+// With Sends and Receives shown, a receive dragged along its rank's row to just before its consumer is posted only
+// when the compute before it ends: the rank stalls and the makespan grows; the variant keeps the program as its
+// comm_order; undo gives back the exact makespan. Moving a compute block afterwards drops the placed program, with a
+// notice. A receive moved where the order deadlocks shows the validator's deadlock.
+TEST(MainWindow, AReceiveDraggedLateStallsItsRankAndUndoRestores)
+{
+    Fixture f;
+    f.window.document()->setVariantShape(dps::ScheduleKind::OneFOneB, 4, 8, 0);
+    f.timeline()->commsAction()->setChecked(true);
+    f.window.waitUntilIdle();
+    const SnapshotPtr before = f.window.snapshot();
+    ASSERT_TRUE(before->valid() && before->sim.commsTimed && before->program) << before->error;
+    const int rank = 2;
+    const LateCandidate late = receiveToDelay(*before->program, rank);
+    ASSERT_GE(late.cell, 0) << "rank 2 posts some RECV_F ahead of compute steps before its consumer";
+    const std::string moved = dps::toString(before->program->rows[rank][static_cast<std::size_t>(late.cell)]);
+
+    // Drag the receive's bar (its transfer) so it is posted just after the compute before its consumer.
+    f.timeline()->zoomToBlock(rank, late.consumerPosition, 0.15);
+    QApplication::processEvents();
+    const CommRef bar { rank, commIndexOf(before->sim, rank, late.cell) };
+    const dps::CommTiming* timing = f.timeline()->lane(0)->comm(bar);
+    ASSERT_NE(timing, nullptr);
+    const QPointF from(f.timeline()->timeToPixel((timing->startUs + timing->endUs) / 2.0),
+        f.timeline()->lane(0)->commRect(bar).center().y());
+    ASSERT_EQ(f.timeline()->lane(0)->commAt(from), bar) << "the bar is under the pointer";
+    const TimelineBlock& previous = before->blocks.blocks(rank)[static_cast<std::size_t>(late.consumerPosition - 1)];
+    const TimelineBlock& consumer = before->blocks.blocks(rank)[static_cast<std::size_t>(late.consumerPosition)];
+    // Posted between the centres of the compute before the consumer and of the consumer: it lands right after that
+    // compute step.
+    const double postAt = ((previous.startUs + previous.endUs) / 2.0 + (consumer.startUs + consumer.endUs) / 2.0) / 2.0;
+    const double shift = f.timeline()->timeToPixel(postAt) - f.timeline()->timeToPixel(timing->postedUs);
+    drag(f.timeline(), from, from + QPointF(shift, 0));
+    f.window.waitUntilIdle();
+
+    const auto& placed = f.window.document()->activeVariant().commOrder;
+    ASSERT_TRUE(placed.has_value()) << "the move is kept as the variant's comm_order";
+    EXPECT_EQ(dps::toString((*placed)[rank][static_cast<std::size_t>(late.previousCell)]), moved)
+        << "right after the compute step before its consumer";
+    const SnapshotPtr after = f.window.snapshot();
+    ASSERT_TRUE(after->valid()) << after->error;
+    EXPECT_TRUE(after->handEdited);
+    EXPECT_GT(after->makespanUs, before->makespanUs) << "the late receive stalls rank 2";
+    bool stalled = false;
+    for (const dps::StalledReceive& r : after->sim.stalledReceives)
+        stalled = stalled || (r.rank == rank && r.action == moved && r.stallUs > 0.0);
+    EXPECT_TRUE(stalled) << moved << " is shown stalled";
+    EXPECT_TRUE(f.window.document()->isModified());
+
+    f.window.document()->undoStack()->undo();
+    f.window.waitUntilIdle();
+    EXPECT_FALSE(f.window.document()->activeVariant().commOrder.has_value());
+    EXPECT_EQ(f.window.snapshot()->makespanUs, before->makespanUs) << "undo gives back the lowered program's makespan";
+
+    // Redo, then reorder the compute: the placed sends and receives were for the old order and go, with a notice.
+    f.window.document()->undoStack()->redo();
+    f.window.waitUntilIdle();
+    ASSERT_TRUE(f.window.document()->activeVariant().commOrder.has_value());
+    f.window.document()->moveAction(0, 0, 1);
+    f.window.waitUntilIdle();
+    EXPECT_FALSE(f.window.document()->activeVariant().commOrder.has_value());
+    EXPECT_TRUE(f.window.banner()->text().contains(QStringLiteral("dropped the sends and receives placed by hand")))
+        << f.window.banner()->text().toStdString();
+    f.window.document()->undoStack()->undo();
+    f.window.waitUntilIdle();
+    EXPECT_TRUE(f.window.document()->activeVariant().commOrder.has_value()) << "undo brings them back";
+}
+
+// Rank 0 serving 0RECV_B0 on its one communicator before it sends microbatch 1's activation: rank 1 cannot reach
+// 1B0 without that activation, so neither goes on. The document applies the move; the diagnostics name the deadlock.
+TEST(MainWindow, AReceiveMovedIntoADeadlockIsNamedByTheValidator)
+{
+    Fixture f;
+    f.window.document()->setVariantShape(dps::ScheduleKind::OneFOneB, 4, 8, 0);
+    f.timeline()->commsAction()->setChecked(true);
+    f.window.waitUntilIdle();
+    const auto program = f.window.document()->commProgram();
+    ASSERT_TRUE(program.has_value());
+    const auto& row = program->rows[0];
+    int receive = -1;
+    int firstSend = -1;
+    for (int c = 0; c < static_cast<int>(row.size()); ++c) {
+        const std::string text = dps::toString(row[static_cast<std::size_t>(c)]);
+        receive = text == "0RECV_B0" ? c : receive;
+        firstSend = firstSend < 0 && text == "0SEND_F0" ? c : firstSend;
+    }
+    ASSERT_GT(receive, firstSend);
+    ASSERT_GE(firstSend, 0);
+    EXPECT_FALSE(f.window.document()->moveCommAction(0, firstSend - 1, firstSend)) << "1F0 is compute: not moved";
+    ASSERT_TRUE(f.window.document()->moveCommAction(0, receive, firstSend));
+    f.window.waitUntilIdle();
+    const SnapshotPtr s = f.window.snapshot();
+    EXPECT_FALSE(s->valid());
+    bool named = false;
+    for (const dps::Diagnostic& d : s->report.diagnostics)
+        named = named || (d.rule == "deadlock.comm-order" && d.rank == 0 && d.action == "0RECV_B0");
+    EXPECT_TRUE(named) << s->error;
+    EXPECT_GT(f.window.diagnostics()->errorCount(), 0);
+    f.window.document()->undoStack()->undo();
+    f.window.waitUntilIdle();
+    EXPECT_TRUE(f.window.snapshot()->valid());
+}
+
 // An empty or blank CSV has no rank: the import refuses it with the CLI's message (dps::readScheduleCsv) and
 // adds no variant, so Save cannot write a project of 0 ranks.
 TEST(MainWindow, RefusesAnEmptyOrBlankCsv)

@@ -81,4 +81,28 @@ int BlockIndex::dropPosition(int rank, int from, double timeUs) const
     return position;
 }
 
+int commDropCell(const std::vector<Step>& row, const std::vector<TimelineBlock>& blocks, int from, double timeUs)
+{
+    const int n = static_cast<int>(row.size());
+    if (from < 0 || from >= n)
+        return from;
+    std::vector<int> computeCells; // the cell of each compute step, by compute position
+    int gapOfFrom = 0; // compute steps before `from`
+    int gap = 0; // compute steps whose blocks are centred before `timeUs`
+    for (int p = 0; p < n; ++p) {
+        if (!row[static_cast<std::size_t>(p)].isCompute())
+            continue;
+        const auto i = computeCells.size();
+        computeCells.push_back(p);
+        gapOfFrom += p < from ? 1 : 0;
+        gap += i < blocks.size() && (blocks[i].startUs + blocks[i].endUs) / 2.0 < timeUs ? 1 : 0;
+    }
+    if (gap == gapOfFrom)
+        return from; // between the same two compute steps: left where it is among its neighbours
+    // Later: right after the last compute step passed (it then sits one cell further left); earlier: right before the
+    // first one passed. Either way the other sends and receives keep their order.
+    return gap > gapOfFrom ? computeCells[static_cast<std::size_t>(gap - 1)]
+                           : computeCells[static_cast<std::size_t>(gap)];
+}
+
 } // namespace dps::ui

@@ -56,6 +56,14 @@ private:
     double m_endUs = 0.0;
 };
 
+/// Where a send or receive at cell `from` of a rank's program row (PyTorch's whole action language) lands when it is
+/// dragged to be posted at `timeUs`: dragged past compute steps (their blocks, `blocks` by compute position, centred
+/// before `timeUs` where they were after it, or the other way round), it lands next to the last one it passed, right
+/// after it when dragged later and right before it when dragged earlier, so the other sends and receives keep their
+/// order on the rank's communicator; `from` itself when it passed none. Returns the index it has afterwards
+/// (moveElement's `to`).
+int commDropCell(const std::vector<Step>& row, const std::vector<TimelineBlock>& blocks, int from, double timeUs);
+
 /// Moves the element at `from` to `to` (the index it has afterwards). Out-of-range indices do nothing.
 template <typename T> void moveElement(std::vector<T>& list, int from, int to)
 {

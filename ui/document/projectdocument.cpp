@@ -3,6 +3,7 @@
 #include "document/blockindex.h"
 
 #include "project/presets.h"
+#include "schedule/lowering.h"
 
 #include <QFileInfo>
 #include <QUndoCommand>
@@ -244,6 +245,7 @@ void ProjectDocument::setVariantShape(ScheduleKind kind, int ranks, int microbat
         v->microbatches = microbatches;
         v->stagesPerRank = stagesPerRank;
         v->order.reset();
+        v->commOrder.reset();
     });
 }
 
@@ -281,19 +283,64 @@ void ProjectDocument::moveAction(int rank, int from, int to)
         return;
     const QString what = QString::fromStdString(toString(order[rank][from]));
     moveElement(order[rank], from, to);
+    const bool dropsComms = activeVariant().commOrder.has_value();
     edit(tr("Move %1 on rank %2").arg(what).arg(rank), [&](Project& p) {
-        if (Variant* v = activeMutable(p))
+        if (Variant* v = activeMutable(p)) {
             v->order = order;
+            v->commOrder.reset();
+        }
     });
+    if (dropsComms)
+        emit notice(tr("Moving %1 dropped the sends and receives placed by hand: they were for the old order, so "
+                       "%2's are PyTorch's lowering of the new one again (Ctrl+Z brings them back).")
+                        .arg(what, activeName()));
+}
+
+std::optional<TorchSchedule> ProjectDocument::commProgram() const
+{
+    const Variant& v = activeVariant();
+    try {
+        const Schedule schedule = buildSchedule(m_project, v);
+        if (std::optional<TorchSchedule> placed = commProgramOf(m_project, v, schedule))
+            return placed;
+        return lowerToComms(schedule);
+    } catch (const std::exception&) { // an order that cannot be built or lowered (it deadlocks)
+        return std::nullopt;
+    }
+}
+
+bool ProjectDocument::moveCommAction(int rank, int from, int to)
+{
+    std::optional<TorchSchedule> program = commProgram();
+    if (!program || rank < 0 || rank >= static_cast<int>(program->rows.size()) || from == to)
+        return false;
+    std::vector<Step>& row = program->rows[static_cast<std::size_t>(rank)];
+    const int n = static_cast<int>(row.size());
+    if (from < 0 || from >= n || to < 0 || to >= n)
+        return false;
+    const Step step = row[static_cast<std::size_t>(from)];
+    if (!step.isComm() || !isPointToPoint(step.comm.kind))
+        return false;
+    moveElement(row, from, to);
+    edit(tr("Move %1 on rank %2").arg(QString::fromStdString(toString(step))).arg(rank), [&](Project& p) {
+        if (Variant* v = activeMutable(p))
+            v->commOrder = program->rows;
+    });
+    return true;
 }
 
 void ProjectDocument::regenerate()
 {
-    if (!activeVariant().order)
+    const Variant& active = activeVariant();
+    const bool custom = active.kind == ScheduleKind::Custom; // an imported order is the schedule itself
+    if (!(active.order && !custom) && !active.commOrder)
         return;
     edit(tr("Regenerate %1").arg(activeName()), [&](Project& p) {
-        if (Variant* v = activeMutable(p))
-            v->order.reset();
+        if (Variant* v = activeMutable(p)) {
+            if (!custom)
+                v->order.reset();
+            v->commOrder.reset();
+        }
     });
 }
 

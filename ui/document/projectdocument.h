@@ -55,15 +55,26 @@ public:
     void removeVariant(const QString& name);
     /// Renames; refuses (returns false) an empty or duplicate name.
     bool renameVariant(const QString& from, const QString& to);
-    /// Changes kind/ranks/microbatches/stages per rank of the active variant; resets its hand-edited order and,
-    /// when the stage count changes, its partition.
+    /// Changes kind/ranks/microbatches/stages per rank of the active variant; resets its hand-edited order (and
+    /// sends and receives) and, when the stage count changes, its partition.
     void setVariantShape(ScheduleKind kind, int ranks, int microbatches, int stagesPerRank);
     void setPartition(const std::vector<int>& layersPerStage);
     void setStageCost(int stage, CostField field, std::optional<double> valueUs);
     /// Moves the slot at `from` of `rank` to `to` in the active variant's order (the generated order is
-    /// copied first when the variant has none).
+    /// copied first when the variant has none). Sends and receives placed by hand (comm_order) are for the old order:
+    /// the same edit drops them, and `notice` says so.
     void moveAction(int rank, int from, int to);
-    /// Drops the hand-edited order of the active variant: back to the generated one.
+    /// The active variant's program in PyTorch's whole action language: its sends and receives placed by hand
+    /// (Variant::commOrder), else PyTorch's lowering of its order (lowerToComms, default options, as predict() lowers
+    /// it); nullopt when the order cannot be built or lowered.
+    std::optional<TorchSchedule> commProgram() const;
+    /// Moves the send or receive at cell `from` of `rank`'s row of commProgram() to cell `to` (the index it has
+    /// afterwards) and keeps the program as the active variant's comm_order: one undoable edit, re-simulated at once.
+    /// Only within its rank; a move that makes the order deadlock is applied (the validator then names the deadlock).
+    /// Returns false (nothing changed) for a cell that is not a send or receive, an index out of range or from == to.
+    bool moveCommAction(int rank, int from, int to);
+    /// Drops the hand-edited order (unless the variant is imported, kind custom) and the sends and receives placed
+    /// by hand of the active variant: back to the generated order and PyTorch's lowering.
     void regenerate();
     /// Adds an imported schedule as a new variant (kind Custom) and makes it active.
     QString addImportedVariant(const Schedule& schedule, const QString& baseName);
@@ -82,6 +93,8 @@ signals:
     void changed();
     /// The title (file name or modified state) changed.
     void titleChanged(const QString& title);
+    /// Something an edit did besides what was asked, in words (e.g. the sends and receives placed by hand dropped).
+    void notice(const QString& text);
 
 private:
     friend class ProjectEditCommand;

@@ -16,13 +16,26 @@ std::string actionKey(const Action& action)
     return toString(action);
 }
 
-/// Error diagnostics by (rank, position).
-std::set<std::pair<int, int>> offending(const ValidationReport& report)
+/// Error diagnostics by (rank, position in the rank's compute order). A program's diagnostics name cells of its rows
+/// (PyTorch's whole action language): a send's or receive's marks the compute step after it (or the rank's last).
+std::set<std::pair<int, int>> offending(const ValidationReport& report, const std::optional<TorchSchedule>& program)
 {
     std::set<std::pair<int, int>> result;
-    for (const auto& d : report.diagnostics)
-        if (d.severity == Severity::Error && d.rank >= 0 && d.position >= 0)
-            result.insert({ d.rank, d.position });
+    for (const auto& d : report.diagnostics) {
+        if (d.severity != Severity::Error || d.rank < 0 || d.position < 0)
+            continue;
+        int position = d.position;
+        if (program && static_cast<std::size_t>(d.rank) < program->rows.size()) {
+            const auto& row = program->rows[static_cast<std::size_t>(d.rank)];
+            const auto end
+                = row.begin() + std::min<std::ptrdiff_t>(d.position, static_cast<std::ptrdiff_t>(row.size()));
+            const auto computeIn = [](auto from, auto to) {
+                return static_cast<int>(std::count_if(from, to, [](const Step& s) { return s.isCompute(); }));
+            };
+            position = std::min(computeIn(row.begin(), end), std::max(0, computeIn(row.begin(), row.end()) - 1));
+        }
+        result.insert({ d.rank, position });
+    }
     return result;
 }
 
@@ -106,7 +119,8 @@ SnapshotPtr computeSnapshot(const Project& project, const std::string& variantNa
 {
     auto s = std::make_shared<SimulationSnapshot>();
     try {
-        static_cast<Prediction&>(*s) = setup ? predict(project, variantName, setup->options) : predict(project, variantName);
+        static_cast<Prediction&>(*s)
+            = setup ? predict(project, variantName, setup->options) : predict(project, variantName);
         if (setup)
             s->predictionFor = setup->label;
     } catch (const std::exception& e) { // e.g. out of memory for a huge size: the designer keeps running
@@ -118,7 +132,7 @@ SnapshotPtr computeSnapshot(const Project& project, const std::string& variantNa
     s->deviceMemoryBytes = project.cluster.memoryPerDeviceBytes;
     if (!s->schedule)
         return s;
-    const auto bad = offending(s->report);
+    const auto bad = offending(s->report, s->program);
     if (timingComplete(*s))
         layoutTimed(*s, bad);
     else

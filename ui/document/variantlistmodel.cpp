@@ -21,7 +21,7 @@ void VariantListModel::reload()
     const Project& p = m_document->project();
     for (const auto& v : p.variants)
         m_rows.push_back({ QString::fromStdString(v.name), QString::fromUtf8(kindDisplayName(v.kind).data()), v.ranks,
-            v.microbatches, v.order.has_value(), v.name == p.activeVariant });
+            v.microbatches, v.order.has_value() || v.commOrder.has_value(), v.name == p.activeVariant });
     endResetModel();
 }
 

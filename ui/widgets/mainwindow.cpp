@@ -473,6 +473,9 @@ void MainWindow::connectViews()
         requestComparison();
     });
     connect(m_timeline, &TimelineView::blockMoveRequested, m_document, &ProjectDocument::moveAction);
+    connect(m_timeline, &TimelineView::commMoveRequested, m_document,
+        [this](int rank, int from, int to) { m_document->moveCommAction(rank, from, to); });
+    connect(m_document, &ProjectDocument::notice, this, &MainWindow::showInfo);
     connect(
         m_timeline->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), m_memory, &MemoryChart::setTimeRange);
     connect(m_metrics, &MetricsPanel::rankActivated, m_memory, &MemoryChart::setRank);
@@ -568,6 +571,8 @@ void MainWindow::requestComparison()
 void MainWindow::showSnapshot(const SnapshotPtr& snapshot)
 {
     m_timeline->setSnapshot(snapshot);
+    // Sends and receives placed by hand are drawn whether View → Sends and Receives is on or not.
+    m_legend->setCommsShown(m_timeline->commsAction()->isChecked() || snapshot->sim.commsTimed);
     m_diagnostics->setSnapshot(snapshot);
     m_diagnosticsStack->setCurrentWidget(
         m_diagnostics->rowCount() > 0 ? static_cast<QWidget*>(m_diagnosticsView) : m_noFindings);
@@ -601,9 +606,9 @@ void MainWindow::updateStatusLine(const SimulationSnapshot& s)
         return;
     }
     m_status->setText(tr("<span style='color:#3a9a3a'>✔</span> <b>%1</b> (%2%3): valid · makespan %4 · bubble %5 — "
-                         "drag a block along its row to reorder; wheel or +/− to zoom, drag empty space to pan")
+                         "drag a block%6 along its row to reorder; wheel or +/− to zoom, drag empty space to pan")
                           .arg(name, shape, s.handEdited ? tr(", edited by hand") : QString(), formatTime(s.makespanUs),
-                              formatPercent(s.bubbleRate)));
+                              formatPercent(s.bubbleRate), s.sim.commsTimed ? tr(" or a send or receive") : QString()));
 }
 
 void MainWindow::updateTitle()

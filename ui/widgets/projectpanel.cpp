@@ -264,9 +264,11 @@ void ProjectPanel::refreshShape()
     m_ranks->setEnabled(!custom);
     m_microbatches->setEnabled(!custom);
     m_kind->setToolTip(custom ? tr("Imported from a CSV: the order defines the schedule") : QString());
-    const bool edited = v.order.has_value();
-    m_orderState->setText(edited ? tr("edited by hand") : tr("generated"));
-    m_regenerate->setEnabled(edited && !custom);
+    const bool edited = v.order.has_value() || v.commOrder.has_value();
+    m_orderState->setText(!edited ? tr("generated")
+            : v.commOrder         ? tr("edited by hand, sends and receives placed by hand")
+                                  : tr("edited by hand"));
+    m_regenerate->setEnabled((v.order && !custom) || v.commOrder);
 }
 
 void ProjectPanel::selectActiveRow()

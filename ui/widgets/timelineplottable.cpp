@@ -341,15 +341,55 @@ void TimelinePlottable::drawRank(QCPPainter* painter, const Frame& f, int rank) 
     painter->setOpacity(1.0);
 }
 
+QRectF TimelinePlottable::commRectIn(const Frame& f, int rank, double postedUs, double endUs) const
+{
+    const int row = rank + m_rowOffset;
+    const double bottom = f.rows.bandBottom(row);
+    const double h = std::max(3.0, (bottom - f.rows.bandTop(row)) * 0.22);
+    const double x0 = f.time.toPixel(postedUs);
+    return QRectF(QPointF(x0, bottom - h), QPointF(std::max(f.time.toPixel(endUs), x0 + 2.0), bottom));
+}
+
+const CommTiming* TimelinePlottable::comm(CommRef ref) const
+{
+    if (!hasComms() || !ref.valid() || static_cast<std::size_t>(ref.rank) >= m_comms->comms.size())
+        return nullptr;
+    const auto& list = m_comms->comms[static_cast<std::size_t>(ref.rank)];
+    return static_cast<std::size_t>(ref.index) < list.size() ? &list[static_cast<std::size_t>(ref.index)] : nullptr;
+}
+
+QRectF TimelinePlottable::commRect(CommRef ref) const
+{
+    const CommTiming* c = comm(ref);
+    const Frame f { timeMapping(), rowMapping(), {}, {}, 6.0 };
+    return c ? commRectIn(f, ref.rank, c->postedUs, c->endUs) : QRectF();
+}
+
+CommRef TimelinePlottable::commAt(const QPointF& pixel) const
+{
+    if (!hasComms())
+        return {};
+    const Frame f { timeMapping(), rowMapping(), {}, {}, 6.0 };
+    const int rank = f.rows.rowAt(pixel.y()) - m_rowOffset;
+    if (rank < 0 || static_cast<std::size_t>(rank) >= m_comms->comms.size())
+        return {};
+    const auto& list = m_comms->comms[static_cast<std::size_t>(rank)];
+    // A transfer (the solid part) before a wait for one's turn (the dotted part, which may run under later ones).
+    for (const bool solid : { true, false })
+        for (int i = static_cast<int>(list.size()) - 1; i >= 0; --i) {
+            const CommTiming& c = list[static_cast<std::size_t>(i)];
+            if (commRectIn(f, rank, solid ? c.startUs : c.postedUs, c.endUs)
+                    .adjusted(-2.0, -1.0, 2.0, 0.0)
+                    .contains(pixel))
+                return { rank, i };
+        }
+    return {};
+}
+
 void TimelinePlottable::drawComms(QCPPainter* painter, const Frame& f, int rank) const
 {
     if (!hasComms() || static_cast<std::size_t>(rank) >= m_comms->comms.size())
         return;
-    const int row = rank + m_rowOffset;
-    const double top = f.rows.bandTop(row);
-    const double bottom = f.rows.bandBottom(row);
-    const double h = std::max(3.0, (bottom - top) * 0.22);
-    const double y = bottom - h;
     // Neither the kinds' colours nor the critical path's: slate sends, teal receives, a stalled receive black (white
     // on a dark theme).
     const QColor send = sendColor(m_colors.dark);
@@ -363,14 +403,19 @@ void TimelinePlottable::drawComms(QCPPainter* painter, const Frame& f, int rank)
         for (const StalledReceive& s : m_comms->stalledReceives)
             late = late || (s.rank == rank && s.position == c.position);
         const QColor color = late ? stalled : isReceive ? receive : send;
-        const double x0 = f.time.toPixel(c.postedUs);
+        const QRectF bar = commRectIn(f, rank, c.postedUs, c.endUs);
         const double xs = f.time.toPixel(c.startUs);
-        const double x1 = std::max(f.time.toPixel(c.endUs), xs + 2.0);
-        if (xs > x0 + 1.0) { // posted, waiting for its turn and its partner
+        if (xs > bar.left() + 1.0) { // posted, waiting for its turn and its partner
             painter->setPen(QPen(color, late ? 2.0 : 1.0, Qt::DotLine));
-            painter->drawLine(QPointF(x0, y + h / 2), QPointF(xs, y + h / 2));
+            painter->drawLine(QPointF(bar.left(), bar.center().y()), QPointF(xs, bar.center().y()));
         }
-        painter->fillRect(QRectF(QPointF(xs, y), QPointF(x1, bottom)), color);
+        const double x1 = std::max(f.time.toPixel(c.endUs), xs + 2.0);
+        painter->fillRect(QRectF(QPointF(xs, bar.top()), QPointF(x1, bar.bottom())), color);
+    }
+    if (const CommTiming* c = m_commDrag.comm.rank == rank ? comm(m_commDrag.comm) : nullptr) {
+        painter->setPen(QPen(m_colors.highlight, 2.0));
+        painter->setBrush(Qt::NoBrush);
+        painter->drawRect(commRectIn(f, rank, c->postedUs + m_commDrag.offsetUs, c->endUs + m_commDrag.offsetUs));
     }
 }
 

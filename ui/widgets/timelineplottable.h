@@ -34,6 +34,14 @@ struct BlockRef {
     friend bool operator==(const BlockRef&, const BlockRef&) = default;
 };
 
+/// A send or receive drawn under its rank's blocks: its rank and index in SimResult::comms[rank].
+struct CommRef {
+    int rank = -1;
+    int index = -1;
+    bool valid() const { return rank >= 0 && index >= 0; }
+    friend bool operator==(const CommRef&, const CommRef&) = default;
+};
+
 /// The critical path as drawn on a lane: its blocks and its transfers, by rank and index in the rank's blocks.
 struct PathMarks {
     struct Link {
@@ -92,6 +100,14 @@ public:
     /// Null: none.
     void setComms(std::shared_ptr<const SimResult> sim) { m_comms = std::move(sim); }
     bool hasComms() const { return m_comms && !m_comms->comms.empty(); }
+    /// The send or receive drawn under a pixel position (its bar from posting to end, within 2 px), or an invalid ref.
+    CommRef commAt(const QPointF& pixel) const;
+    /// The timing of a send or receive drawn, nullptr when there is none.
+    const CommTiming* comm(CommRef ref) const;
+    /// Pixel rectangle of a send's or receive's bar: from when it was posted to its end, at the bottom of its row.
+    QRectF commRect(CommRef ref) const;
+    /// A send or receive being dragged, posted `offsetUs` later (drawn as an outline there); an invalid ref: none.
+    void setCommDrag(CommRef ref, double offsetUs) { m_commDrag = { ref, offsetUs }; }
     void setRowOffset(int offset) { m_rowOffset = offset; }
     int rowOffset() const { return m_rowOffset; }
     /// A title drawn in the row above rank 0 (comparison view); empty draws none.
@@ -112,7 +128,11 @@ public:
     BlockRef marked() const { return m_marked; }
     /// A drag in progress: block `block` moved by `offsetUs`, to land at `dropPosition`.
     void setDrag(BlockRef block, double offsetUs, int dropPosition);
-    void clearDrag() { m_drag = {}; }
+    void clearDrag()
+    {
+        m_drag = {};
+        m_commDrag = {};
+    }
 
     TimeMapping timeMapping() const;
     RowMapping rowMapping() const;
@@ -143,6 +163,8 @@ private:
     void drawIdle(QCPPainter* painter, const Frame& f, int rank) const;
     void drawRank(QCPPainter* painter, const Frame& f, int rank) const;
     void drawComms(QCPPainter* painter, const Frame& f, int rank) const;
+    /// The bar of a send or receive on rank `rank`: from its posting to its end, at the bottom of the row.
+    QRectF commRectIn(const Frame& f, int rank, double postedUs, double endUs) const;
     void drawBlock(QCPPainter* painter, const Frame& f, const TimelineBlock& block, const QRectF& rect) const;
     /// Draws the lanes of an overlapped block; false (nothing drawn) when it has none at this zoom.
     bool drawLanes(QCPPainter* painter, const Frame& f, const TimelineBlock& block, const QRectF& rect) const;
@@ -178,6 +200,10 @@ private:
         double offsetUs = 0.0;
         int dropPosition = -1;
     } m_drag;
+    struct CommDrag {
+        CommRef comm;
+        double offsetUs = 0.0;
+    } m_commDrag;
 };
 
 } // namespace dps::ui

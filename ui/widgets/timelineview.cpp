@@ -368,15 +368,40 @@ double TimelineView::timeToPixel(double us) const
 TimelineView::Hit TimelineView::hitAt(const QPointF& pos) const
 {
     for (int i = 0; i < laneCount(); ++i) {
+        const CommRef comm = m_lanes[i].plottable->commAt(pos); // drawn over the blocks
+        if (comm.valid())
+            return { i, {}, comm };
         const BlockRef ref = m_lanes[i].plottable->blockAt(pos);
         if (ref.valid())
-            return { i, ref };
+            return { i, ref, {} };
     }
     return {};
 }
 
+QString TimelineView::commTooltip(const Hit& hit) const
+{
+    const CommTiming* c = m_lanes[hit.lane].plottable->comm(hit.comm);
+    if (!c)
+        return {};
+    QString text = tr("<b>%1</b> &nbsp;rank %2, position %3 in the program<br>posted %4 · start %5 · end %6")
+                       .arg(QString::fromStdString(toString(c->op)))
+                       .arg(hit.comm.rank)
+                       .arg(c->position)
+                       .arg(formatTime(c->postedUs), formatTime(c->startUs), formatTime(c->endUs));
+    for (const StalledReceive& r : m_lanes[hit.lane].snapshot->sim.stalledReceives)
+        if (r.rank == hit.comm.rank && r.position == c->position)
+            text += tr("<br><b>late</b>: %1 waited %2 for it; %3")
+                        .arg(QString::fromStdString(r.consumer), formatTime(r.stallUs),
+                            QString::fromStdString(r.cause).toHtmlEscaped());
+    if (m_editable && hit.lane == 0 && isPointToPoint(c->op.kind))
+        text += tr("<br><i>drag along the row to move it among the rank's actions</i>");
+    return text;
+}
+
 QString TimelineView::tooltipFor(const Hit& hit) const
 {
+    if (hit.comm.valid())
+        return commTooltip(hit);
     const SimulationSnapshot& s = *m_lanes[hit.lane].snapshot;
     const TimelineBlock* b = s.blocks.block(hit.block.rank, hit.block.position);
     if (!b)
@@ -441,7 +466,7 @@ QString TimelineView::tooltipAt(const QPointF& pos) const
 void TimelineView::updateHover(const QPointF& pos)
 {
     const Hit hit = hitAt(pos);
-    if (hit.lane == m_hovered.lane && hit.block == m_hovered.block)
+    if (hit.lane == m_hovered.lane && hit.block == m_hovered.block && hit.comm == m_hovered.comm)
         return;
     if (auto* p = lane(m_hovered.lane))
         p->setHovered({});
@@ -456,20 +481,43 @@ void TimelineView::updateHover(const QPointF& pos)
 void TimelineView::mousePressEvent(QMouseEvent* event)
 {
     const Hit hit = m_editable && event->button() == Qt::LeftButton ? hitAt(event->position()) : Hit {};
-    if (hit.lane != 0) {
+    const double pressUs = hit.lane == 0 ? lane(0)->timeMapping().toTime(event->position().x()) : 0.0;
+    if (hit.lane != 0 || (hit.comm.valid() && !startCommDrag(hit, pressUs))) {
         QCustomPlot::mousePressEvent(event);
         return;
     }
-    const TimelineBlock* b = m_lanes[0].snapshot->blocks.block(hit.block.rank, hit.block.position);
-    m_drag = { hit, lane(0)->timeMapping().toTime(event->position().x()), (b->startUs + b->endUs) / 2.0, b->position };
+    if (!hit.comm.valid()) {
+        const TimelineBlock* b = m_lanes[0].snapshot->blocks.block(hit.block.rank, hit.block.position);
+        m_drag = { hit, pressUs, (b->startUs + b->endUs) / 2.0, b->position };
+    }
     setCursor(Qt::ClosedHandCursor);
     event->accept();
+}
+
+bool TimelineView::startCommDrag(const Hit& hit, double pressUs)
+{
+    const CommTiming* c = lane(0)->comm(hit.comm);
+    const auto& program = m_lanes[0].snapshot->program;
+    if (!c || !isPointToPoint(c->op.kind) || !program
+        || static_cast<std::size_t>(hit.comm.rank) >= program->rows.size())
+        return false;
+    // The bar's left end is when it is posted: where it is dropped decides the compute steps it follows.
+    m_drag = { hit, pressUs, c->postedUs, c->position };
+    return true;
 }
 
 void TimelineView::updateDrag(const QPointF& pos)
 {
     const double offset = lane(0)->timeMapping().toTime(pos.x()) - m_drag.pressTimeUs;
     const BlockIndex& blocks = m_lanes[0].snapshot->blocks;
+    if (const CommRef comm = m_drag.hit.comm; comm.valid()) {
+        const auto& row = m_lanes[0].snapshot->program->rows[static_cast<std::size_t>(comm.rank)];
+        m_drag.drop
+            = commDropCell(row, blocks.blocks(comm.rank), lane(0)->comm(comm)->position, m_drag.centreUs + offset);
+        lane(0)->setCommDrag(comm, offset);
+        replot(rpQueuedReplot);
+        return;
+    }
     m_drag.drop = blocks.dropPosition(m_drag.hit.block.rank, m_drag.hit.block.position, m_drag.centreUs + offset);
     lane(0)->setDrag(m_drag.hit.block, offset, m_drag.drop);
     replot(rpQueuedReplot);
@@ -491,12 +539,17 @@ void TimelineView::finishDrag(const QPointF& pos)
 {
     updateDrag(pos);
     const BlockRef block = m_drag.hit.block;
+    const CommTiming* comm = lane(0)->comm(m_drag.hit.comm);
+    const int rank = m_drag.hit.comm.rank;
+    const int cell = comm ? comm->position : -1;
     const int drop = m_drag.drop;
     m_drag = {};
     lane(0)->clearDrag();
     setCursor(Qt::ArrowCursor);
     replot(rpQueuedReplot);
-    if (drop != block.position && drop >= 0)
+    if (comm && drop != cell && drop >= 0)
+        emit commMoveRequested(rank, cell, drop);
+    else if (!comm && drop != block.position && drop >= 0)
         emit blockMoveRequested(block.rank, block.position, drop);
 }
 

@@ -2,7 +2,8 @@
 // The timeline chart: one row per rank, time on x, one TimelinePlottable per lane (the main window has
 // one lane, the comparison stacks one per variant on the same time axis). Zoom with the wheel or +/−,
 // pan by dragging empty space or with the arrow keys, Home (or 0) fits. In an editable view a block can be
-// dragged along its row: blockMoveRequested says where it was dropped. Hovering shows the action, its
+// dragged along its row: blockMoveRequested says where it was dropped; so can a send or receive drawn under the
+// blocks (commMoveRequested, its cells in the prediction's program row). Hovering shows the action, its
 // start and end, what it waited for and, for a model with expert parallelism, its all-to-all (an overlapped
 // slot: the communication time and how much of it the other half's compute hides). The "Critical path"
 // toggle (criticalPathAction, also in the view's context menu) outlines each lane's critical path and, with a
@@ -92,6 +93,9 @@ signals:
     void commsToggled(bool shown);
     /// An editable lane's block was dragged from `from` to `to` on `rank`.
     void blockMoveRequested(int rank, int from, int to);
+    /// An editable lane's send or receive was dragged along `rank`'s row: from cell `from` of the prediction's program
+    /// row (Prediction::program) to cell `to` (the index it has afterwards, commDropCell).
+    void commMoveRequested(int rank, int from, int to);
     /// The user pointed at a block (or nothing: rank = -1).
     void blockHovered(int rank, int position);
 
@@ -112,6 +116,7 @@ private:
     struct Hit {
         int lane = -1;
         BlockRef block;
+        CommRef comm; ///< a send or receive bar (block is then invalid)
     };
     void setupAxes();
     /// Gives every lane its critical-path marks (none while hidden).
@@ -125,6 +130,10 @@ private:
     void updateDrag(const QPointF& pos);
     void finishDrag(const QPointF& pos);
     bool sameShape(const std::vector<SnapshotPtr>& lanes) const;
+    /// The hover text of a send or receive bar.
+    QString commTooltip(const Hit& hit) const;
+    /// A drag of a send or receive; false (nothing started) when the bar is neither.
+    bool startCommDrag(const Hit& hit, double pressUs);
     /// The tooltip's all-to-all line of a block ("" without expert parallelism).
     QString communicationLine(const SimulationSnapshot& s, const TimelineBlock& b) const;
 
