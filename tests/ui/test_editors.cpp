@@ -265,7 +265,7 @@ TEST(ClusterEditor, APerOperationRateChangesTheMakespanAndUndoRestoresIt)
     EXPECT_DOUBLE_EQ(number("Memory efficiency")->value(), 90);
     const std::string before = f.saved();
     const double makespan = f.window.snapshot()->makespanUs;
-    const int edits = f.document()->undoStack()->count();
+    const int edits = f.document()->undoStack()->index();
 
     // Half the GEMM rate: the project holds 0.4 and every stage's GEMMs take longer.
     gemm->setValue(40);
@@ -274,7 +274,7 @@ TEST(ClusterEditor, APerOperationRateChangesTheMakespanAndUndoRestoresIt)
     EXPECT_EQ(editor->message(), QString());
     ASSERT_TRUE(f.project().cluster.kernels);
     EXPECT_EQ(f.project().cluster.kernels->gemmEfficiency, 0.4);
-    EXPECT_EQ(f.document()->undoStack()->count(), edits + 1);
+    EXPECT_EQ(f.document()->undoStack()->index(), edits + 1);
     ASSERT_TRUE(f.window.snapshot()->valid());
     EXPECT_GT(f.window.snapshot()->makespanUs, makespan * 1.2) << "GEMMs are most of a llama3-8b layer's time";
     f.document()->undoStack()->undo();
@@ -297,7 +297,7 @@ TEST(ClusterEditor, APerOperationRateChangesTheMakespanAndUndoRestoresIt)
     EXPECT_EQ(editor->message(),
         QStringLiteral("cluster.kernels.hbm_bandwidth_bytes_per_us: must be a positive number, got 0"));
     EXPECT_EQ(f.saved(), before);
-    EXPECT_EQ(f.document()->undoStack()->count(), edits);
+    EXPECT_EQ(f.document()->undoStack()->index(), edits) << "nothing refused was pushed";
 
     // Off: every FLOP at the flat efficiency (45 %), the fields hidden; undo brings the preset's rates back.
     perOperation->setChecked(false);
