@@ -194,14 +194,15 @@ json modelInfoJson(const ModelInfo& info)
     for (const StageInfo& s : info.stages)
         stages.push_back({ { "stage", s.stage }, { "layers", s.layers }, { "parameters", s.parameters },
             { "f_us", s.fUs }, { "i_us", s.iUs }, { "w_us", s.wUs }, { "b_us", s.bUs }, { "fb_us", s.fbUs },
-            { "fb_compute_us", s.fbComputeUs }, { "fb_comm_us", s.fbCommUs },
-            { "activation_bytes", s.activationBytes }, { "a2a_bytes", s.a2aBytes } });
+            { "fb_compute_us", s.fbComputeUs }, { "fb_comm_us", s.fbCommUs }, { "activation_bytes", s.activationBytes },
+            { "a2a_bytes", s.a2aBytes } });
     json ranks = json::array();
     for (const RankInfo& r : info.ranks)
         ranks.push_back(
             { { "rank", r.rank }, { "parameters", r.parameters }, { "parameter_bytes", r.parameterBytes } });
     return { { "parameters_total", info.parametersTotal }, { "parameters_active", info.parametersActive },
-        { "flops_per_token_training", info.flopsPerTokenTraining }, { "stages", std::move(stages) },
+        { "flops_per_token_training", info.flopsPerTokenTraining }, { "tp", info.tp }, { "cp", info.cp },
+        { "sequence_parallel", info.sequenceParallel }, { "zero", info.zero }, { "stages", std::move(stages) },
         { "ranks", std::move(ranks) } };
 }
 
@@ -213,6 +214,8 @@ void printModelInfo(const std::string& label, const std::string& summary, const 
     std::cout << label << "\n";
     if (!summary.empty())
         std::cout << "model:       " << summary << "\n";
+    std::cout << "job:         tp " << info.tp << ", cp " << info.cp << ", sequence parallel "
+              << (info.sequenceParallel ? "on" : "off") << ", ZeRO " << info.zero << "\n";
     std::cout << "parameters:  " << formatCount(info.parametersTotal) << " total, "
               << formatCount(info.parametersActive) << " active per token\n"
               << "training:    " << formatCount(info.flopsPerTokenTraining) << flopsNote;

@@ -42,6 +42,10 @@ double gemmPeakFlops(const Project& project)
 ModelInfo modelInfo(const Project& project, const Variant& variant)
 {
     ModelInfo info;
+    info.tp = variant.tp;
+    info.cp = variant.cp;
+    info.sequenceParallel = variant.sequenceParallel;
+    info.zero = project.training.zero;
     if (project.model.kind == ModelKind::Transformer) {
         const model::Totals totals = model::totals(transformerOf(project.model, microbatchSizeOf(project, variant)));
         info.parametersTotal = totals.parametersTotal;

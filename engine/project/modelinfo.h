@@ -28,6 +28,12 @@ struct RankInfo {
 };
 
 struct ModelInfo {
+    // The job's shape besides the pipeline: the variant's tensor and context parallelism and the ZeRO stage
+    // (training.zero) its optimizer state is sharded with.
+    int tp = 1; ///< tensor-parallel devices per stage (variant.tp)
+    int cp = 1; ///< context-parallel devices per stage (variant.cp)
+    bool sequenceParallel = false; ///< variant.sequence_parallel
+    int zero = 0; ///< ZeRO stage 0-3 (training.zero)
     double parametersTotal = 0.0;
     double parametersActive = 0.0;
     double flopsPerTokenTraining = 0.0;

@@ -169,9 +169,9 @@ Project parseProject(const std::string& text, const std::string& source = "proje
 /// Reads and parses a file. Throws IoError when it cannot be read, FormatError as parseProject.
 Project loadProject(const std::filesystem::path& path);
 /// What parseProject checks beyond the grammar, for a project built in code (e.g. from `dpstudio init` flags)
-/// before it is written: stage counts, partitions and hand-edited orders fit their variants, and every size
-/// and product of sizes is within its limit (modelcost.h, docs/project-format.md "Limits"). Throws
-/// FormatError naming the field, without a file name.
+/// before it is written: stage counts, partitions and hand-edited orders fit their variants, cluster.kernels'
+/// rates are positive (its efficiencies at most 1), and every size and product of sizes is within its limit
+/// (modelcost.h, docs/project-format.md "Limits"). Throws FormatError naming the field, without a file name.
 void validateProject(const Project& project);
 /// Serialises (stable key order, 2-space indent, lists of plain values on one line, final newline). Writes
 /// format_version 2 only when the project uses something format 1 cannot say (a transformer model, a preset

@@ -17,7 +17,9 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
 #include <unistd.h>
+#include <utility>
 
 namespace dps {
 
@@ -239,10 +241,33 @@ void checkNodeLink(const ClusterDesc& cluster)
             + shown(cluster.interNodeLatencyUs));
 }
 
+/// cluster.kernels, as the reader checks it: sm_count ≥ 1, hbm_bandwidth_bytes_per_us > 0 and every efficiency in
+/// (0, 1] (a project built in code or edited in the designer has not been through the reader).
+void checkKernels(const ClusterDesc& cluster)
+{
+    if (!cluster.kernels)
+        return;
+    const KernelModel& k = *cluster.kernels;
+    if (k.smCount < 1)
+        throw FormatError("cluster.kernels.sm_count: must be a positive integer, got " + std::to_string(k.smCount));
+    if (!(k.hbmBandwidthBytesPerUs > 0.0))
+        throw FormatError("cluster.kernels.hbm_bandwidth_bytes_per_us: must be a positive number, got "
+            + shown(k.hbmBandwidthBytesPerUs));
+    const std::pair<const char*, double> fractions[]
+        = { { "gemm_efficiency", k.gemmEfficiency }, { "gemm_efficiency_fp8", k.gemmEfficiencyFp8 },
+              { "attention_forward_efficiency", k.attentionForwardEfficiency },
+              { "attention_backward_efficiency", k.attentionBackwardEfficiency },
+              { "memory_efficiency", k.memoryEfficiency } };
+    for (const auto& [key, value] : fractions)
+        if (!(value > 0.0 && value <= 1.0))
+            throw FormatError(std::string("cluster.kernels.") + key + ": must be in (0, 1], got " + shown(value));
+}
+
 } // namespace
 
 void validateProject(const Project& project)
 {
+    checkKernels(project.cluster); // before any stage is timed with them
     checkModelAndTraining(project);
     checkVariants(project);
     if (project.model.kind == ModelKind::Transformer) {

@@ -122,7 +122,8 @@ expect 0 "model-info deepseek-v3 --json" -- "$DPS" model-info "$WORK/ds.dpstudio
 check_py "model-info deepseek-v3 --json: keys and values" "
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert list(d) == ['parameters_total', 'parameters_active', 'flops_per_token_training', 'stages', 'ranks'], list(d)
+assert list(d) == ['parameters_total', 'parameters_active', 'flops_per_token_training', 'tp', 'cp',
+                   'sequence_parallel', 'zero', 'stages', 'ranks'], list(d)
 assert abs(d['parameters_total'] - 671e9) <= 0.02 * 671e9, d['parameters_total']
 assert abs(d['parameters_active'] - 37e9) <= 0.05 * 37e9, d['parameters_active']
 # 3 × forward: 2 FLOPs per active GEMM weight (the activated parameters less the embedding, 129280 × 7168, and
@@ -167,6 +168,20 @@ assert r[1]['parameters'] == r[2]['parameters']
 assert r[0]['parameters'] - r[1]['parameters'] == 128256 * 4096, r[0]['parameters'] - r[1]['parameters']
 assert r[3]['parameters'] - r[1]['parameters'] == 128256 * 4096 + 4096, r[3]['parameters'] - r[1]['parameters']
 assert all(x['parameter_bytes'] == 2 * x['parameters'] for x in r)
+" "$WORK/out"
+# The job's shape besides the pipeline: the variant's tp, cp and sequence parallelism and training.zero, as init
+# wrote them (cp 1 and no sequence parallelism: init's defaults).
+expect 0 "init llama3-70b tp 8 zero 1" -- "$DPS" init --model llama3-70b --device h100-sxm --tp 8 --zero 1 \
+    -o "$WORK/l70.dpstudio.json"
+expect 0 "model-info llama3-70b tp 8" -- "$DPS" model-info "$WORK/l70.dpstudio.json"
+contains "$WORK/out" "job:         tp 8, cp 1, sequence parallel off, ZeRO 1" "model-info text: the job line"
+expect 0 "model-info llama3-70b tp 8 --json" -- "$DPS" model-info "$WORK/l70.dpstudio.json" --json
+check_py "model-info llama3-70b tp 8 --json: tp, cp, sequence_parallel, zero" "
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = {k: d[k] for k in ('tp', 'cp', 'sequence_parallel', 'zero')}
+assert got == {'tp': 8, 'cp': 1, 'sequence_parallel': False, 'zero': 1}, got
+assert type(d['sequence_parallel']) is bool and type(d['tp']) is int and type(d['zero']) is int, d
 " "$WORK/out"
 # For the same device count a middle DualPipe rank holds two stages of twice the layers of DualPipeV's two:
 # twice the parameter bytes (8 ranks: DualPipe 8 stages of 4 layers, DualPipeV 16 stages of 2).

@@ -1,8 +1,9 @@
-// The designer's model library (model and device presets), offscreen: choosing a model or device preset sets every field and
-// undo restores the project; a value the engine refuses (top_k above experts, kv_heads not dividing heads,
-// dp that the expert-parallel group does not divide, an unknown preset) shows the engine's message and
-// leaves the project unchanged; a zoomed F&B slot of DeepSeek-V3 is drawn as its two lanes with the
-// all-to-all in its tooltip; the memory view's per-rank bars name the heaviest rank; the screenshot flags.
+// The designer's model library (model and device presets), offscreen: choosing a model or device preset sets every
+// field and undo restores the project; a value the engine refuses (top_k above experts, kv_heads not dividing heads, dp
+// that the expert-parallel group does not divide, an unknown preset) shows the engine's message and leaves the project
+// unchanged; a per-operation rate of the cluster changes the makespan and undo restores both; a zoomed F&B slot of
+// DeepSeek-V3 is drawn as its two lanes with the all-to-all in its tooltip; the memory view's per-rank bars name the
+// heaviest rank; the screenshot flags.
 #include "document/formatting.h"
 #include "document/memorybreakdown.h"
 #include "document/projectdocument.h"
@@ -18,6 +19,7 @@
 #include "model/transformer.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
@@ -233,6 +235,90 @@ TEST(ClusterEditor, ADevicePresetSetsTheClusterAndDpMeetsTheExpertGroup)
     dp->setValue(128);
     EXPECT_EQ(f.window.projectPanel()->message(), QString());
     EXPECT_EQ(f.document()->activeVariant().dp, 128);
+}
+
+TEST(ClusterEditor, APerOperationRateChangesTheMakespanAndUndoRestoresIt)
+{
+    Fixture f;
+    ClusterEditor* editor = f.window.clusterEditor();
+    ASSERT_EQ(f.model()->choosePreset(QStringLiteral("llama3-8b")), QString());
+    ASSERT_EQ(editor->choosePreset(QStringLiteral("h100-sxm")), QString());
+    f.window.waitUntilIdle();
+    QApplication::processEvents();
+    ASSERT_TRUE(f.window.snapshot() && f.window.snapshot()->valid());
+    const auto number
+        = [&](const char* label) { return qobject_cast<QDoubleSpinBox*>(editor->field(QString::fromUtf8(label))); };
+    auto* perOperation = qobject_cast<QCheckBox*>(editor->field(QStringLiteral("Per-operation model")));
+    auto* sms = qobject_cast<QSpinBox*>(editor->field(QStringLiteral("SMs")));
+    QDoubleSpinBox* gemm = number("GEMM efficiency");
+    ASSERT_TRUE(perOperation && sms && gemm);
+    // The preset fills the group (its sources: the H100 datasheet's 132 SMs and 3.35 TB/s, the measured best-shape
+    // BF16 GEMM 792.1 of 989 TFLOP/s = 80.1 %, FP8 73.4 %, flash attention 60 % / 45 %, memory 90 %).
+    EXPECT_TRUE(perOperation->isChecked());
+    EXPECT_TRUE(sms->isVisibleTo(editor));
+    EXPECT_EQ(sms->value(), 132);
+    EXPECT_DOUBLE_EQ(number("HBM bandwidth")->value(), 3350);
+    EXPECT_DOUBLE_EQ(gemm->value(), 80.1);
+    EXPECT_DOUBLE_EQ(number("FP8 GEMM efficiency")->value(), 73.4);
+    EXPECT_DOUBLE_EQ(number("Attention forward efficiency")->value(), 60);
+    EXPECT_DOUBLE_EQ(number("Attention backward efficiency")->value(), 45);
+    EXPECT_DOUBLE_EQ(number("Memory efficiency")->value(), 90);
+    const std::string before = f.saved();
+    const double makespan = f.window.snapshot()->makespanUs;
+    const int edits = f.document()->undoStack()->index();
+
+    // Half the GEMM rate: the project holds 0.4 and every stage's GEMMs take longer.
+    gemm->setValue(40);
+    f.window.waitUntilIdle();
+    QApplication::processEvents();
+    EXPECT_EQ(editor->message(), QString());
+    ASSERT_TRUE(f.project().cluster.kernels);
+    EXPECT_EQ(f.project().cluster.kernels->gemmEfficiency, 0.4);
+    EXPECT_EQ(f.document()->undoStack()->index(), edits + 1);
+    ASSERT_TRUE(f.window.snapshot()->valid());
+    EXPECT_GT(f.window.snapshot()->makespanUs, makespan * 1.2) << "GEMMs are most of a llama3-8b layer's time";
+    f.document()->undoStack()->undo();
+    f.window.waitUntilIdle();
+    QApplication::processEvents();
+    EXPECT_EQ(f.saved(), before);
+    EXPECT_EQ(f.project().cluster.kernels->gemmEfficiency, 0.801);
+    EXPECT_EQ(f.window.snapshot()->makespanUs, makespan);
+    EXPECT_DOUBLE_EQ(gemm->value(), 80.1);
+
+    // Refused, with the field named as the file reader names it; nothing changes.
+    gemm->setValue(120);
+    EXPECT_EQ(editor->message(), QStringLiteral("cluster.kernels.gemm_efficiency: must be in (0, 1], got 1.2"));
+    EXPECT_EQ(f.saved(), before);
+    EXPECT_DOUBLE_EQ(gemm->value(), 80.1);
+    sms->setValue(0);
+    EXPECT_EQ(editor->message(), QStringLiteral("cluster.kernels.sm_count: must be a positive integer, got 0"));
+    EXPECT_EQ(sms->value(), 132);
+    number("HBM bandwidth")->setValue(0);
+    EXPECT_EQ(editor->message(),
+        QStringLiteral("cluster.kernels.hbm_bandwidth_bytes_per_us: must be a positive number, got 0"));
+    EXPECT_EQ(f.saved(), before);
+    EXPECT_EQ(f.document()->undoStack()->index(), edits) << "nothing refused was pushed";
+
+    // Off: every FLOP at the flat efficiency (45 %), the fields hidden; undo brings the preset's rates back.
+    perOperation->setChecked(false);
+    f.window.waitUntilIdle();
+    QApplication::processEvents();
+    EXPECT_EQ(editor->message(), QString());
+    EXPECT_FALSE(f.project().cluster.kernels.has_value());
+    EXPECT_FALSE(sms->isVisibleTo(editor));
+    EXPECT_NE(f.window.snapshot()->makespanUs, makespan);
+    f.document()->undoStack()->undo();
+    f.window.waitUntilIdle();
+    QApplication::processEvents();
+    EXPECT_EQ(f.saved(), before);
+    EXPECT_EQ(f.window.snapshot()->makespanUs, makespan);
+    EXPECT_TRUE(perOperation->isChecked());
+    EXPECT_TRUE(sms->isVisibleTo(editor));
+
+    // The cpu preset has no per-operation rates: the box goes off with it.
+    ASSERT_EQ(editor->choosePreset(QStringLiteral("cpu")), QString());
+    EXPECT_FALSE(perOperation->isChecked());
+    EXPECT_FALSE(sms->isVisibleTo(editor));
 }
 
 TEST(Timeline, AZoomedFAndBSlotOfDeepSeekV3ShowsItsTwoLanes)

@@ -6,6 +6,7 @@
 #include "project/presets.h"
 #include "project/transformercost.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -19,6 +20,49 @@
 #include <set>
 
 namespace dps::ui {
+
+namespace {
+
+/// The rates the "Per-operation model" check box starts from: those of the device preset the cluster was made
+/// from, or the H100 SXM preset's where that preset has none (a CPU, a cluster typed by hand).
+KernelModel startingKernels(const ClusterDesc& cluster)
+{
+    try {
+        if (auto kernels = devicePreset(cluster.device).kernels)
+            return *kernels;
+    } catch (const std::exception&) { // not a preset this build ships
+    }
+    return *devicePreset("h100-sxm").kernels;
+}
+
+/// The cluster's rates for a getter; the fields are hidden while there are none.
+KernelModel kernelsOf(const Project& p)
+{
+    return p.cluster.kernels.value_or(KernelModel {});
+}
+
+/// The cluster's rates for a setter, starting them (startingKernels) when there are none.
+KernelModel& kernelsOf(Project& p)
+{
+    if (!p.cluster.kernels)
+        p.cluster.kernels = startingKernels(p.cluster);
+    return *p.cluster.kernels;
+}
+
+/// A per-operation efficiency row: the fraction `member` of cluster.kernels, shown in %. The range reaches past
+/// 100 % so that the engine, not the spin box, refuses a value above 1 (with the field's name).
+void addEfficiency(
+    FieldBinder* binder, QFormLayout* form, const QString& label, double KernelModel::*member, const QString& tip)
+{
+    binder
+        ->addDouble(
+            form, label, 0, 200, 1, QStringLiteral(" %"),
+            [member](const Project& p) { return kernelsOf(p).*member * 100; },
+            [member](Project& p, double v) { kernelsOf(p).*member = v / 100; })
+        ->setToolTip(tip);
+}
+
+} // namespace
 
 ClusterEditor::ClusterEditor(ProjectDocument* document, QWidget* parent)
     : QWidget(parent)
@@ -34,6 +78,7 @@ ClusterEditor::ClusterEditor(ProjectDocument* document, QWidget* parent)
 
     QGroupBox* deviceBox = setupDeviceBox();
     QGroupBox* nodesBox = setupNodesBox();
+    QGroupBox* kernelsBox = setupKernelsBox();
 
     m_placement = new QLabel;
     m_placement->setWordWrap(true);
@@ -44,6 +89,7 @@ ClusterEditor::ClusterEditor(ProjectDocument* document, QWidget* parent)
     column->setContentsMargins(6, 0, 6, 6);
     column->addWidget(deviceBox);
     column->addWidget(nodesBox);
+    column->addWidget(kernelsBox);
     column->addWidget(m_placement);
     column->addStretch(1);
     auto* scroll = new QScrollArea;
@@ -83,8 +129,8 @@ QGroupBox* ClusterEditor::setupDeviceBox()
             device, tr("Efficiency:"), 1, 100, 1, tr(" %"), [](const Project& p) { return p.cluster.efficiency * 100; },
             [](Project& p, double v) { p.cluster.efficiency = v / 100; })
         ->setToolTip(tr("Fraction of the peak every FLOP runs at, where the cluster has no per-operation rates "
-                        "(cluster.kernels: the GPU presets time GEMMs by shape, attention and memory-bound work at "
-                        "their own rates)"));
+                        "(Per-operation rates below: the GPU presets time GEMMs by shape, attention and "
+                        "memory-bound work at their own rates)"));
     m_binder->addDouble(
         device, tr("Memory:"), 0.001, 1e5, 3, tr(" GB"),
         [](const Project& p) { return p.cluster.memoryPerDeviceBytes / 1e9; },
@@ -141,6 +187,50 @@ QGroupBox* ClusterEditor::setupNodesBox()
     return nodesBox;
 }
 
+QGroupBox* ClusterEditor::setupKernelsBox()
+{
+    m_kernelsForm = new QFormLayout;
+    m_kernelsForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    m_binder
+        ->addCheck(
+            m_kernelsForm, tr("Per-operation model"), [](const Project& p) { return p.cluster.kernels.has_value(); },
+            [](Project& p, bool on) {
+                p.cluster.kernels = on ? std::optional(startingKernels(p.cluster)) : std::nullopt;
+            })
+        ->setToolTip(tr("On: each operation of a transformer runs at its own rate (GEMMs by shape, flash attention, "
+                        "memory-bound work), starting from the device preset's rates. Off: every FLOP runs at the "
+                        "device's Efficiency, as in projects without cluster.kernels"));
+    m_binder
+        ->addInt(
+            m_kernelsForm, tr("SMs:"), 0, 1 << 20, [](const Project& p) { return kernelsOf(p).smCount; },
+            [](Project& p, int v) { kernelsOf(p).smCount = v; })
+        ->setToolTip(tr("Streaming multiprocessors (compute units): one wave of a GEMM computes this many 128 × 128 "
+                        "output tiles, so a GEMM of a few tiles more than a wave runs a nearly empty second wave"));
+    m_binder
+        ->addDouble(
+            m_kernelsForm, tr("HBM bandwidth:"), 0, 1e6, 1, tr(" GB/s"),
+            [](const Project& p) { return kernelsOf(p).hbmBandwidthBytesPerUs / 1e3; },
+            [](Project& p, double v) { kernelsOf(p).hbmBandwidthBytesPerUs = v * 1e3; })
+        ->setToolTip(tr(
+            "Device memory bandwidth: memory-bound operations (norms, residual adds, the SwiGLU, MoE "
+            "permutes) run at it × the memory efficiency, and no GEMM runs faster than its operands move through it"));
+    addEfficiency(m_binder, m_kernelsForm, tr("GEMM efficiency:"), &KernelModel::gemmEfficiency,
+        tr("Of the peak: the rate of a large weight GEMM of the best shape (smaller ones lose to wave quantization)"));
+    addEfficiency(m_binder, m_kernelsForm, tr("FP8 GEMM efficiency:"), &KernelModel::gemmEfficiencyFp8,
+        tr("Of the FP8 peak: a large FP8 GEMM's rate, when the training section's GEMM dtype is fp8"));
+    addEfficiency(m_binder, m_kernelsForm, tr("Attention forward efficiency:"),
+        &KernelModel::attentionForwardEfficiency, tr("Of the peak: the flash-attention forward's rate"));
+    addEfficiency(m_binder, m_kernelsForm, tr("Attention backward efficiency:"),
+        &KernelModel::attentionBackwardEfficiency, tr("Of the peak: the flash-attention backward's rate (in I)"));
+    addEfficiency(m_binder, m_kernelsForm, tr("Memory efficiency:"), &KernelModel::memoryEfficiency,
+        tr("Of the HBM bandwidth: what a memory-bound kernel reaches"));
+    auto* box = new QGroupBox(tr("Per-operation rates"));
+    box->setLayout(m_kernelsForm);
+    box->setToolTip(tr("cluster.kernels: a transformer's compute timed per operation (docs/model-library.md, "
+                       "\"Device efficiency per operation\"); the block model always runs at Efficiency"));
+    return box;
+}
+
 QString ClusterEditor::choosePreset(const QString& id)
 {
     return m_binder->report(m_document->applyDevicePreset(id));
@@ -173,6 +263,9 @@ void ClusterEditor::refresh()
         }
         m_preset->setCurrentIndex(index);
     }
+    for (const QString& name : { tr("SMs"), tr("HBM bandwidth"), tr("GEMM efficiency"), tr("FP8 GEMM efficiency"),
+             tr("Attention forward efficiency"), tr("Attention backward efficiency"), tr("Memory efficiency") })
+        m_kernelsForm->setRowVisible(field(name), p.cluster.kernels.has_value());
     refreshPlacement();
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // The cluster editor: a device preset (choosing one replaces the cluster, one undoable edit), the device's
 // peak FLOP/s, achievable efficiency and memory, GPUs per node and nodes, the intra-node and inter-node links
-// (latency and bandwidth) and the share of compute the expert all-to-all takes in an overlapped F&B slot.
+// (latency and bandwidth), the share of compute the expert all-to-all takes in an overlapped F&B slot, and the
+// per-operation rates (cluster.kernels: SMs, HBM bandwidth, the GEMM, attention and memory-bound efficiencies),
+// switched on and off as a whole.
 // Under the fields: where the active variant's devices sit (placementOf: devices, nodes, pipeline hops that
 // cross nodes, the nodes an expert-parallel group spans). Every change is a checked document edit.
 #include "document/projectdocument.h"
@@ -9,6 +11,7 @@
 #include <QWidget>
 
 class QComboBox;
+class QFormLayout;
 class QGroupBox;
 class QLabel;
 
@@ -36,6 +39,9 @@ private:
     QGroupBox* setupDeviceBox();
     /// The nodes and links: GPUs per node, nodes, intra- and inter-node latency and bandwidth, all-to-all share.
     QGroupBox* setupNodesBox();
+    /// The per-operation rates: the "Per-operation model" check box (cluster.kernels present) and its seven
+    /// fields, shown while it is on.
+    QGroupBox* setupKernelsBox();
     void refresh();
     void refreshPlacement();
 
@@ -43,6 +49,7 @@ private:
     QLabel* m_message;
     FieldBinder* m_binder;
     QComboBox* m_preset = nullptr;
+    QFormLayout* m_kernelsForm = nullptr;
     QLabel* m_placement = nullptr;
 };
 
