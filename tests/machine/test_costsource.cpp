@@ -3,6 +3,7 @@
 #include "machine/costsource.h"
 
 #include "base/hostinfo.h"
+#include "support/variants.h"
 
 #include <gtest/gtest.h>
 
@@ -27,14 +28,7 @@ MeasuredTrace onHosts(const std::vector<std::string>& hosts)
 /// critical path, so each message between hosts adds its extra latency once.
 Project fourRanksOneMicrobatch(double interNodeLatencyUs)
 {
-    Project project = defaultProject();
-    Variant variant;
-    variant.name = "gpipe4";
-    variant.kind = ScheduleKind::GPipe;
-    variant.ranks = 4;
-    variant.microbatches = 1;
-    project.variants = { variant };
-    project.activeVariant = variant.name;
+    Project project = test::withOnlyVariant(defaultProject(), ScheduleKind::GPipe, 4, 1, "gpipe4");
     project.cluster.interNodeLatencyUs = interNodeLatencyUs;
     project.cluster.interNodeBandwidthBytesPerUs = project.cluster.bandwidthBytesPerUs;
     return project;

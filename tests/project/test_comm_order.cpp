@@ -5,6 +5,7 @@
 #include "project/predict.h"
 #include "project/project.h"
 #include "schedule/lowering.h"
+#include "support/variants.h"
 
 #include <gtest/gtest.h>
 
@@ -20,14 +21,7 @@ namespace {
 /// and unlimited bandwidth (every message takes 1 µs).
 Project unitProject()
 {
-    Project p = defaultProject();
-    Variant v;
-    v.name = "1f1b";
-    v.kind = ScheduleKind::OneFOneB;
-    v.ranks = 4;
-    v.microbatches = 4;
-    p.variants = { v };
-    p.activeVariant = v.name;
+    Project p = test::withOnlyVariant(defaultProject(), ScheduleKind::OneFOneB, 4, 4, "1f1b");
     p.costs.latencyUs = 1.0;
     p.costs.bandwidthBytesPerUs = 0.0;
     p.costs.stages.assign(4, StageCostOverride {});

@@ -3,6 +3,7 @@
 #include "base/errors.h"
 #include "project/presets.h"
 #include "project/project.h"
+#include "support/variants.h"
 
 #include <gtest/gtest.h>
 
@@ -221,13 +222,7 @@ TEST(Presets, AProjectMadeOfPresetsRoundTrips)
             p.model = preset.model;
             p.training = preset.training;
             p.cluster = devicePreset(device);
-            Variant v;
-            v.name = "dualpipe";
-            v.kind = ScheduleKind::DualPipe;
-            v.ranks = 4;
-            v.microbatches = 8;
-            p.variants = { v };
-            p.activeVariant = v.name;
+            p = test::withOnlyVariant(p, ScheduleKind::DualPipe, 4, 8, "dualpipe");
             EXPECT_NO_THROW(validateProject(p));
             const std::string text = serializeProject(p);
             const Project back = parseProject(text, m.id + ".dpstudio.json");

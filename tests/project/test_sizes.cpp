@@ -4,6 +4,7 @@
 #include "base/errors.h"
 #include "project/modelcost.h"
 #include "project/project.h"
+#include "support/variants.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -61,14 +62,7 @@ Project oneStage(const ModelDesc& m)
 {
     Project p;
     p.model = m;
-    Variant v;
-    v.name = "v";
-    v.kind = ScheduleKind::OneFOneB;
-    v.ranks = 1;
-    v.microbatches = 1;
-    p.variants = { v };
-    p.activeVariant = "v";
-    return p;
+    return test::withOnlyVariant(p, ScheduleKind::OneFOneB, 1, 1, "v");
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // Small transformer projects the model-library tests share (hand-computable sizes).
 #include "project/presets.h"
 #include "project/project.h"
+#include "support/variants.h"
 
 #include <string>
 
@@ -36,14 +37,7 @@ inline Project smallDenseTransformer(
     t.dtypeBytes = 2;
     p.cluster.deviceFlops = 1e12;
     p.cluster.efficiency = 0.5;
-    Variant v;
-    v.name = name;
-    v.kind = kind;
-    v.ranks = ranks;
-    v.microbatches = microbatches;
-    p.variants = { v };
-    p.activeVariant = name;
-    return p;
+    return withOnlyVariant(p, kind, ranks, microbatches, name);
 }
 
 /// DeepSeek-V3 tiny (`dpstudio init --model deepseek-v3 --scale tiny`: 8 layers, the first 3 dense; T = 32, h 64,
