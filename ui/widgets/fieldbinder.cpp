@@ -93,7 +93,7 @@ void FieldBinder::onRefresh(std::function<void()> refresher)
 void FieldBinder::addRow(QFormLayout* form, const QString& label, QWidget* widget)
 {
     if (qobject_cast<QCheckBox*>(widget))
-        form->addRow(QString(), widget);
+        form->addRow(widget); // both columns: a check box's own text is its label, and a narrow dock cut it
     else
         form->addRow(label, widget);
     m_fields.emplace_back(fieldName(label), widget);
