@@ -266,6 +266,16 @@ std::string workerPathOf(const CpuProbeOptions& options)
     return worker->string();
 }
 
+/// `dpstudio-worker --probe-compute` at `shapes` for `seconds` under OpenBLAS core `core` ("" = the environment's
+/// own choice), its profile written to `file` and read back; nullopt (with `why`) when it fails.
+std::optional<CpuProfile> runComputeProbe(const ProbeRun& run, const std::vector<ProbeShape>& shapes,
+    const std::string& core, double seconds, const fs::path& file, std::string& why)
+{
+    return runProbeMode({ run.workerPath, "--probe-compute", "--shapes", shapeListText(shapes), "--threads",
+                            run.threadText, "--seconds", secondsText(seconds), "-o", file.string() },
+        core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core }), file, seconds, why);
+}
+
 /// The machine key and the kernel candidates, from the worker (it links OpenBLAS; dpstudio does not).
 /// Throws IoError when the worker fails.
 CpuProfile probeInfo(const ProbeRun& run)
@@ -305,12 +315,9 @@ bool extendCached(const ProbeRun& run, CpuProfile& cached, CpuProbeResult& resul
     run.log << "dpstudio: timing " << cached.kernel << " kernels at " << shapeListText(missing) << " ("
             << secondsText(seconds) << " s): this machine's profile does not hold them yet\n"
             << std::flush;
-    const fs::path file = run.scratch / "compute-extend.json";
     std::string why;
     const std::optional<CpuProfile> p
-        = runProbeMode({ run.workerPath, "--probe-compute", "--shapes", shapeListText(missing), "--threads",
-                           run.threadText, "--seconds", secondsText(seconds), "-o", file.string() },
-            core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core }), file, seconds, why);
+        = runComputeProbe(run, missing, core, seconds, run.scratch / "compute-extend.json", why);
     if (!p || lower(p->kernel) != lower(cached.kernel)) {
         result.notes.push_back("the cached profile could not be extended ("
             + (p ? "the worker loaded " + p->kernel + ", not " + cached.kernel : why) + "): probing in full");
@@ -340,13 +347,9 @@ std::optional<double> measureDrift(const ProbeRun& run, const CpuProfile& cached
     run.log << "dpstudio: checking this machine's profile (probed " << cached.probedAt << "): " << cached.kernel
             << " GEMMs at " << shapeListText({ shape }) << " (" << secondsText(kDriftCheckSeconds) << " s)\n"
             << std::flush;
-    const fs::path file = run.scratch / "compute-check.json";
     std::string why;
     const std::optional<CpuProfile> p
-        = runProbeMode({ run.workerPath, "--probe-compute", "--shapes", shapeListText({ shape }), "--threads",
-                           run.threadText, "--seconds", secondsText(kDriftCheckSeconds), "-o", file.string() },
-            core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core }), file,
-            kDriftCheckSeconds, why);
+        = runComputeProbe(run, { shape }, core, kDriftCheckSeconds, run.scratch / "compute-check.json", why);
     if (!p || p->shapes.empty() || lower(p->kernel) != lower(cached.kernel)) {
         result.notes.push_back("the cached profile was not checked ("
             + (p ? "the worker loaded " + p->kernel + ", not " + cached.kernel : why) + ")");
@@ -409,14 +412,9 @@ std::vector<std::pair<KernelMeasure, CpuProfile>> measureKernels(
         run.log << "dpstudio: timing " << shown << " kernels at " << shapeList << " (" << secondsText(perCore)
                 << " s)\n"
                 << std::flush;
-        const fs::path file = run.scratch / ("compute-" + std::to_string(i) + ".json");
-        const std::vector<std::string> env
-            = core.empty() ? environmentWith({}) : environmentWith({ "OPENBLAS_CORETYPE=" + core });
         std::string why;
-        const std::optional<CpuProfile> p
-            = runProbeMode({ run.workerPath, "--probe-compute", "--shapes", shapeList, "--threads", run.threadText,
-                               "--seconds", secondsText(perCore), "-o", file.string() },
-                env, file, perCore, why);
+        const std::optional<CpuProfile> p = runComputeProbe(
+            run, shapes, core, perCore, run.scratch / ("compute-" + std::to_string(i) + ".json"), why);
         if (!p) {
             lastFailure = shown + ": " + why;
             result.notes.push_back("the " + shown + " kernels could not be measured: " + why);

@@ -28,7 +28,7 @@ constexpr std::size_t kAlignment = 64;
 /// offered to Linux's transparent huge pages (madvise MADV_HUGEPAGE: Debian's THP mode is "madvise", so nothing is
 /// huge unless asked). With 4 KiB pages the speed of a GEMM over a stage's weights depended on where the process's
 /// pages fell: at 32 × 1024 × 4096 on a 2-core EPYC, six probe processes gave 44.0–53.3 GFLOP/s; with huge
-/// pages 51.2–56.3 (docs/cpu-profile.md, "Huge pages").
+/// pages 51.3–56.0 (docs/cpu-profile.md, "Huge pages").
 constexpr std::size_t kHugePage = std::size_t(2) << 20;
 
 /// The size a request of `bytes` is allocated and cached as: whole huge pages from kHugePage on, else whole
