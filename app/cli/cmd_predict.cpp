@@ -319,6 +319,9 @@ json simulationJson(const Simulated& in)
         { "ranks_over_memory", ranksOverMemory(in) }, { "ranks", std::move(ranks) } };
     if (p.sim.commsTimed)
         out["comms"] = commsJson(p.sim);
+    if (p.drawn)
+        out["drawn"] = { { "draws", p.drawn->draws }, { "exact_makespan_us", p.drawn->exactUs },
+            { "p10_makespan_us", p.drawn->p10Us }, { "p90_makespan_us", p.drawn->p90Us } };
     return out;
 }
 
@@ -331,7 +334,8 @@ void printSimulation(const Simulated& in)
     if (!in.model.empty())
         std::cout << "model:        " << in.model << "\n";
     std::cout << "costs:        " << in.costsSource << "\n"
-              << "makespan:     " << formatTime(p.makespanUs) << "\n";
+              << "makespan:     " << formatTime(p.makespanUs)
+              << (p.drawn ? "  (" + describeDrawn(*p.drawn) + ")" : std::string()) << "\n";
     if (p.dp > 1)
         std::cout << "step:         " << formatTime(p.stepUs) << "  (makespan + " << formatTime(p.exposedAllReduceUs)
                   << " of the dp " << p.dp << " gradient all-reduce not hidden; largest all-reduce "
@@ -342,8 +346,8 @@ void printSimulation(const Simulated& in)
                   << (p.tp > 1 ? ", tp " + std::to_string(p.tp) : "")
                   << (p.cp > 1 ? ", cp " + std::to_string(p.cp) : "")
                   << (p.dp > 1 ? ", dp " + std::to_string(p.dp) : "")
-                  << (p.zero > 0 ? ", ZeRO-" + std::to_string(p.zero) : "") << "); MFU " << formatPercent(p.mfu)
-                  << "\n";
+                  << (p.zero > 0 ? ", ZeRO-" + std::to_string(p.zero) : "") << ")"
+                  << (p.mfu > 0.0 ? "; MFU " + formatPercent(p.mfu) : std::string()) << "\n";
     std::cout << "bubble rate:  " << formatPercent(p.bubbleRate) << "  (" << kBubbleDefinition << ")\n"
               << "largest idle: " << formatTime(p.largestIdleUs) << " simulated; " << closedFormText(p.closedForm)
               << "\n"

@@ -291,6 +291,8 @@ void Session::choosePrediction(const PreparedRun& prepared)
         + formatTime(p.makespanUs) + ", bubble " + formatPercent(p.bubbleRate) + " ("
         + formatCountOf(std::size_t(prepared.schedule.ranks), "rank")
         + (prepared.processes > prepared.schedule.ranks ? " per replica)" : ")"));
+    if (p.drawn)
+        human("  (makespan: " + describeDrawn(*p.drawn) + ")");
 }
 
 fs::path Session::scratchParent() const

@@ -173,7 +173,10 @@ Prediction predictWith(const CostSource& source, const Project& project, const s
     const Project costed = costedProject(source, project);
     try {
         const Variant& v = findVariant(costed, variant);
-        return predict(costed, v, predictOptions(source, costed, v, timeline));
+        Prediction p = predict(costed, v, predictOptions(source, costed, v, timeline));
+        if (source.profile)
+            p.mfu = 0.0; // the cluster's peak FLOP/s are the project's devices', not this machine's CPU
+        return p;
     } catch (const Error& e) {
         return failedPrediction(costed, variant, e.what());
     }

@@ -1,6 +1,8 @@
 #include "predict.h"
 
 #include "base/errors.h"
+#include "base/format.h"
+#include "base/stats.h"
 #include "dataparallel.h"
 #include "modelinfo.h"
 #include "schedule/csvio.h"
@@ -85,6 +87,40 @@ void summarize(Prediction& p)
 
 namespace {
 
+/// One step of p's schedule (or program) under p.costs: with its sends and receives where the program has them,
+/// on shared cores where options.cores asks for them, else simulate().
+SimResult simulateStep(const Prediction& p, const PredictOptions& options, const SimOptions& simOptions)
+{
+    const Schedule& s = *p.schedule;
+    if (p.program && p.program->hasComms())
+        return simulateWithComms(*p.program, s, p.costs, simOptions);
+    if (options.cores > 0 && options.cores < peakComputeThreads(s))
+        return simulateSharedCores(s, p.costs, SharedCoresOptions { options.cores, WaitingRanks::Auto }, simOptions);
+    return simulate(s, p.costs, simOptions);
+}
+
+/// Draws options.variationDraws steps under p.costs.slotVariation (draws 1 … n, SimOptions::variationDraw), then makes
+/// p.sim the draw of the median makespan, recorded as options ask; p.drawn keeps the spread. The draws share the
+/// schedule's dependencies, so none deadlocks where p.sim did not.
+void drawStep(Prediction& p, const PredictOptions& options)
+{
+    std::vector<std::pair<double, std::uint64_t>> makespans; // (makespan µs, draw)
+    for (int k = 1; k <= options.variationDraws; ++k) {
+        SimOptions quick { false, false };
+        quick.variationDraw = static_cast<std::uint64_t>(k);
+        makespans.emplace_back(simulateStep(p, options, quick).makespanUs, quick.variationDraw);
+    }
+    std::sort(makespans.begin(), makespans.end());
+    std::vector<double> sorted;
+    for (const auto& m : makespans)
+        sorted.push_back(m.first);
+    p.drawn = Prediction::Drawn { options.variationDraws, p.sim.makespanUs, quantileOfSorted(sorted, 0.1),
+        quantileOfSorted(sorted, 0.9) };
+    SimOptions median { options.recordTiming, options.recordMemory };
+    median.variationDraw = makespans[medianIndex(makespans.size())].second;
+    p.sim = simulateStep(p, options, median);
+}
+
 /// predictSchedule and predictProgram: validate, simulate (the program's sends and receives timed where they sit
 /// when it has them), summarize.
 Prediction timedPrediction(
@@ -105,11 +141,9 @@ Prediction timedPrediction(
         p.error = invalidReason(p.report);
         return p;
     }
-    const SimOptions simOptions { options.recordTiming, options.recordMemory };
-    p.sim = p.program && p.program->hasComms() ? simulateWithComms(*p.program, s, p.costs, simOptions)
-        : options.cores > 0 && options.cores < peakComputeThreads(s)
-        ? simulateSharedCores(s, p.costs, SharedCoresOptions { options.cores, WaitingRanks::Auto }, simOptions)
-        : simulate(s, p.costs, simOptions);
+    p.sim = simulateStep(p, options, SimOptions { options.recordTiming, options.recordMemory });
+    if (!p.sim.deadlocked && p.costs.slotVariation.size() >= 2 && options.variationDraws > 0)
+        drawStep(p, options);
     if (p.sim.deadlocked) {
         p.error = p.sim.deadlockMessage; // "deadlock: N rank(s) cannot progress; …"
         return p;
@@ -222,6 +256,13 @@ Prediction predict(const Project& project, const Variant& variant, const Predict
         }
     }
     return p;
+}
+
+std::string describeDrawn(const Prediction::Drawn& drawn)
+{
+    return "the median of " + std::to_string(drawn.draws) + " steps drawn from the slot variation (p10 "
+        + formatTime(drawn.p10Us) + ", p90 " + formatTime(drawn.p90Us) + "; " + formatTime(drawn.exactUs)
+        + " with every slot at its time)";
 }
 
 const Variant& findVariant(const Project& project, const std::string& name)

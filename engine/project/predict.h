@@ -37,6 +37,14 @@ struct PredictOptions {
     /// as it is (the validator names its deadlock). A variant with a hand-placed program (comm_order) is predicted
     /// with that program whether this is set or not.
     bool lowerComms = false;
+    /// Steps drawn when the costs carry a machine's slot variation (CostModel::slotVariation, a calibration's): each
+    /// draw simulates the step with every slot's time scaled by its drawn factor (SimOptions::variationDraw), and the
+    /// prediction is the draw of the median makespan (Prediction::drawn). 0: the costs' times as they are.
+    int variationDraws = kVariationDraws;
+    /// 31: odd, so the median is one of the draws; the median of 31 draws (their 16th order statistic) lies between
+    /// the 40th and 60th percentiles of all steps with probability 0.74 (1 − P(Bin(31, 0.4) ≥ 16) − P(Bin(31, 0.6) ≤
+    /// 15)).
+    static constexpr int kVariationDraws = 31;
 
     /// Peaks and totals only, no timelines: what a comparison, a sweep or a run report needs.
     static PredictOptions peaksOnly(CostAdjuster adjust = {});
@@ -77,6 +85,15 @@ struct Prediction {
     double peakActivationBytes = 0.0; ///< largest over ranks: live activations
     double parametersPerDevice = 0.0; ///< largest over ranks: parameters (elements) of the stages a rank holds
     double p2pBytes = 0.0; ///< bytes sent between different ranks in one step
+    /// Set when the costs carry a slot variation and the step was drawn (PredictOptions::variationDraws): sim is then
+    /// the draw whose makespan is the median of the draws, and the figures above are that step's.
+    struct Drawn {
+        int draws = 0; ///< steps simulated with drawn slot times
+        double exactUs = 0.0; ///< the makespan with every slot at its cost model's time, µs
+        double p10Us = 0.0; ///< the draws' makespans: 10th percentile, µs
+        double p90Us = 0.0; ///< 90th percentile, µs
+    };
+    std::optional<Drawn> drawn;
     std::vector<StaticMemory> staticMemory; ///< per rank
 
     // The training step (docs/planner.md "The step time"): set when timed. predictSchedule knows no model and no
@@ -105,6 +122,10 @@ struct Prediction {
     /// Built, valid and simulated without deadlock: the figures are real.
     bool valid() const { return error.empty() && timed; }
 };
+
+/// Prediction::drawn in words: "the median of 31 steps drawn from the slot variation (p10 1.21 s, p90 1.3 s; 1.18 s
+/// with every slot at its time)" (formatTime). Never throws.
+std::string describeDrawn(const Prediction::Drawn& drawn);
 
 /// Validates `schedule`, then (only when valid) simulates it under `costs` after options.adjustCosts, checks
 /// for a deadlock, and computes the closed form and the summary. Never throws for a bad schedule: an

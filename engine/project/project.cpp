@@ -290,6 +290,7 @@ void applyCostSettings(CostModel& model, const CostSettings& settings)
     model.optimizerBytesPerParameter = settings.optimizerBytesPerParameter;
     model.latencyUs = settings.latencyUs.value_or(model.latencyUs);
     model.bandwidthBytesPerUs = settings.bandwidthBytesPerUs.value_or(model.bandwidthBytesPerUs);
+    model.slotVariation = settings.slotVariation;
 }
 
 std::string detail::variantField(const Project& project, const Variant& variant, const char* field)

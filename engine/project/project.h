@@ -138,6 +138,7 @@ struct CostSettings {
     double optimizerBytesPerParameter = 0.0;
     std::optional<double> latencyUs; ///< overrides the cluster's (e.g. from calibration)
     std::optional<double> bandwidthBytesPerUs;
+    std::vector<double> slotVariation; ///< `slot_variation`: CostModel::slotVariation (a calibration's); empty = none
 };
 
 struct Project {

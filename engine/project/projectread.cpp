@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -426,14 +427,37 @@ std::vector<StageCostOverride> detail::readStageOverrides(const JsonReader& pare
     return stages;
 }
 
+std::vector<double> detail::readSlotVariation(const JsonReader& parent)
+{
+    constexpr std::size_t kMaxVariationQuantiles = 1001;
+    const json& list = parent.array("slot_variation");
+    if (list.size() < 2 || list.size() > kMaxVariationQuantiles)
+        parent.fail("slot_variation",
+            "needs 2 to " + std::to_string(kMaxVariationQuantiles) + " quantiles (p0 … p100), got "
+                + std::to_string(list.size()));
+    std::vector<double> quantiles;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const JsonReader element = parent.element(list, i, "slot_variation");
+        if (!list[i].is_number() || !(list[i].get<double>() > -1.0) || !std::isfinite(list[i].get<double>()))
+            element.failHere("must be a number above -1 (measured ÷ fitted − 1), got " + JsonReader::shown(list[i]));
+        const double q = list[i].get<double>();
+        if (i > 0 && q < quantiles.back())
+            element.failHere("must be at least slot_variation[" + std::to_string(i - 1) + "] ("
+                + JsonReader::shown(list[i - 1]) + "): quantiles rise, got " + JsonReader::shown(list[i]));
+        quantiles.push_back(q);
+    }
+    return quantiles;
+}
+
 namespace {
 
+using detail::readSlotVariation;
 using detail::readStageOverrides;
 
 CostSettings readCosts(const JsonReader& r)
 {
-    r.allowOnly(
-        { "overlap_factor", "optimizer_bytes_per_parameter", "latency_us", "bandwidth_bytes_per_us", "stages" });
+    r.allowOnly({ "overlap_factor", "optimizer_bytes_per_parameter", "latency_us", "bandwidth_bytes_per_us", "stages",
+        "slot_variation" });
     CostSettings c;
     c.overlapFactor = r.numberOr("overlap_factor", JsonReader::kPositive, 1.0);
     c.optimizerBytesPerParameter = r.numberOr("optimizer_bytes_per_parameter", JsonReader::kNonNegative, 0.0);
@@ -441,6 +465,8 @@ CostSettings readCosts(const JsonReader& r)
     c.bandwidthBytesPerUs = r.optionalNumber("bandwidth_bytes_per_us", JsonReader::kNonNegative);
     if (r.has("stages"))
         c.stages = readStageOverrides(r);
+    if (r.has("slot_variation"))
+        c.slotVariation = readSlotVariation(r);
     return c;
 }
 

@@ -20,5 +20,9 @@ TrainingDesc readTraining(const JsonReader& r);
 /// The "stages" array of a project's costs or of a cost file: [{stage, f_us?, i_us?, w_us?, b_us?, fb_us?}],
 /// indexed by stage.
 std::vector<StageCostOverride> readStageOverrides(const JsonReader& parent);
+/// `slot_variation` of a costs object or cost file (CostModel::slotVariation): 2 to kMaxVariationQuantiles numbers,
+/// each above −1 (a slot cannot take a negative time), none below the one before it (quantiles p0 … p100). Throws
+/// FormatError naming the element, e.g. "costs.slot_variation[3]: must be at least slot_variation[2] (0.05), got 0.01".
+std::vector<double> readSlotVariation(const JsonReader& parent);
 
 } // namespace dps::detail

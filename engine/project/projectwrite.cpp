@@ -240,6 +240,8 @@ ojson costsJson(const CostSettings& c)
     if (c.bandwidthBytesPerUs)
         j["bandwidth_bytes_per_us"] = *c.bandwidthBytesPerUs;
     j["stages"] = stageOverridesJson(c.stages);
+    if (!c.slotVariation.empty())
+        j["slot_variation"] = c.slotVariation;
     return j;
 }
 
@@ -318,13 +320,16 @@ CostsFile parseCostsFile(const std::string& text, const std::string& source)
     const json j = JsonReader::parse(text, source);
     JsonReader::checkVersion(j, source, kCostsFormatVersion);
     const JsonReader root(j, "", source);
-    root.allowOnly({ "format_version", "stages", "overlap_factor", "latency_us", "bandwidth_bytes_per_us", "info" });
+    root.allowOnly({ "format_version", "stages", "overlap_factor", "latency_us", "bandwidth_bytes_per_us",
+        "slot_variation", "info" });
     CostsFile costs;
     if (root.has("stages"))
         costs.stages = readStageOverrides(root);
     costs.overlapFactor = root.optionalNumber("overlap_factor", JsonReader::kPositive);
     costs.latencyUs = root.optionalNumber("latency_us", JsonReader::kNonNegative);
     costs.bandwidthBytesPerUs = root.optionalNumber("bandwidth_bytes_per_us", JsonReader::kNonNegative);
+    if (root.has("slot_variation"))
+        costs.slotVariation = detail::readSlotVariation(root);
     try {
         checkCostNumbers(costs.stages, costs.overlapFactor, costs.latencyUs, "");
     } catch (const FormatError& e) {
@@ -344,6 +349,8 @@ std::string serializeCostsFile(const CostsFile& costs)
     if (costs.bandwidthBytesPerUs)
         j["bandwidth_bytes_per_us"] = *costs.bandwidthBytesPerUs;
     j["stages"] = stageOverridesJson(costs.stages);
+    if (!costs.slotVariation.empty())
+        j["slot_variation"] = costs.slotVariation;
     std::string out;
     writeReadable(j, 0, out);
     return out + "\n";
@@ -365,6 +372,8 @@ void applyCostsFile(CostSettings& settings, const CostsFile& costs)
     settings.overlapFactor = costs.overlapFactor.value_or(settings.overlapFactor);
     settings.latencyUs = costs.latencyUs ? costs.latencyUs : settings.latencyUs;
     settings.bandwidthBytesPerUs = costs.bandwidthBytesPerUs ? costs.bandwidthBytesPerUs : settings.bandwidthBytesPerUs;
+    if (!costs.slotVariation.empty())
+        settings.slotVariation = costs.slotVariation;
 }
 
 } // namespace dps

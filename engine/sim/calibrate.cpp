@@ -37,6 +37,10 @@ double rounded(double value, double scale)
 /// The share of a slot kind's samples left out at each end before they are averaged (fitOf).
 constexpr double kTrimmedShare = 0.1;
 
+/// Quantiles of the residuals kept as the fit's slot variation (CostsFile::slotVariation): every percentile, so
+/// that a single slot far out (one in some hundreds) stands for no more than its share of the draws.
+constexpr int kVariationQuantiles = 101;
+
 /// The fitted time of a slot kind: the mean of its busy times without the lowest and highest 10 % (trimmedMean).
 /// A step's makespan is a sum of slot times, so the time that predicts the median step is a slot's mean, not its
 /// median: a slot's times lean right (a slot is slowed far more often than sped up), and fitted on medians the
@@ -125,11 +129,20 @@ std::optional<double> fittedTime(const MeasuredSlot& a, const Calibration& c)
     return std::nullopt;
 }
 
+/// The residuals of the slots against their fitted times, and their quantiles as the fit's slot variation
+/// (kVariationQuantiles of them, p0 … p100; none from fewer than 2 residuals).
 void keepResiduals(const std::vector<MeasuredSlot>& slots, Calibration& c)
 {
     for (const MeasuredSlot& a : slots)
         if (const auto fitted = fittedTime(a, c); fitted && *fitted > 0.0)
             c.residuals.push_back(a.busyUs() / *fitted - 1.0);
+    if (c.residuals.size() < 2)
+        return;
+    std::vector<double> sorted = c.residuals;
+    std::sort(sorted.begin(), sorted.end());
+    for (int i = 0; i < kVariationQuantiles; ++i)
+        c.costs.slotVariation.push_back(
+            rounded(quantileOfSorted(sorted, static_cast<double>(i) / (kVariationQuantiles - 1)), 1e4));
 }
 
 // ------------------------------------------------------------------------------------------ p2p

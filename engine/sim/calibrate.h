@@ -62,6 +62,8 @@ int slotStageCount(const std::vector<MeasuredSlot>& slots);
 ///   median per message size, then least
 ///   squares time = latency + bytes ÷ bandwidth over the sizes (one size: latency = its median, bandwidth
 ///   unlimited, i.e. 0). Negative fits are clamped to 0.
+/// - slot variation (costs.slotVariation): the 101 percentiles p0 … p100 of the residuals (Calibration::residuals),
+///   rounded to 1e-4, when there are at least 2; a prediction draws slot times from them.
 /// Times are rounded to 1 ns, the overlap factor to 1e-4, bandwidth to 1e-3 bytes/µs.
 /// `stages` = number of model stages (0: slotStageCount(slots)); slots of other stages are ignored.
 /// Never throws.

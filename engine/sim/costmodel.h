@@ -142,6 +142,11 @@ struct CostModel {
     bool engineReplicaSum = false;
     /// Receives the engine posts ahead of need (≥ 1); counted only when every stage has EngineBuffers.
     int receiveWindow = kDefaultReceiveWindow;
+    /// How a measured machine's slots vary about their fitted times: evenly spaced quantiles, from the lowest
+    /// (p0) to the highest (p100), of measured ÷ fitted − 1 over a calibration's slots (Calibration::residuals);
+    /// empty (or fewer than 2): the slots take their times exactly. A prediction with it simulates draws of
+    /// slot times (SimOptions::variationDraw, PredictOptions::variationDraws).
+    std::vector<double> slotVariation;
 
     /// Time of an overlapped slot whose forward is stage fStage and backward stage bStage (µs):
     /// overlapLayout(fStage, bStage).durationUs, without allocating in the flat case. Throws std::out_of_range
@@ -188,6 +193,7 @@ struct CostsFile {
     std::optional<double> overlapFactor;
     std::optional<double> latencyUs; ///< µs
     std::optional<double> bandwidthBytesPerUs; ///< bytes/µs; 0 = unlimited
+    std::vector<double> slotVariation; ///< CostModel::slotVariation; empty = none
 };
 
 /// Uniform costs typed on the command line (flags --cost-f ... --bandwidth).

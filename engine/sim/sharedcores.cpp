@@ -102,11 +102,12 @@ struct Start {
 
 class FluidKernel {
 public:
-    FluidKernel(const Schedule& schedule, const CostModel& costs, int cores, bool spin)
+    FluidKernel(const Schedule& schedule, const CostModel& costs, int cores, bool spin, std::uint64_t variationDraw)
         : m_schedule(schedule)
         , m_costs(costs)
         , m_cores(static_cast<double>(cores))
         , m_spin(spin)
+        , m_variationDraw(variationDraw)
     {
         inferSizes();
         const std::size_t keys = static_cast<std::size_t>(m_stages) * static_cast<std::size_t>(m_microbatches);
@@ -334,6 +335,11 @@ private:
             std::tie(work[0], work[1]) = overlapWork(a.op.stage, a.backward.stage);
         else
             work[0] = opWork(a.op);
+        if (m_variationDraw != 0) {
+            const double factor = slotVariationFactor(m_costs.slotVariation, m_variationDraw, r, st.pos);
+            work[0] *= factor;
+            work[1] *= factor;
+        }
         st.threadsLeft = 0;
         for (double w : work)
             if (w > 0.0) {
@@ -384,6 +390,7 @@ private:
     const CostModel& m_costs;
     double m_cores;
     bool m_spin;
+    std::uint64_t m_variationDraw; ///< SimOptions::variationDraw
     int m_stages = 0;
     int m_microbatches = 0;
     double m_nowUs = 0.0;
@@ -409,11 +416,14 @@ SimResult simulateSharedCores(
         throw ConstraintError("shared-cores.cores", "cores: must be at least 1, got " + std::to_string(options.cores));
     if (options.cores >= peakComputeThreads(schedule))
         return simulate(schedule, costs, simOptions);
-    SimResult result = simulate(schedule, costs, SimOptions { false, simOptions.recordMemory });
+    SimOptions untimed = simOptions;
+    untimed.recordTiming = false;
+    SimResult result = simulate(schedule, costs, untimed);
     if (result.deadlocked)
         return simulate(schedule, costs, simOptions);
     const int ranks = static_cast<int>(schedule.order.size());
-    FluidKernel kernel(schedule, costs, options.cores, waitingRanksSpin(options.waiting, ranks, options.cores));
+    FluidKernel kernel(schedule, costs, options.cores, waitingRanksSpin(options.waiting, ranks, options.cores),
+        simOptions.variationDraw);
     if (!kernel.run()) // unreachable: simulate() ran the same dependencies to the end
         return simulate(schedule, costs, simOptions);
     kernel.fill(result, simOptions.recordTiming);

@@ -466,9 +466,10 @@ private:
         Arrival arrival;
         if (!gather(r, a.op, arrival) || (a.overlapped && !gather(r, a.backward, arrival)))
             return false;
-        const double durationUs = a.overlapped
-            ? overlapUs(a.op.stage, a.backward.stage)
-            : m_table[static_cast<std::size_t>(a.op.stage)].durationUs[static_cast<int>(a.op.kind)];
+        const double durationUs
+            = (a.overlapped ? overlapUs(a.op.stage, a.backward.stage)
+                            : m_table[static_cast<std::size_t>(a.op.stage)].durationUs[static_cast<int>(a.op.kind)])
+            * variation(r, st.pos);
         const double startUs = std::max(st.freeUs, arrival.readyUs);
         const double endUs = startUs + durationUs;
         if (m_options.recordTiming)
@@ -485,6 +486,14 @@ private:
         if (a.overlapped)
             complete(r, st, a.backward, endUs);
         return true;
+    }
+
+    /// The factor of the slot at `position` of rank r under SimOptions::variationDraw (1 without a draw).
+    double variation(int r, int position) const
+    {
+        return m_options.variationDraw == 0
+            ? 1.0
+            : slotVariationFactor(m_costs.slotVariation, m_options.variationDraw, r, position);
     }
 
     /// Engine buffers of slot `a` of rank r, in the executor's order (docs/memory.md): each half fetches its
@@ -826,6 +835,27 @@ SimSizes simulatedSizes(const Schedule& schedule)
     if (sizes.microbatches <= 0)
         sizes.microbatches = maxMicrobatch + 1;
     return sizes;
+}
+
+double slotVariationFactor(const std::vector<double>& quantiles, std::uint64_t draw, int rank, int position)
+{
+    if (quantiles.size() < 2)
+        return 1.0;
+    // splitmix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA
+    // 2014), chained over the three keys: a well-mixed 64-bit value per (draw, rank, position).
+    const auto mix = [](std::uint64_t z) {
+        z += 0x9e3779b97f4a7c15ULL;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    };
+    const std::uint64_t x
+        = mix(mix(mix(draw) ^ static_cast<std::uint64_t>(rank)) ^ static_cast<std::uint64_t>(position));
+    const double u = static_cast<double>(x >> 11) * 0x1.0p-53; // [0, 1)
+    const double at = u * static_cast<double>(quantiles.size() - 1);
+    const std::size_t i = std::min(static_cast<std::size_t>(at), quantiles.size() - 2); // at may round up to n − 1
+    const double q = quantiles[i] + (at - static_cast<double>(i)) * (quantiles[i + 1] - quantiles[i]);
+    return std::max(0.0, 1.0 + q);
 }
 
 SimResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options)

@@ -3,6 +3,7 @@
 #include "costmodel.h"
 #include "schedule/schedule.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,16 @@ struct RankResult {
 struct SimOptions {
     bool recordTiming = true; ///< fill SimResult::timing
     bool recordMemory = true; ///< fill RankResult::memory (the peaks are always computed)
+    /// 0: every slot takes its cost model's time. k ≥ 1, with CostModel::slotVariation: the slot at position p of
+    /// rank r takes its time × slotVariationFactor(costs.slotVariation, k, r, p), draw k of the machine's variation.
+    std::uint64_t variationDraw = 0;
 };
+
+/// The factor draw `draw` gives the slot at `position` of `rank`: 1 + the quantile function of `quantiles`
+/// (evenly spaced, p0 … p100, linear between them) at a uniform number in [0, 1) that is a hash of (draw, rank,
+/// position) (splitmix64, so the same on every platform and independent of the order slots are simulated in),
+/// at least 0. 1 when quantiles has fewer than 2 values. Never throws.
+double slotVariationFactor(const std::vector<double>& quantiles, std::uint64_t draw, int rank, int position);
 
 /// A rank that cannot progress in a deadlocked schedule.
 struct StuckRank {

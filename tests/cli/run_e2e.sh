@@ -84,8 +84,12 @@ check "calibrate checks the fit on the run: accepted, or refused with the reason
 rc=$?
 check "calibrate --keep-refused exits 0" '[ $rc -eq 0 ] || { cat "$WORK/cal" >&2; false; }'
 check "costs.json has four stages with F" 'python3 -c "import json,sys; c=json.load(open(sys.argv[1])); assert c[\"format_version\"]==1 and len(c[\"stages\"])==4 and all(\"f_us\" in s for s in c[\"stages\"])" "$WORK/costs.json"'
+check "costs.json keeps the fit's slot variation: 101 rising percentiles of measured ÷ fitted − 1" 'python3 -c "import json,sys; q=json.load(open(sys.argv[1]))[\"slot_variation\"]; assert len(q)==101 and q==sorted(q) and q[0]<=0<=q[-1], q" "$WORK/costs.json"'
 "$DPSTUDIO" simulate "$PROJECT" --costs "$WORK/costs.json" --json >"$WORK/sim.json"
 check "simulate --costs exits 0" '[ $? -eq 0 ]'
+check "simulate --costs predicts the median of 31 steps drawn from the slot variation" 'python3 -c "import json,sys; d=json.load(open(sys.argv[1]))[\"drawn\"]; assert d[\"draws\"]==31 and d[\"p10_makespan_us\"]<=d[\"p90_makespan_us\"], d" "$WORK/sim.json"'
+"$DPSTUDIO" simulate "$PROJECT" --this-machine --costs "$WORK/costs.json" >"$WORK/simtext"
+check "simulate --this-machine says the makespan was drawn and gives no MFU (the cluster's peak is not this CPU's)" 'grep -q "^makespan: .*(the median of 31 steps drawn from the slot variation (p10 " "$WORK/simtext" && ! grep -q "MFU" "$WORK/simtext" || { cat "$WORK/simtext" >&2; false; }'
 "$DPSTUDIO" run "$PROJECT" -o "$WORK/m2.json" --costs "$WORK/costs.json" >"$WORK/out2" 2>"$WORK/err2"
 rc=$?
 check "run --costs exits 0 and prints the table on stdout" '[ $rc -eq 0 ] && grep -q "^makespan" "$WORK/out2"'

@@ -1,6 +1,6 @@
 // Project files: the default project, round trips, defaults, and an error naming its field for every rule.
-#include "project/project.h"
 #include "base/errors.h"
+#include "project/project.h"
 #include "schedule/generator.h"
 
 #include <gtest/gtest.h>
@@ -436,4 +436,29 @@ TEST(CostsFile, ErrorsNameTheFileAndField)
     EXPECT_EQ(message(R"({"format_version": 1, "stages": [{"stage": 0, "f_us": "x"}]})"),
         "costs.json: stages[0].f_us: must be a non-negative number, got \"x\"");
     EXPECT_EQ(message(R"({"format_version": 1, "overlap": 1})"), "costs.json: overlap: unknown field");
+    EXPECT_EQ(message(R"({"format_version": 1, "slot_variation": [0.1]})"),
+        "costs.json: slot_variation: needs 2 to 1001 quantiles (p0 … p100), got 1");
+    EXPECT_EQ(message(R"({"format_version": 1, "slot_variation": [-0.1, 0.2, 0.1]})"),
+        "costs.json: slot_variation[2]: must be at least slot_variation[1] (0.2): quantiles rise, got 0.1");
+    EXPECT_EQ(message(R"({"format_version": 1, "slot_variation": [-1, 0.2]})"),
+        "costs.json: slot_variation[0]: must be a number above -1 (measured ÷ fitted − 1), got -1");
+    EXPECT_EQ(message(R"({"format_version": 1, "slot_variation": [0, "x"]})"),
+        "costs.json: slot_variation[1]: must be a number above -1 (measured ÷ fitted − 1), got \"x\"");
+}
+
+TEST(CostsFile, SlotVariationGoesFromTheFileThroughTheProjectToTheCostModel)
+{
+    const CostsFile costs
+        = parseCostsFile(R"({"format_version": 1, "slot_variation": [-0.12, 0, 0.05, 0.31]})", "costs.json");
+    ASSERT_EQ(costs.slotVariation, (std::vector<double> { -0.12, 0, 0.05, 0.31 }));
+    EXPECT_EQ(parseCostsFile(serializeCostsFile(costs)).slotVariation, costs.slotVariation);
+    Project project = defaultProject();
+    applyCostsFile(project.costs, costs);
+    EXPECT_EQ(project.costs.slotVariation, costs.slotVariation);
+    const Project back = parseProject(serializeProject(project));
+    EXPECT_EQ(back.costs.slotVariation, costs.slotVariation);
+    EXPECT_EQ(buildCostModel(back, back.active()).slotVariation, costs.slotVariation);
+    // A cost file without it keeps the project's.
+    applyCostsFile(project.costs, parseCostsFile(R"({"format_version": 1, "latency_us": 2})", "costs.json"));
+    EXPECT_EQ(project.costs.slotVariation, costs.slotVariation);
 }

@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 using namespace dps;
 
 namespace {
@@ -106,6 +109,14 @@ TEST(Calibrate, KeepsEachSlotsResidualAgainstItsFit)
     EXPECT_NEAR(c.residuals[1], 10.0 / 11.333 - 1.0, 1e-12);
     EXPECT_NEAR(c.residuals[2], 14.0 / 11.333 - 1.0, 1e-12);
     EXPECT_EQ(c.residuals[3], 0.0);
+    // Their percentiles are the fit's slot variation, rounded to 1e-4: sorted, the residuals are r0 = r1 < r3 = 0 < r2,
+    // so p0 is r0, p50 lies halfway between r1 (index 1) and r3 (index 2), and p100 is r2.
+    const double low = std::round((10.0 / 11.333 - 1.0) * 1e4) / 1e4;
+    ASSERT_EQ(c.costs.slotVariation.size(), 101u);
+    EXPECT_DOUBLE_EQ(c.costs.slotVariation.front(), low);
+    EXPECT_DOUBLE_EQ(c.costs.slotVariation[50], std::round((10.0 / 11.333 - 1.0) / 2.0 * 1e4) / 1e4);
+    EXPECT_DOUBLE_EQ(c.costs.slotVariation.back(), std::round((14.0 / 11.333 - 1.0) * 1e4) / 1e4);
+    EXPECT_TRUE(std::is_sorted(c.costs.slotVariation.begin(), c.costs.slotVariation.end()));
 }
 
 TEST(Calibrate, FitsTheMeanOfASlotKindWithoutItsLowestAndHighestTenth)
@@ -172,6 +183,8 @@ TEST(Calibrate, WritesTheProjectsCostFileFormat)
     EXPECT_EQ(back.stages[2].forwardUs, c.costs.stages[2].forwardUs);
     EXPECT_EQ(back.overlapFactor, c.costs.overlapFactor);
     EXPECT_EQ(back.latencyUs, c.costs.latencyUs);
+    EXPECT_EQ(back.slotVariation, c.costs.slotVariation); // every slot at its fit: 101 zeros
+    EXPECT_EQ(back.slotVariation, std::vector<double>(101, 0.0));
 }
 
 TEST(Calibrate, FitsHandMadeSlotsWithoutATrace)

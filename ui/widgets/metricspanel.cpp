@@ -236,7 +236,10 @@ void MetricsPanel::setSnapshot(const SnapshotPtr& snapshot)
         paramsMax = std::max(paramsMax, m.parameterCount);
         bytesMax = std::max(bytesMax, m.parameters);
     }
-    m_rows[0].second->setText(formatTime(s.makespanUs));
+    m_rows[0].second->setText(s.drawn
+            ? tr("%1 <small>(median of %2 drawn steps)</small>").arg(formatTime(s.makespanUs)).arg(s.drawn->draws)
+            : formatTime(s.makespanUs));
+    m_rows[0].second->setToolTip(s.drawn ? QString::fromStdString("Makespan: " + describeDrawn(*s.drawn)) : QString());
     m_rows[1].second->setText(
         tr("<b>%1</b> <small>= Σ idle ÷ (ranks × makespan)</small>").arg(formatPercent(s.bubbleRate)));
     m_rows[2].second->setText(tr("%1 on rank %2").arg(formatTime(s.largestIdleUs)).arg(s.largestIdleRank));
