@@ -476,8 +476,10 @@ LayerUs layerUs(const model::LayerCost& lc, model::Recompute recompute, const Ra
     const double coreF = rates.coreUs(lc.attentionCoreFlops, false);
     u.attentionF += coreF + rates.memoryUs(lc.attentionMemoryBytes);
     u.mlpF += rates.memoryUs(lc.mlpMemoryBytes);
-    // The backward reads what the forward read and writes the gradients: twice its memory traffic.
-    u.attentionI += rates.coreUs(2.0 * lc.attentionCoreFlops, true) + rates.memoryUs(2.0 * lc.attentionMemoryBytes);
+    // The backward reads what the forward read and writes the gradients: twice its memory traffic; the core's
+    // backward adds flash-attention's pre- and postprocessing.
+    u.attentionI += rates.coreUs(2.0 * lc.attentionCoreFlops, true)
+        + rates.memoryUs(2.0 * lc.attentionMemoryBytes + lc.attentionBackwardMemoryBytes);
     u.mlpI += rates.memoryUs(2.0 * lc.mlpMemoryBytes);
     switch (recompute) {
     case model::Recompute::None:

@@ -677,7 +677,7 @@ PassSums layerSumsByHand(const Project& p, const Variant& v, const GemmRates& r,
         sums.f
             += lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.25) * 1e6 + (memory + quantizeF) / r.memoryBytesPerUs;
         sums.i += 2.0 * lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.2) * 1e6
-            + (2.0 * memory + quantizeI) / r.memoryBytesPerUs;
+            + (2.0 * memory + lc.attentionBackwardMemoryBytes + quantizeI) / r.memoryBytesPerUs;
         sums.w += quantizeW / r.memoryBytesPerUs;
     }
     return sums;
