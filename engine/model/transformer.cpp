@@ -97,7 +97,20 @@ struct AttentionShape {
     double softmaxBytes = 0.0; ///< the softmax output, e·n_h·s·T/cp (the full square, as Korthikanti)
     KeptBytes weightGradKept; ///< I→W
     double kvBytesPerToken = 0.0; ///< bytes of one token's keys and values (what ring attention passes on)
+    double coreBackwardBytes = 0.0; ///< flash-attention backward's pre- and postprocessing, the whole layer's heads
 };
+
+/// Bytes flash-attention's backward moves for `t` tokens of `heads` heads of query/key size dk and value size dv
+/// besides its FLOP-bound kernel. Preprocessing (FlashAttention-2, Dao 2023, Algorithm 2: D = rowsum(dO ∘ O);
+/// flash-attention's hopper/flash_bwd_preprocess_kernel.h, FlashAttnBwdPreprocess): reads dO and O (e bytes
+/// each per element of t × heads × dv), reads the log-sum-exp and writes D and the log-sum-exp in base 2
+/// (4 bytes each per row), and clears the FP32 dQ accumulator (4·dk per row). Postprocessing
+/// (flash_bwd_postprocess_kernel.h, FlashAttnBwdPostprocessConvertdQ): reads that accumulator (4·dk) and writes
+/// dQ (e·dk). The dQ the backward kernel adds into the accumulator is its own traffic, not counted here.
+double coreBackwardBytes(double t, double heads, double dk, double dv, double e)
+{
+    return t * heads * (2.0 * e * dv + 3.0 * 4.0 + (4.0 + 4.0 + e) * dk);
+}
 
 AttentionShape attentionShape(const Transformer& m)
 {
@@ -159,6 +172,7 @@ AttentionShape attentionShape(const Transformer& m)
         a.kvBytesPerToken = e * 2.0 * kvd;
     }
     a.coreForwardFlops = t * s * nh * (dk + dv); // ½ × 2·(T/cp)·s·n_h·(d_k + d_v): causal half
+    a.coreBackwardBytes = coreBackwardBytes(t, nh, dk, dv, e);
     a.softmaxBytes = e * nh * s * t;
     return a;
 }
@@ -417,6 +431,7 @@ LayerCost layerCost(const Transformer& m, int layer, Recompute recompute, const 
 
     c.attention = weightGemms(t, a.splitWeights / tp + a.wholeWeights);
     c.attentionCoreFlops = a.coreForwardFlops / tp;
+    c.attentionBackwardMemoryBytes = a.coreBackwardBytes / tp;
     c.attention.f += c.attentionCoreFlops;
     c.attention.i += 2.0 * c.attentionCoreFlops;
     c.mlp = weightGemms(t, p.computedWeights);

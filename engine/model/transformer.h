@@ -157,6 +157,12 @@ struct LayerCost {
     /// Of those, what the recompute policy reruns in the backward besides recomputeFlops (the norms, the MoE
     /// SwiGLUs under "norm-up-projection"; everything under "full")
     double recomputeMemoryBytes = 0.0;
+    /// Bytes the attention core's backward moves outside its FLOP-bound kernel, besides the 2 × attentionMemoryBytes
+    /// of the backward: flash-attention's preprocessing (D = rowsum(dO ∘ O) of FlashAttention-2, Dao 2023,
+    /// Algorithm 2, with the log-sum-exp rescaled and the FP32 dQ accumulator cleared) and postprocessing (the FP32
+    /// dQ accumulator read back, dQ written in the model's dtype); docs/model-library.md "Device efficiency per
+    /// operation"
+    double attentionBackwardMemoryBytes = 0.0;
     double tensorAllReduceBytes = 0.0; ///< tp > 1: bytes of each of the 2 all-reduces in F and 2 in B (T/cp × h)
     double contextKvBytes = 0.0; ///< cp > 1: bytes of one ring-attention step (one device's K and V block)
 };

@@ -768,13 +768,15 @@ bool prunedByBounds(Search& search, const Spec& s, const std::string& name)
     return false;
 }
 
-/// The candidate with the model's even layer split instead of its time-balanced one, when that one is over the
-/// limit: a balanced split gives the cheap stages (dense layers, the embedding) more layers, and so more kept
-/// activations, than the even one a published run uses (DeepSeek-V3's 16 stages). Kept when it fits.
+/// The candidate with the model's even layer split (refined) instead of its time-balanced one, kept when it fits
+/// and the balanced one does not, or when both fit and it is faster. A balanced split gives the cheap stages
+/// (dense layers, the embedding) more layers, and so more kept activations, than the even one a published run
+/// uses (DeepSeek-V3's 16 stages); and it balances the stages' F + B, which an overlapped F&B slot does not take
+/// (its all-to-alls run beside the compute), so the even split can also be the faster once simulated.
 void tryEvenSplit(Search& search, const Spec& s, Tried& tried)
 {
     const Prediction& p = tried.prediction;
-    if (!p.valid() || p.peakMemoryBytes <= search.limit)
+    if (!p.valid())
         return;
     Variant even = tried.variant;
     even.layerPartition.clear();
@@ -788,7 +790,8 @@ void tryEvenSplit(Search& search, const Spec& s, Tried& tried)
     Tried t = predictVariant(*s.project, std::move(even), search.result.refinements);
     if (search.request.refine && t.prediction.valid() && t.prediction.peakMemoryBytes <= search.limit)
         t = refine(*s.project, std::move(t), search.request, search.limit, search.result.refinements);
-    if (t.prediction.valid() && t.prediction.peakMemoryBytes <= search.limit)
+    const bool fits = t.prediction.valid() && t.prediction.peakMemoryBytes <= search.limit;
+    if (fits && (p.peakMemoryBytes > search.limit || better(t.prediction, p)))
         tried = std::move(t);
 }
 

@@ -88,6 +88,12 @@ struct KernelModel {
     double attentionForwardEfficiency = 0.6; ///< of device_flops, the flash-attention forward's rate
     double attentionBackwardEfficiency = 0.45; ///< of device_flops, its backward's rate
     double memoryEfficiency = 0.9; ///< of hbm bandwidth, what a memory-bound kernel reaches
+    /// The expert all-to-all's measured rate on the inter-node part of a dispatch (and of the combine's backward,
+    /// a dispatch too), bytes/µs per device; 0 = the inter-node link's bandwidth. Pipeline hops and the other
+    /// collectives keep the link's bandwidth.
+    double dispatchInterNodeBytesPerUs = 0.0;
+    /// The same for a combine (and the dispatch's backward), bytes/µs; 0 = the inter-node link's bandwidth.
+    double combineInterNodeBytesPerUs = 0.0;
 };
 
 struct ClusterDesc {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -241,8 +242,9 @@ void checkNodeLink(const ClusterDesc& cluster)
             + shown(cluster.interNodeLatencyUs));
 }
 
-/// cluster.kernels, as the reader checks it: sm_count ≥ 1, hbm_bandwidth_bytes_per_us > 0 and every efficiency in
-/// (0, 1] (a project built in code or edited in the designer has not been through the reader).
+/// cluster.kernels, as the reader checks it: sm_count ≥ 1, hbm_bandwidth_bytes_per_us > 0, every efficiency in
+/// (0, 1] and the all-to-all's inter-node rates ≥ 0 (a project built in code or edited in the designer has not been
+/// through the reader).
 void checkKernels(const ClusterDesc& cluster)
 {
     if (!cluster.kernels)
@@ -261,6 +263,13 @@ void checkKernels(const ClusterDesc& cluster)
     for (const auto& [key, value] : fractions)
         if (!(value > 0.0 && value <= 1.0))
             throw FormatError(std::string("cluster.kernels.") + key + ": must be in (0, 1], got " + shown(value));
+    const std::pair<const char*, double> rates[]
+        = { { "dispatch_inter_node_bandwidth_bytes_per_us", k.dispatchInterNodeBytesPerUs },
+              { "combine_inter_node_bandwidth_bytes_per_us", k.combineInterNodeBytesPerUs } };
+    for (const auto& [key, value] : rates)
+        if (!(value >= 0.0 && std::isfinite(value)))
+            throw FormatError(
+                std::string("cluster.kernels.") + key + ": must be a non-negative number, got " + shown(value));
 }
 
 } // namespace

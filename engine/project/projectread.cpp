@@ -211,7 +211,8 @@ namespace {
 KernelModel readKernels(const JsonReader& r)
 {
     r.allowOnly({ "sm_count", "hbm_bandwidth_bytes_per_us", "gemm_efficiency", "gemm_efficiency_fp8",
-        "attention_forward_efficiency", "attention_backward_efficiency", "memory_efficiency" });
+        "attention_forward_efficiency", "attention_backward_efficiency", "memory_efficiency",
+        "dispatch_inter_node_bandwidth_bytes_per_us", "combine_inter_node_bandwidth_bytes_per_us" });
     KernelModel k;
     k.smCount = r.integer("sm_count", 1);
     if (!r.has("hbm_bandwidth_bytes_per_us"))
@@ -228,6 +229,10 @@ KernelModel readKernels(const JsonReader& r)
     k.attentionForwardEfficiency = fraction("attention_forward_efficiency", k.attentionForwardEfficiency);
     k.attentionBackwardEfficiency = fraction("attention_backward_efficiency", k.attentionBackwardEfficiency);
     k.memoryEfficiency = fraction("memory_efficiency", k.memoryEfficiency);
+    k.dispatchInterNodeBytesPerUs
+        = r.numberOr("dispatch_inter_node_bandwidth_bytes_per_us", JsonReader::kNonNegative, 0.0);
+    k.combineInterNodeBytesPerUs
+        = r.numberOr("combine_inter_node_bandwidth_bytes_per_us", JsonReader::kNonNegative, 0.0);
     return k;
 }
 

@@ -182,6 +182,10 @@ ojson clusterJson(const ClusterDesc& c, bool format2)
             { "attention_forward_efficiency", k.attentionForwardEfficiency },
             { "attention_backward_efficiency", k.attentionBackwardEfficiency },
             { "memory_efficiency", k.memoryEfficiency } };
+        if (k.dispatchInterNodeBytesPerUs > 0.0)
+            j["kernels"]["dispatch_inter_node_bandwidth_bytes_per_us"] = k.dispatchInterNodeBytesPerUs;
+        if (k.combineInterNodeBytesPerUs > 0.0)
+            j["kernels"]["combine_inter_node_bandwidth_bytes_per_us"] = k.combineInterNodeBytesPerUs;
     }
     return j;
 }

@@ -353,6 +353,10 @@ int recomputeLayersOf(const Project& project, const Variant& variant)
 struct StageLinks {
     Link intra;
     Link inter;
+    /// The inter-node part of an expert dispatch (and of the combine's backward) and of a combine (and of the
+    /// dispatch's backward): the inter-node link at cluster.kernels' measured all-to-all rate where it gives one
+    Link dispatchInter;
+    Link combineInter;
     Link tensor;
     Link context;
     Link shards;
@@ -364,6 +368,14 @@ StageLinks stageLinks(const Project& project, const Variant& variant, const Devi
     StageLinks l;
     l.intra = { c.latencyUs, c.bandwidthBytesPerUs, "cluster.bandwidth_bytes_per_us" };
     l.inter = { c.interNodeLatencyUs, c.interNodeBandwidthBytesPerUs, "cluster.inter_node_bandwidth_bytes_per_us" };
+    l.dispatchInter = l.inter;
+    l.combineInter = l.inter;
+    if (c.kernels && c.kernels->dispatchInterNodeBytesPerUs > 0.0)
+        l.dispatchInter = { c.interNodeLatencyUs, c.kernels->dispatchInterNodeBytesPerUs,
+            "cluster.kernels.dispatch_inter_node_bandwidth_bytes_per_us" };
+    if (c.kernels && c.kernels->combineInterNodeBytesPerUs > 0.0)
+        l.combineInter = { c.interNodeLatencyUs, c.kernels->combineInterNodeBytesPerUs,
+            "cluster.kernels.combine_inter_node_bandwidth_bytes_per_us" };
     const auto within = [&](std::int64_t devices) { return c.gpusPerNode <= 0 || devices <= c.gpusPerNode; };
     const std::int64_t tp = placement.tp;
     l.tensor = within(tp) ? l.intra : l.inter;
@@ -476,8 +488,10 @@ LayerUs layerUs(const model::LayerCost& lc, model::Recompute recompute, const Ra
     const double coreF = rates.coreUs(lc.attentionCoreFlops, false);
     u.attentionF += coreF + rates.memoryUs(lc.attentionMemoryBytes);
     u.mlpF += rates.memoryUs(lc.mlpMemoryBytes);
-    // The backward reads what the forward read and writes the gradients: twice its memory traffic.
-    u.attentionI += rates.coreUs(2.0 * lc.attentionCoreFlops, true) + rates.memoryUs(2.0 * lc.attentionMemoryBytes);
+    // The backward reads what the forward read and writes the gradients: twice its memory traffic; the core's
+    // backward adds flash-attention's pre- and postprocessing.
+    u.attentionI += rates.coreUs(2.0 * lc.attentionCoreFlops, true)
+        + rates.memoryUs(2.0 * lc.attentionMemoryBytes + lc.attentionBackwardMemoryBytes);
     u.mlpI += rates.memoryUs(2.0 * lc.mlpMemoryBytes);
     switch (recompute) {
     case model::Recompute::None:
@@ -565,13 +579,14 @@ std::vector<model::LayerCost> buildForward(const StageInputs& in, int firstLayer
         cost.a2aBytes += lc.dispatchBytes + lc.combineBytes;
         if (lc.dispatchBytes > 0.0 || lc.combineBytes > 0.0) {
             b.communicates = true;
-            checkA2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, in.links.intra, in.links.inter, in.layersField);
-            checkA2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter, in.layersField);
+            const StageLinks& l = in.links;
+            checkA2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, l.intra, l.dispatchInter, in.layersField);
+            checkA2aUs(lc.combineBytes, lc.combineInterNodeBytes, l.intra, l.combineInter, in.layersField);
             forward.compute(lc.attention.f, layer, lc.attentionCoreFlops, u.attentionF);
             forward.serial(parallelFUs, layer);
-            forward.comm(a2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, in.links.intra, in.links.inter), layer);
+            forward.comm(a2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, l.intra, l.dispatchInter), layer);
             forward.compute(lc.mlp.f, layer, 0.0, u.mlpF);
-            forward.comm(a2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter), layer);
+            forward.comm(a2aUs(lc.combineBytes, lc.combineInterNodeBytes, l.intra, l.combineInter), layer);
         } else {
             forward.compute(lc.attention.f + lc.mlp.f, layer, lc.attentionCoreFlops, u.attentionF + u.mlpF);
             forward.serial(parallelFUs, layer);
@@ -616,10 +631,12 @@ void buildBackward(const StageInputs& in, int firstLayer, const std::vector<mode
         b.iSerialUs += parallelBUs;
         if (lc.dispatchBytes > 0.0 || lc.combineBytes > 0.0) {
             const bool full = recompute == model::Recompute::Full;
-            backward.comm(a2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, in.links.intra, in.links.inter), layer);
+            backward.comm(
+                a2aUs(lc.dispatchBytes, lc.dispatchInterNodeBytes, in.links.intra, in.links.dispatchInter), layer);
             backward.compute(lc.mlp.i + lc.mlp.w + (full ? lc.recomputeFlops : 0.0), layer,
                 full ? lc.attentionCoreFlops : 0.0, u.mlpI + u.mlpW + (full ? u.recompute : 0.0));
-            backward.comm(a2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.inter), layer);
+            backward.comm(
+                a2aUs(lc.combineBytes, lc.combineInterNodeBytes, in.links.intra, in.links.combineInter), layer);
             backward.compute(lc.attention.i + lc.attention.w + (full ? 0.0 : lc.recomputeFlops), layer,
                 full ? core - lc.attentionCoreFlops : core, u.attentionI + u.attentionW + (full ? 0.0 : u.recompute));
             backward.serial(parallelBUs, layer);

@@ -525,6 +525,25 @@ TEST(ModelLayer, ContextParallelismSplitsTheTokensAndPassesKeysAndValues)
     EXPECT_DOUBLE_EQ(c.contextKvBytes, T * 2 * (2 * 1024)); // K and V: 8 kv heads × 128, bf16
 }
 
+TEST(ModelLayer, FlashAttentionBackwardPreAndPostprocessingBytes)
+{
+    // Per query row and head: dO and O read (2 × e × d_v), the log-sum-exp read and D and the base-2 log-sum-exp
+    // written (3 × 4 bytes), the FP32 dQ accumulator cleared (4 × d_qk), then read back (4 × d_qk) and dQ written
+    // (e × d_qk) (FlashAttention-2, Algorithm 2; flash-attention's FlashAttnBwdPreprocess and
+    // FlashAttnBwdPostprocessConvertdQ).
+    // DeepSeek-V3, one 4096-token sequence: 128 heads, d_qk 128 + 64, d_v 128: 4096 × 128 × 2444 bytes.
+    const LayerCost mla = layerCost(deepseekV3(), 5, Recompute::NormUpProjection);
+    EXPECT_DOUBLE_EQ(mla.attentionBackwardMemoryBytes, 4096.0 * 128 * (2 * 2 * 128 + 12 + 10 * 192));
+    EXPECT_DOUBLE_EQ(mla.attentionBackwardMemoryBytes, 1281359872.0);
+    // Llama 3 8B (32 query heads of 128; the 8 kv heads do not enter it), tp 4 and cp 2: a quarter of the heads
+    // and half the tokens on each device.
+    Transformer m = llama3_8b();
+    m.tp = 4;
+    m.cp = 2;
+    const LayerCost gqa = layerCost(m, 5, Recompute::Selective);
+    EXPECT_DOUBLE_EQ(gqa.attentionBackwardMemoryBytes, 4096.0 * 8 * (2 * 2 * 128 + 12 + 10 * 128));
+}
+
 TEST(ModelLayer, NormUpProjectionRecomputeOfDeepSeekV3)
 {
     // DeepSeek-V3 report §3.2.3: RMSNorm outputs and MLA's up-projections recomputed in the backward.

@@ -365,8 +365,9 @@ TEST(Planner, PruningKeepsTheBestAndTheFrontAtTheIssuesScale)
 TEST(Planner, DeepSeekV3sQuestionGetsDeepSeeksOwnConfiguration)
 {
     // DeepSeek-V3 report §3.2: DualPipe over 16 ranks, dp 128, no tensor parallelism, on 2048 H800s of 80 GB. Its
-    // time-balanced split (more layers on the cheap dense stage 0) runs over the limit; the even split with the
-    // model's own recompute (norm-up-projection) fits, and is the fastest DualPipe without tensor parallelism.
+    // time-balanced split (more layers on the cheap dense stage 0) runs over the limit or, where it fits, is slower
+    // than the even split; the even split with the model's own recompute (norm-up-projection) fits, and is the
+    // fastest DualPipe without tensor parallelism.
     Project project = defaultProject();
     const ModelPreset preset = modelPreset("deepseek-v3");
     project.model = preset.model;

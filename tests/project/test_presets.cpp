@@ -189,6 +189,11 @@ TEST(DevicePresets, EveryGpuTimesEachOperationByItsKindAndTheCpuDoesNot)
         EXPECT_EQ(c.kernels->attentionForwardEfficiency, 0.6);
         EXPECT_EQ(c.kernels->attentionBackwardEfficiency, 0.45);
         EXPECT_EQ(c.kernels->memoryEfficiency, 0.9);
+        // Only the H800 has the expert all-to-all measured on it (DeepEP's first README, internode EP 64:
+        // dispatch 46 GB/s, combine 45 GB/s); the others time it on the inter-node link.
+        const bool h800 = std::string(e.id) == "h800";
+        EXPECT_EQ(c.kernels->dispatchInterNodeBytesPerUs, h800 ? 46000 : 0);
+        EXPECT_EQ(c.kernels->combineInterNodeBytesPerUs, h800 ? 45000 : 0);
     }
     EXPECT_FALSE(devicePreset("cpu").kernels);
 }

@@ -281,6 +281,38 @@ TEST(TransformerStageCost, FourMoeLayersOfDeepSeekV3OnH800)
     EXPECT_DOUBLE_EQ(c.weightGradKeptBytes, 4 * layer.weightGradKeptBytes);
 }
 
+TEST(TransformerStageCost, TheAllToAllsMeasuredRatesTimeItsInterNodePartOnly)
+{
+    // cluster.kernels' measured rates (DeepEP's EP 64 figures on the H800: dispatch 46 GB/s, combine 45 GB/s)
+    // replace the inter-node link's 50 GB/s for the bytes the exchanges send to other nodes: the dispatch's
+    // 121,110,528 and the combine's 234,881,024 (as above); the NVLink parts stay shorter.
+    Project p = deepSeek(16, 64);
+    p.cluster.kernels = KernelModel {};
+    p.cluster.kernels->hbmBandwidthBytesPerUs = 3.35e6;
+    p.cluster.kernels->smCount = 132;
+    const StageCost link
+        = transformerStageCost(p, p.variants[0], placementOf(p, p.variants[0]), 3, 4, false, false, "stage");
+    p.cluster.kernels->dispatchInterNodeBytesPerUs = 4.6e4;
+    p.cluster.kernels->combineInterNodeBytesPerUs = 4.5e4;
+    const StageCost c
+        = transformerStageCost(p, p.variants[0], placementOf(p, p.variants[0]), 3, 4, false, false, "stage");
+    ASSERT_EQ(c.forwardChain.size(), 16u);
+    ASSERT_EQ(c.backwardChain.size(), 16u);
+    const double dispatchUs = 8 + 121110528.0 / 4.6e4; // 2640.8375 µs
+    const double combineUs = 8 + 234881024.0 / 4.5e4; // 5227.5783 µs
+    EXPECT_DOUBLE_EQ(c.forwardChain[1].us, dispatchUs);
+    EXPECT_DOUBLE_EQ(c.forwardChain[3].us, combineUs);
+    EXPECT_DOUBLE_EQ(c.backwardChain[0].us, dispatchUs); // the combine's backward is a dispatch
+    EXPECT_DOUBLE_EQ(c.backwardChain[2].us, combineUs); // the dispatch's backward is a combine
+    EXPECT_DOUBLE_EQ(link.forwardChain[1].us, kDispatchUs);
+    // The compute chunks do not change.
+    EXPECT_EQ(c.forwardChain[0].us, link.forwardChain[0].us);
+    EXPECT_EQ(c.backwardChain[1].us, link.backwardChain[1].us);
+    // A pipeline hop keeps the inter-node link's bandwidth.
+    const CostModel costs = buildCostModel(p, p.variants[0]);
+    EXPECT_DOUBLE_EQ(costs.interNodeBandwidthBytesPerUs, 5e4);
+}
+
 TEST(TransformerStageCost, ChainsSumToTheSlotTimesExactly)
 {
     for (const model::Recompute recompute :
@@ -677,7 +709,7 @@ PassSums layerSumsByHand(const Project& p, const Variant& v, const GemmRates& r,
         sums.f
             += lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.25) * 1e6 + (memory + quantizeF) / r.memoryBytesPerUs;
         sums.i += 2.0 * lc.attentionCoreFlops / (p.cluster.deviceFlops * 0.2) * 1e6
-            + (2.0 * memory + quantizeI) / r.memoryBytesPerUs;
+            + (2.0 * memory + lc.attentionBackwardMemoryBytes + quantizeI) / r.memoryBytesPerUs;
         sums.w += quantizeW / r.memoryBytesPerUs;
     }
     return sums;

@@ -263,6 +263,9 @@ TEST(ClusterEditor, APerOperationRateChangesTheMakespanAndUndoRestoresIt)
     EXPECT_DOUBLE_EQ(number("Attention forward efficiency")->value(), 60);
     EXPECT_DOUBLE_EQ(number("Attention backward efficiency")->value(), 45);
     EXPECT_DOUBLE_EQ(number("Memory efficiency")->value(), 90);
+    // No all-to-all rate measured on the H100 preset: the inter-node link's bandwidth, and the box says so.
+    EXPECT_DOUBLE_EQ(number("Dispatch inter-node rate")->value(), 0);
+    EXPECT_EQ(number("Combine inter-node rate")->text(), QStringLiteral("the inter-node link's"));
     const std::string before = f.saved();
     const double makespan = f.window.snapshot()->makespanUs;
     const int edits = f.document()->undoStack()->index();
@@ -314,6 +317,11 @@ TEST(ClusterEditor, APerOperationRateChangesTheMakespanAndUndoRestoresIt)
     EXPECT_EQ(f.window.snapshot()->makespanUs, makespan);
     EXPECT_TRUE(perOperation->isChecked());
     EXPECT_TRUE(sms->isVisibleTo(editor));
+
+    // The H800 preset carries DeepEP's measured all-to-all rates (46 and 45 GB/s).
+    ASSERT_EQ(editor->choosePreset(QStringLiteral("h800")), QString());
+    EXPECT_DOUBLE_EQ(number("Dispatch inter-node rate")->value(), 46);
+    EXPECT_DOUBLE_EQ(number("Combine inter-node rate")->value(), 45);
 
     // The cpu preset has no per-operation rates: the box goes off with it.
     ASSERT_EQ(editor->choosePreset(QStringLiteral("cpu")), QString());

@@ -62,6 +62,18 @@ void addEfficiency(
         ->setToolTip(tip);
 }
 
+/// A per-operation rate of the expert all-to-all: bytes/µs of cluster.kernels shown in GB/s, 0 = the inter-node
+/// link's bandwidth.
+void addA2aRate(
+    FieldBinder* binder, QFormLayout* form, const QString& label, double KernelModel::*member, const QString& tip)
+{
+    QDoubleSpinBox* box = binder->addDouble(
+        form, label, 0, 1e5, 3, QObject::tr(" GB/s"), [member](const Project& p) { return kernelsOf(p).*member / 1e3; },
+        [member](Project& p, double v) { kernelsOf(p).*member = v * 1e3; });
+    box->setSpecialValueText(QObject::tr("the inter-node link's"));
+    box->setToolTip(tip);
+}
+
 } // namespace
 
 ClusterEditor::ClusterEditor(ProjectDocument* document, QWidget* parent)
@@ -224,6 +236,12 @@ QGroupBox* ClusterEditor::setupKernelsBox()
         &KernelModel::attentionBackwardEfficiency, tr("Of the peak: the flash-attention backward's rate (in I)"));
     addEfficiency(m_binder, m_kernelsForm, tr("Memory efficiency:"), &KernelModel::memoryEfficiency,
         tr("Of the HBM bandwidth: what a memory-bound kernel reaches"));
+    addA2aRate(m_binder, m_kernelsForm, tr("Dispatch inter-node rate:"), &KernelModel::dispatchInterNodeBytesPerUs,
+        tr("The expert dispatch's measured rate on the bytes it sends to other nodes (and the combine's backward, a "
+           "dispatch too); the pipeline hops and the other collectives keep the inter-node link's bandwidth"));
+    addA2aRate(m_binder, m_kernelsForm, tr("Combine inter-node rate:"), &KernelModel::combineInterNodeBytesPerUs,
+        tr("The expert combine's measured rate on the bytes it exchanges with other nodes (and the dispatch's "
+           "backward, a combine too)"));
     auto* box = new QGroupBox(tr("Per-operation rates"));
     box->setLayout(m_kernelsForm);
     box->setToolTip(tr("cluster.kernels: a transformer's compute timed per operation (docs/model-library.md, "
@@ -264,7 +282,8 @@ void ClusterEditor::refresh()
         m_preset->setCurrentIndex(index);
     }
     for (const QString& name : { tr("SMs"), tr("HBM bandwidth"), tr("GEMM efficiency"), tr("FP8 GEMM efficiency"),
-             tr("Attention forward efficiency"), tr("Attention backward efficiency"), tr("Memory efficiency") })
+             tr("Attention forward efficiency"), tr("Attention backward efficiency"), tr("Memory efficiency"),
+             tr("Dispatch inter-node rate"), tr("Combine inter-node rate") })
         m_kernelsForm->setRowVisible(field(name), p.cluster.kernels.has_value());
     refreshPlacement();
 }
