@@ -56,7 +56,8 @@ bool needsFormat2(const Project& p)
     const ModelDesc& m = p.model;
     const ClusterDesc& c = p.cluster;
     const ClusterDesc defaults;
-    if (m.kind != ModelKind::Block || !m.preset.empty() || m.recompute != model::Recompute::None || p.training.present)
+    if (m.kind != ModelKind::Block || !m.preset.empty() || m.recompute != model::Recompute::None || p.training.present
+        || !p.costs.slotVariation.empty())
         return true;
     if (!c.device.empty() || c.deviceFlopsFp8 != defaults.deviceFlopsFp8 || c.gpusPerNode != defaults.gpusPerNode
         || c.nodes != defaults.nodes || c.interNodeLatencyUs != defaults.interNodeLatencyUs

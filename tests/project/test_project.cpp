@@ -455,6 +455,7 @@ TEST(CostsFile, SlotVariationGoesFromTheFileThroughTheProjectToTheCostModel)
     Project project = defaultProject();
     applyCostsFile(project.costs, costs);
     EXPECT_EQ(project.costs.slotVariation, costs.slotVariation);
+    EXPECT_NE(serializeProject(project).find("\"format_version\": 2"), std::string::npos); // a field format 1 lacks
     const Project back = parseProject(serializeProject(project));
     EXPECT_EQ(back.costs.slotVariation, costs.slotVariation);
     EXPECT_EQ(buildCostModel(back, back.active()).slotVariation, costs.slotVariation);
