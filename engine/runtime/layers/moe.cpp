@@ -186,28 +186,34 @@ void MoeBlock::route(Lane lane, const ParamSet& p, const Tensor& xn, Saved& sv) 
     sv[eScores] = std::move(scores);
 }
 
-Tensor MoeBlock::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) const
+MoeBlock::ForwardStart MoeBlock::beginForward(Lane lane, const ParamSet& p, Tensor& x, Saved& sv) const
 {
-    if (m_c.ep > 1)
-        return forwardEp(lane, p, std::move(x), sv);
-    requirePhase(sv, Phase::Empty, "moe F");
     const std::size_t t = z(m_c.tokens);
     const std::size_t h = z(m_c.hidden);
-    const std::size_t k = z(m_c.topK);
-    requireShape(x, t, h, "moe F: input");
     Backend& b = m_backend;
+    requireShape(x, t, h, "moe F: input");
     x.recategorize(kAct);
     Tensor xn(b, t, h, kAct);
     rmsNormForward(b, lane, x.data(), h, p[0], xn.data(), h, t, h);
-
     route(lane, p, xn, sv);
-    const std::vector<double> g = gatesOn(lane, sv);
-
+    std::vector<double> gates = gatesOn(lane, sv);
     Tensor y = copyOf(b, lane, x, kWork);
     for (int s = 0; s < m_c.sharedExperts; ++s) {
         const std::size_t w = sharedParam(s);
         swigluForward(b, lane, p[w], p[w + 1], p[w + 2], xn.data(), t, sv, sharedSlot(s), y.data(), 1.0f);
     }
+    return { std::move(xn), std::move(gates), std::move(y) };
+}
+
+Tensor MoeBlock::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) const
+{
+    if (m_c.ep > 1)
+        return forwardEp(lane, p, std::move(x), sv);
+    requirePhase(sv, Phase::Empty, "moe F");
+    const std::size_t h = z(m_c.hidden);
+    const std::size_t k = z(m_c.topK);
+    Backend& b = m_backend;
+    auto [xn, g, y] = beginForward(lane, p, x, sv);
     for (int e = 0; e < m_c.experts; ++e) {
         const std::vector<int>& pairs = sv.expertRows[z(e)];
         const std::size_t n = pairs.size();
@@ -229,7 +235,7 @@ Tensor MoeBlock::forward(Lane lane, const ParamSet& p, Tensor x, Saved& sv) cons
     sv[eX] = std::move(x);
     sv[eXn] = std::move(xn);
     sv.phase = Phase::AfterForward;
-    return y;
+    return std::move(y); // a structured binding is not moved from implicitly
 }
 
 Tensor MoeBlock::logitGradient(Lane lane, const Saved& sv, const Tensor& dy, MemoryCategory category) const

@@ -90,6 +90,15 @@ private:
     std::vector<double> gatesOn(Lane lane, const Saved& sv) const;
     /// The router logits' gradient from dy and the routed outputs kept at each expert's output slot.
     Tensor logitGradient(Lane lane, const Saved& sv, const Tensor& dy, MemoryCategory category) const;
+    /// What the start of F gives: the normed input (T × h), the gate of each token-slot pair, and the output so
+    /// far (the residual plus the shared experts).
+    struct ForwardStart {
+        Tensor xn;
+        std::vector<double> gates;
+        Tensor y;
+    };
+    /// The start of F both paths share: the input's shape checked, the norm, the router and the shared experts.
+    ForwardStart beginForward(Lane lane, const ParamSet& p, Tensor& x, Saved& sv) const;
     /// The start of I/B both paths share: checks, the router logits' gradient (returned; its W done when fused)
     /// and its input gradient into dxn (T × h, made here).
     Tensor beginBackward(Lane lane, const ParamSet& p, Saved& sv, Tensor& dy, Tensor& dxn, bool fused) const;

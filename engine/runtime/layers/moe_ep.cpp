@@ -104,18 +104,7 @@ Tensor MoeBlock::forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& sv) co
     const int ep = m_c.ep;
     const int local = localExperts();
     Backend& b = m_backend;
-    requireShape(x, t, h, "moe F: input");
-    x.recategorize(kAct);
-    Tensor xn(b, t, h, kAct);
-    rmsNormForward(b, lane, x.data(), h, p[0], xn.data(), h, t, h);
-    route(lane, p, xn, sv);
-    const std::vector<double> g = gatesOn(lane, sv);
-
-    Tensor y = copyOf(b, lane, x, kWork);
-    for (int s = 0; s < m_c.sharedExperts; ++s) {
-        const std::size_t w = sharedParam(s);
-        swigluForward(b, lane, p[w], p[w + 1], p[w + 2], xn.data(), t, sv, sharedSlot(s), y.data(), 1.0f);
-    }
+    auto [xn, g, y] = beginForward(lane, p, x, sv);
 
     // Dispatch: to member i the rows of its experts' pairs, expert by expert; the counts first.
     std::vector<std::vector<float>> counts(z(ep));
@@ -174,7 +163,7 @@ Tensor MoeBlock::forwardEp(Lane lane, const ParamSet& p, Tensor x, Saved& sv) co
     sv[eX] = std::move(x);
     sv[eXn] = std::move(xn);
     sv.phase = Phase::AfterForward;
-    return y;
+    return std::move(y); // a structured binding is not moved from implicitly
 }
 
 Tensor MoeBlock::backwardEp(Lane lane, const ParamSet& p, Saved& sv, Tensor dy, bool fused) const
