@@ -327,10 +327,12 @@ struct Tried {
     Prediction prediction;
 };
 
-Tried predictVariant(const Project& project, Variant variant, int& counter)
+Tried predictVariant(const Project& project, Variant variant, int& counter, ValidationMemo& validations)
 {
     ++counter;
-    Prediction p = predict(project, variant, PredictOptions::peaksOnly());
+    PredictOptions options = PredictOptions::peaksOnly();
+    options.validationMemo = &validations;
+    Prediction p = predict(project, variant, options);
     return { std::move(variant), std::move(p) };
 }
 
@@ -341,7 +343,8 @@ bool better(const Prediction& a, const Prediction& b)
 
 /// Moves one layer off the critical stage (the stage with the largest F + B on the rank with the most busy
 /// time) to a neighbour while that shortens the step (and the result fits when the current one does).
-Tried refine(const Project& project, Tried current, const PlanRequest& request, double limit, int& refinements)
+Tried refine(const Project& project, Tried current, const PlanRequest& request, double limit, int& refinements,
+    ValidationMemo& validations)
 {
     for (int step = 0; step < request.refineSteps && current.prediction.valid(); ++step) {
         const Prediction& p = current.prediction;
@@ -370,7 +373,7 @@ Tried refine(const Project& project, Tried current, const PlanRequest& request, 
             Variant moved = current.variant;
             moved.layerPartition[static_cast<std::size_t>(critical)] -= 1;
             moved.layerPartition[static_cast<std::size_t>(neighbour)] += 1;
-            Tried t = predictVariant(project, std::move(moved), refinements);
+            Tried t = predictVariant(project, std::move(moved), refinements, validations);
             if (!best || better(t.prediction, best->prediction))
                 best = std::move(t);
         }
@@ -567,6 +570,7 @@ struct Search {
     std::vector<std::pair<double, double>> keptPoints; ///< (step, peak) of the candidates that fit
     double smallestBound = std::numeric_limits<double>::infinity();
     std::string smallestBoundName;
+    ValidationMemo validations; ///< every candidate's schedule validated once per distinct schedule
 };
 
 /// The kind's summary row, added when it has none yet.
@@ -787,9 +791,10 @@ void tryEvenSplit(Search& search, const Spec& s, Tried& tried)
     }
     if (even.layerPartition == tried.variant.layerPartition)
         return;
-    Tried t = predictVariant(*s.project, std::move(even), search.result.refinements);
+    Tried t = predictVariant(*s.project, std::move(even), search.result.refinements, search.validations);
     if (search.request.refine && t.prediction.valid() && t.prediction.peakMemoryBytes <= search.limit)
-        t = refine(*s.project, std::move(t), search.request, search.limit, search.result.refinements);
+        t = refine(
+            *s.project, std::move(t), search.request, search.limit, search.result.refinements, search.validations);
     const bool fits = t.prediction.valid() && t.prediction.peakMemoryBytes <= search.limit;
     if (fits && (p.peakMemoryBytes > search.limit || better(t.prediction, p)))
         tried = std::move(t);
@@ -799,9 +804,10 @@ void tryEvenSplit(Search& search, const Spec& s, Tried& tried)
 void tryCandidate(Search& search, const Spec& s, Variant v)
 {
     PlanResult& result = search.result;
-    Tried tried = predictVariant(*s.project, std::move(v), result.simulated);
+    Tried tried = predictVariant(*s.project, std::move(v), result.simulated, search.validations);
     if (search.request.refine && tried.prediction.valid())
-        tried = refine(*s.project, std::move(tried), search.request, search.limit, result.refinements);
+        tried = refine(
+            *s.project, std::move(tried), search.request, search.limit, result.refinements, search.validations);
     tryEvenSplit(search, s, tried);
     const Prediction& p = tried.prediction;
     PlanKindSummary& kindSummary = summaryOf(result, s.kind);

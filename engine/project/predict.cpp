@@ -136,7 +136,10 @@ Prediction timedPrediction(
     p.staticMemory = staticMemoryPerRank(s, p.costs);
     for (const StaticMemory& m : p.staticMemory)
         p.parametersPerDevice = std::max(p.parametersPerDevice, m.parameterCount);
-    p.report = p.program ? validate(*p.program) : validate(s);
+    if (p.program)
+        p.report = validate(*p.program);
+    else
+        p.report = options.validationMemo ? options.validationMemo->validate(s) : validate(s);
     if (!p.report.valid()) {
         p.error = invalidReason(p.report);
         return p;

@@ -45,6 +45,9 @@ struct PredictOptions {
     /// the 40th and 60th percentiles of all steps with probability 0.74 (1 − P(Bin(31, 0.4) ≥ 16) − P(Bin(31, 0.6) ≤
     /// 15)).
     static constexpr int kVariationDraws = 31;
+    /// Where the schedule is validated when set (a search predicting many candidates that share schedules validates
+    /// each distinct one once); validate() each time when null. It must outlive the call.
+    ValidationMemo* validationMemo = nullptr;
 
     /// Peaks and totals only, no timelines: what a comparison, a sweep or a run report needs.
     static PredictOptions peaksOnly(CostAdjuster adjust = {});

@@ -30,6 +30,8 @@ public:
     /// Human description, e.g. "per stage [0,1,2,3]" or "mirrored (DualPipe)".
     std::string describe() const;
 
+    friend bool operator==(const Placement&, const Placement&) = default;
+
 private:
     enum class Mode { PerStage, Mirrored, Table };
     Mode m_mode = Mode::PerStage;

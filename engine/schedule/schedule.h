@@ -45,6 +45,8 @@ struct Schedule {
     std::size_t slotCount() const;
     /// Total number of ops over all ranks (an overlapped pair counts twice).
     std::size_t opCount() const;
+
+    friend bool operator==(const Schedule&, const Schedule&) = default;
 };
 
 /// A schedule in PyTorch's whole action language, cell by cell as its CSV holds it: rows[r] = rank r's

@@ -796,4 +796,40 @@ ValidationReport validate(const Schedule& schedule)
     return Validator(schedule).run();
 }
 
+namespace {
+
+/// A 64-bit FNV-1a hash of the schedule's sizes and orders (the placement is compared on a hit, not hashed).
+std::uint64_t scheduleHash(const Schedule& s)
+{
+    std::uint64_t h = 14695981039346656037ULL;
+    const auto mix = [&h](std::int64_t v) {
+        h ^= static_cast<std::uint64_t>(v);
+        h *= 1099511628211ULL;
+    };
+    for (const std::int64_t v : { static_cast<std::int64_t>(s.kind), std::int64_t { s.ranks },
+             std::int64_t { s.microbatches }, std::int64_t { s.stages }, std::int64_t { s.stagesPerRank } })
+        mix(v);
+    for (const std::vector<Action>& row : s.order) {
+        mix(static_cast<std::int64_t>(row.size()));
+        for (const Action& a : row)
+            for (int i = 0; i < a.size(); ++i)
+                mix((std::int64_t { a.at(i).stage } << 40) ^ (std::int64_t { a.at(i).microbatch } << 8)
+                    ^ (static_cast<std::int64_t>(a.at(i).kind) << 1) ^ std::int64_t { a.overlapped });
+    }
+    return h;
+}
+
+} // namespace
+
+const ValidationReport& ValidationMemo::validate(const Schedule& schedule)
+{
+    const std::uint64_t key = scheduleHash(schedule);
+    const auto [first, last] = m_seen.equal_range(key);
+    for (auto it = first; it != last; ++it)
+        if (it->second.first == schedule)
+            return it->second.second;
+    ValidationReport report = dps::validate(schedule);
+    return m_seen.emplace(key, std::make_pair(schedule, std::move(report)))->second.second;
+}
+
 } // namespace dps

@@ -2,7 +2,10 @@
 // The validator: every check of a schedule, returned as data (a bad schedule is never an exception).
 #include "schedule.h"
 
+#include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace dps {
@@ -41,6 +44,20 @@ struct ValidationReport {
 /// on and what it waits for, with inCycle marking the ranks of the wait-for cycle). Deadlock is checked
 /// only when the structural checks pass. O(ops).
 ValidationReport validate(const Schedule& schedule);
+
+/// validate(Schedule) once per distinct schedule: a search that predicts many candidates sharing a schedule (the
+/// planner: one for each kind, ranks, microbatches and chunks per rank, whatever the partition, recompute or
+/// parallel sizes) validates each of them once. Keeps a copy of every schedule it has seen. Not thread-safe.
+class ValidationMemo {
+public:
+    /// validate(schedule), or the report of an equal schedule seen before.
+    const ValidationReport& validate(const Schedule& schedule);
+    /// Distinct schedules validated so far.
+    std::size_t size() const { return m_seen.size(); }
+
+private:
+    std::unordered_multimap<std::uint64_t, std::pair<Schedule, ValidationReport>> m_seen;
+};
 
 /// Checks a schedule in PyTorch's whole action language (positions are cell indices of the CSV row):
 /// - an OVERLAP_F_B pair whose backward half belongs to another rank (shape.overlap-ranks);

@@ -90,6 +90,32 @@ TEST(ValidatorCases, DeadlockThreeRanksNamesEveryBlockedRank)
     EXPECT_FALSE(dead[2].inCycle);
 }
 
+TEST(ValidationMemo, ValidatesEachDistinctScheduleOnce)
+{
+    ValidationMemo memo;
+    const Schedule dualpipe = generate({ ScheduleKind::DualPipe, 4, 8, 0 });
+    EXPECT_TRUE(memo.validate(dualpipe).valid());
+    EXPECT_TRUE(memo.validate(generate({ ScheduleKind::DualPipe, 4, 8, 0 })).valid());
+    EXPECT_EQ(memo.size(), 1u);
+
+    // The same sizes with two slots of rank 0 swapped (1F before 0F on that rank's order): a schedule of its own,
+    // with its own report, not the valid one remembered for the generated order.
+    Schedule swapped = dualpipe;
+    std::swap(swapped.order[0][0], swapped.order[0][1]);
+    const ValidationReport& report = memo.validate(swapped);
+    EXPECT_EQ(report.valid(), validate(swapped).valid());
+    EXPECT_EQ(report.diagnostics.size(), validate(swapped).diagnostics.size());
+    EXPECT_EQ(memo.size(), 2u);
+
+    // Another placement of the same orders is another schedule too.
+    Schedule moved = dualpipe;
+    moved.placement = Placement::perStage({ 0, 1, 2, 3 });
+    EXPECT_FALSE(memo.validate(moved).valid());
+    EXPECT_EQ(memo.size(), 3u);
+    EXPECT_TRUE(memo.validate(dualpipe).valid());
+    EXPECT_EQ(memo.size(), 3u);
+}
+
 TEST(ValidatorCases, MissingWeightGrad)
 {
     const ValidationReport report = validate(loadCsv("cases/missing_weight_grad.csv"));
