@@ -173,6 +173,7 @@ fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dps-twohost-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+export XDG_CACHE_HOME="$WORK/cache" # the runs' CPU profile: never the user's cache
 mkdir -p "$WORK/tmp"
 start=$(date +%s)
 # Open MPI's session folders go under WORK (and with it): its daemons carry the setting on their command

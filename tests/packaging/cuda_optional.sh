@@ -118,6 +118,7 @@ fi
 # ------------------------------------------------------------------ outside: install, link checks
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dps-install-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+export XDG_CACHE_HOME="$WORK/cache" # the runs' CPU profile: never the user's cache
 PREFIX=$WORK/prefix
 if ! cmake --install "$BUILD" --prefix "$PREFIX" >"$WORK/install.log" 2>&1; then
     tail -20 "$WORK/install.log" >&2
