@@ -4,6 +4,7 @@
 #include "base/fileio.h"
 #include "base/format.h"
 #include "base/hostinfo.h"
+#include "project/filekind.h"
 #include "project/jsonreader.h"
 #include "project/transformercost.h"
 
@@ -528,6 +529,7 @@ std::string serializeCpuProfile(const CpuProfile& p)
 CpuProfile parseCpuProfile(const std::string& text, const std::string& source)
 {
     const nlohmann::json root = JsonReader::parse(text, source);
+    refuseOtherFileKind(root, FileKind::CpuProfile, "a CPU profile", source);
     CpuProfile p;
     p.formatVersion = JsonReader::checkVersion(root, source, kCpuProfileFormatVersion);
     const JsonReader r(root, "", source);

@@ -65,6 +65,11 @@ void JsonReader::failHere(const std::string& message) const
 
 void JsonReader::allowOnly(std::initializer_list<std::string_view> known) const
 {
+    allowOnly(std::span<const std::string_view>(known.begin(), known.size()));
+}
+
+void JsonReader::allowOnly(std::span<const std::string_view> known) const
+{
     for (const auto& item : m_value->items())
         if (std::find(known.begin(), known.end(), item.key()) == known.end())
             throw FormatError(*m_source + ": " + childPath(item.key()) + ": unknown field");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,7 @@ public:
 
     /// Throws for a member not in `known` ("<path>.<key>: unknown field").
     void allowOnly(std::initializer_list<std::string_view> known) const;
+    void allowOnly(std::span<const std::string_view> known) const;
     bool has(const char* key) const;
     /// The member; throws "<path>.<key>: missing (required)".
     const nlohmann::json& get(const char* key) const;

@@ -4,6 +4,7 @@
 
 #include "base/checked.h"
 #include "base/errors.h"
+#include "filekind.h"
 #include "jsonreader.h"
 #include "modelcost.h"
 #include "partitioning.h"
@@ -480,6 +481,7 @@ CostSettings readCosts(const JsonReader& r)
 Project parseProject(const std::string& text, const std::string& source)
 {
     const json j = JsonReader::parse(text, source);
+    refuseOtherFileKind(j, FileKind::Project, "a project", source);
     JsonReader::checkVersion(j, source, kProjectFormatVersion);
     const JsonReader root(j, "", source);
     root.allowOnly(

@@ -4,6 +4,7 @@
 
 #include "base/checked.h"
 #include "base/errors.h"
+#include "filekind.h"
 #include "jsonreader.h"
 #include "modelcost.h"
 #include "partitioning.h"
@@ -323,10 +324,10 @@ void saveProject(const Project& project, const std::filesystem::path& path)
 CostsFile parseCostsFile(const std::string& text, const std::string& source)
 {
     const json j = JsonReader::parse(text, source);
+    refuseOtherFileKind(j, FileKind::Costs, "a cost file", source);
     JsonReader::checkVersion(j, source, kCostsFormatVersion);
     const JsonReader root(j, "", source);
-    root.allowOnly({ "format_version", "stages", "overlap_factor", "latency_us", "bandwidth_bytes_per_us",
-        "slot_variation", "info" });
+    root.allowOnly(kCostsFileFields);
     CostsFile costs;
     if (root.has("stages"))
         costs.stages = readStageOverrides(root);

@@ -5,6 +5,7 @@
 #include "base/format.h"
 #include "base/json.h"
 #include "base/stats.h"
+#include "project/filekind.h"
 #include "project/project.h"
 
 #include <nlohmann/json.hpp>
@@ -309,6 +310,7 @@ std::vector<const MeasuredAction*> MeasuredTrace::actionsOf(int rank, int step) 
 MeasuredTrace parseMeasured(const std::string& text, const std::string& source)
 {
     const json root = parseJson<json>(text, source);
+    refuseOtherFileKind(root, FileKind::Measured, "a measured run", source);
     const Fields f(root, "", source);
     checkVersion(f, source);
     MeasuredTrace t;

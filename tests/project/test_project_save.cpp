@@ -1,7 +1,9 @@
-// Atomic saves: a failed write leaves the old file as it was and no temporary file behind.
-#include "base/fileio.h"
-#include "project/project.h"
+// Atomic saves: a failed write leaves the old file as it was and no temporary file behind. Reading names the file
+// in its errors, and a file of another of our kinds is named as such.
 #include "base/errors.h"
+#include "base/fileio.h"
+#include "project/filekind.h"
+#include "project/project.h"
 
 #include <gtest/gtest.h>
 
@@ -126,4 +128,56 @@ TEST_F(SaveTest, LoadingNamesTheFileInFormatErrors)
     } catch (const FormatError& e) {
         EXPECT_EQ(std::string(e.what()), file.string() + ": model: must be an object, got 3");
     }
+}
+
+/// The message of the FormatError `read` throws, or "no error".
+template <typename Read> std::string formatErrorOf(Read read)
+{
+    try {
+        read();
+    } catch (const FormatError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+/// A cost file with only an overlap factor, as text.
+std::string costsText()
+{
+    CostsFile costs;
+    costs.overlapFactor = 0.9;
+    return serializeCostsFile(costs);
+}
+
+TEST(FileKind, EachOfOurFilesIsRecognisedByItsFields)
+{
+    const nlohmann::json project = nlohmann::json::parse(serializeProject(defaultProject()));
+    const nlohmann::json costs = nlohmann::json::parse(costsText());
+    const nlohmann::json measured
+        = nlohmann::json::parse(readTextFile(DPS_TEST_DATA "/measured/tiny-dualpipev.measured.json"));
+    EXPECT_EQ(fileKindOf(project), FileKind::Project);
+    EXPECT_EQ(fileKindOf(costs), FileKind::Costs);
+    EXPECT_EQ(fileKindOf(measured), FileKind::Measured);
+    EXPECT_EQ(fileKindOf({ { "format_version", 1 }, { "kind", "dpstudio-cpu-profile" } }), FileKind::CpuProfile);
+    EXPECT_EQ(fileKindOf({ { "traceEvents", nlohmann::json::array() } }), FileKind::ChromeTrace);
+    // Only cost fields make a cost file: one field of another kind, or none besides the version, does not.
+    EXPECT_EQ(fileKindOf({ { "format_version", 1 }, { "overlap_factor", 1 }, { "seed", 2 } }), FileKind::Unknown);
+    EXPECT_EQ(fileKindOf({ { "format_version", 1 } }), FileKind::Unknown);
+    EXPECT_EQ(fileKindOf(nlohmann::json::array()), FileKind::Unknown);
+}
+
+TEST(FileKind, AReaderGivenAnotherOfOurFilesSaysWhichItIs)
+{
+    const std::string costs = costsText();
+    EXPECT_EQ(formatErrorOf([&] { parseProject(costs, "c.json"); }),
+        "c.json: this is a cost file (what `dpstudio calibrate` writes; give it with --costs), not a project");
+    EXPECT_EQ(formatErrorOf([&] { parseCostsFile(serializeProject(defaultProject()), "p.json"); }),
+        "p.json: this is a project (*.dpstudio.json), not a cost file");
+    const std::string measured = readTextFile(DPS_TEST_DATA "/measured/tiny-dualpipev.measured.json");
+    EXPECT_EQ(formatErrorOf([&] { parseProject(measured, "m.json"); }),
+        "m.json: this is a measured run (what `dpstudio run` and `import-trace` write; `calibrate` and `analyze` read "
+        "it), not a project");
+    // A file of no known kind keeps the reader's own error, naming the field.
+    EXPECT_EQ(formatErrorOf([&] { parseProject(R"({"format_version": 1, "bogus": 1})", "u.json"); }),
+        "u.json: bogus: unknown field");
 }
