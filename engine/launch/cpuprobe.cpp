@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <future>
+#include <numeric>
 #include <ostream>
 #include <set>
 #include <unistd.h>
@@ -333,9 +335,37 @@ bool extendCached(const ProbeRun& run, CpuProfile& cached, CpuProbeResult& resul
     return true;
 }
 
+/// `shape`'s GEMMs timed for kDriftCheckSeconds under OpenBLAS core `core` in CpuProbeOptions::checkProcesses
+/// worker processes at once; their GEMM throughputs (FLOP/s), or nullopt with `why` when one failed or loaded
+/// another kernel than `kernel`.
+std::optional<std::vector<double>> timeCheckProcesses(
+    const ProbeRun& run, const ProbeShape& shape, const std::string& core, const std::string& kernel, std::string& why)
+{
+    const int processes = std::max(1, run.options.checkProcesses);
+    std::vector<std::future<std::pair<std::optional<CpuProfile>, std::string>>> started;
+    for (int i = 0; i < processes; ++i)
+        started.push_back(std::async(std::launch::async, [&run, &shape, &core, i] {
+            std::string failed;
+            std::optional<CpuProfile> p = runComputeProbe(run, { shape }, core, kDriftCheckSeconds,
+                run.scratch / ("compute-check-" + std::to_string(i) + ".json"), failed);
+            return std::make_pair(std::move(p), failed);
+        }));
+    std::vector<double> rates;
+    for (auto& s : started) {
+        const auto [p, failed] = s.get();
+        if (!p || p->shapes.empty() || lower(p->kernel) != lower(kernel))
+            why = p ? "the worker loaded " + p->kernel + ", not " + kernel : failed;
+        else
+            rates.push_back(p->shapes.front().gemmFlopsPerSecond());
+    }
+    if (rates.size() != started.size())
+        return std::nullopt;
+    return rates;
+}
+
 /// CpuProbeOptions::checkDrift: `cached`'s GEMMs at the first shape asked for, timed again for kDriftCheckSeconds
-/// under the kernel its figures are for; the throughput now ÷ the profile's − 1. Unset, with a note, when the
-/// worker cannot time them under that kernel.
+/// under the kernel its figures are for, in checkProcesses processes at once; their mean throughput now ÷ the
+/// profile's − 1. Unset, with a note, when the worker cannot time them under that kernel.
 std::optional<double> measureDrift(const ProbeRun& run, const CpuProfile& cached, CpuProbeResult& result)
 {
     const ProbeShape& shape = run.options.shapes.front();
@@ -344,18 +374,20 @@ std::optional<double> measureDrift(const ProbeRun& run, const CpuProfile& cached
     if (then == cached.shapes.end() || then->gemmFlopsPerSecond() <= 0.0)
         return std::nullopt;
     const std::string core = run.userCore.empty() ? cached.kernel : std::string();
+    const int processes = std::max(1, run.options.checkProcesses);
     run.log << "dpstudio: checking this machine's profile (probed " << cached.probedAt << "): " << cached.kernel
-            << " GEMMs at " << shapeListText({ shape }) << " (" << secondsText(kDriftCheckSeconds) << " s)\n"
+            << " GEMMs at " << shapeListText({ shape }) << " (" << secondsText(kDriftCheckSeconds) << " s"
+            << (processes > 1 ? ", " + std::to_string(processes) + " processes at once, as the ranks will run" : "")
+            << ")\n"
             << std::flush;
     std::string why;
-    const std::optional<CpuProfile> p
-        = runComputeProbe(run, { shape }, core, kDriftCheckSeconds, run.scratch / "compute-check.json", why);
-    if (!p || p->shapes.empty() || lower(p->kernel) != lower(cached.kernel)) {
-        result.notes.push_back("the cached profile was not checked ("
-            + (p ? "the worker loaded " + p->kernel + ", not " + cached.kernel : why) + ")");
+    const std::optional<std::vector<double>> rates = timeCheckProcesses(run, shape, core, cached.kernel, why);
+    if (!rates) {
+        result.notes.push_back("the cached profile was not checked (" + why + ")");
         return std::nullopt;
     }
-    return p->shapes.front().gemmFlopsPerSecond() / then->gemmFlopsPerSecond() - 1.0;
+    const double mean = std::accumulate(rates->begin(), rates->end(), 0.0) / static_cast<double>(rates->size());
+    return mean / then->gemmFlopsPerSecond() - 1.0;
 }
 
 /// The check of CpuProbeOptions::checkDrift: measureDrift, and when that is beyond kProfileDriftLimit a second
@@ -591,7 +623,7 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
 
 MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads, const std::string& profileFile,
     double budgetS, std::ostream& log, const Project* project, const std::vector<std::string>& variants,
-    bool checkDrift)
+    bool checkDrift, int checkProcesses)
 {
     MachineProfile result;
     const bool transformer = project && project->model.kind == ModelKind::Transformer;
@@ -613,6 +645,7 @@ MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads
     options.budgetS = budgetS;
     options.extendCache = true;
     options.checkDrift = checkDrift;
+    options.checkProcesses = checkProcesses;
     if (transformer) {
         options.project = *project;
         options.variants = variants;
@@ -624,6 +657,11 @@ MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads
     result.fresh = !probe.fromCache;
     result.drift = probe.drift;
     result.reprobedForDrift = probe.reprobedForDrift;
+    if (result.drift && !result.reprobedForDrift) {
+        // The check timed the machine as it is now: predict at that speed (docs/cpu-profile.md).
+        machine::scaleComputeTimes(result.profile, 1.0 / (1.0 + *result.drift));
+        result.scaledToDrift = true;
+    }
     for (const std::string& note : probe.notes)
         log << "dpstudio: note: " << note << "\n";
     if (result.file.empty())

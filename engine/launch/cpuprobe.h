@@ -41,6 +41,11 @@ struct CpuProbeOptions {
     /// run more than kProfileDriftLimit faster or slower than the profile says. What `dpstudio run` asks for:
     /// this machine's speed drifts (other work, the host's neighbours), and a stale profile is a stale prediction.
     bool checkDrift = false;
+    /// checkDrift: the worker processes that time the GEMMs at once, each alone on a core as far as the cores go:
+    /// the ranks that will compute together in the run (min(ranks, cores ÷ BLAS threads)), so that the check sees
+    /// the machine as loaded as the run will load it (two cores sharing a cache and the host's memory are slower
+    /// together than one alone, by 0 to 10 % on the 2-core EPYC of docs/cpu-profile.md, changing over the hours).
+    int checkProcesses = 1;
     std::filesystem::path worker; ///< dpstudio-worker; empty = findWorker()
     /// A transformer project: its stages (of `variants`, empty = every variant) are timed too (dpstudio-worker
     /// --probe-transformer, budgetS × 0.7 seconds over the stages, at most 1 s a stage), those the profile (cached or
@@ -62,8 +67,10 @@ struct CpuProbeResult {
 };
 
 /// Seconds of measuring the profile check takes (CpuProbeOptions::checkDrift); the worker's start and one warm-up
-/// repetition come on top (about 1 s at the default project's shape on a 2-core EPYC).
-inline constexpr double kDriftCheckSeconds = 0.3;
+/// repetition come on top (about 0.7 s at the default project's shape on a 2-core EPYC). The prediction is scaled
+/// by what it finds, so it times each call 10–20 times (a layer's GEMMs take 50–80 ms at the benchmarks' shapes
+/// there), not the 4–6 times of 0.3 s.
+inline constexpr double kDriftCheckSeconds = 1.0;
 /// The largest |drift| a cached profile is trusted with: beyond what one process's GEMMs vary by from where its
 /// pages fall (up to about 10 % at the default project's shape with huge pages, more at a tiny model's), and what a
 /// makespan goal of 10 % could not absorb either (docs/cpu-profile.md, "A profile checked before each run").
@@ -86,10 +93,12 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log);
 /// file must hold them. Throws IoError (a file that cannot be read, no worker), FormatError (a bad file, a
 /// profile of other shapes, stages or another BLAS thread count than `threads`: "<file>: measured with 2 BLAS
 /// threads, the run uses 1"). `checkDrift`: the cached profile is checked first (CpuProbeOptions::checkDrift;
-/// MachineProfile::drift); a named file is not.
+/// MachineProfile::drift) in `checkProcesses` processes at once (CpuProbeOptions::checkProcesses); a named file is
+/// not. A drift within kProfileDriftLimit scales the profile's compute times to the machine's speed now
+/// (MachineProfile::scaledToDrift).
 machine::MachineProfile machineProfile(const std::vector<machine::ProbeShape>& shapes, int threads,
     const std::string& profileFile, double budgetS, std::ostream& log, const Project* project = nullptr,
-    const std::vector<std::string>& variants = {}, bool checkDrift = false);
+    const std::vector<std::string>& variants = {}, bool checkDrift = false, int checkProcesses = 1);
 
 /// The current time in UTC, ISO 8601 to the second ("2025-01-31T12:00:00Z").
 std::string utcTimestamp();

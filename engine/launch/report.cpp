@@ -5,6 +5,7 @@
 #include "base/errors.h"
 #include "base/format.h"
 #include "base/gpus.h"
+#include "base/hostinfo.h"
 #include "project/predict.h"
 #include "sim/alltoall.h"
 #include "sim/calibrate.h"
@@ -267,8 +268,10 @@ CostSource chooseRunCostSource(const Project& project, const std::string& varian
     const Variant& variant = findVariant(project, variantName);
     try {
         // A transformer's stages are timed whole (probe.h): the profile must hold the variant's, probed if missing.
-        CostSource chosen = CostSource::thisMachine(machineProfile(
-            { variantShape(project, variant) }, threads, profileFile, 10.0, log, &project, { variant.name }, true));
+        // The check runs as many GEMM processes at once as ranks will compute at once.
+        const int together = std::max(1, std::min(variant.ranks, cpuCoreCount() / std::max(1, threads)));
+        CostSource chosen = CostSource::thisMachine(machineProfile({ variantShape(project, variant) }, threads,
+            profileFile, 10.0, log, &project, { variant.name }, true, together));
         chosen.notes = machineCostsOf(chosen, project, variant)->notes; // throws when it does not fit the variant
         return chosen;
     } catch (const Error& e) {

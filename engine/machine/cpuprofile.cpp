@@ -626,6 +626,24 @@ bool profileCoversShapes(const CpuProfile& profile, const std::vector<ProbeShape
     return std::all_of(shapes.begin(), shapes.end(), [&](const ProbeShape& s) { return have.count(s) > 0; });
 }
 
+void scaleComputeTimes(CpuProfile& profile, double factor)
+{
+    for (ShapeMeasure& s : profile.shapes) {
+        for (GemmMeasure& g : s.gemms)
+            g.timeUs *= factor;
+        for (ElementwiseMeasure& e : s.elementwise)
+            e.timeUs *= factor;
+    }
+    for (TransformerStageMeasure& t : profile.transformerStages) {
+        for (double& chunk : t.forwardChunksUs)
+            chunk *= factor;
+        for (double& chunk : t.backwardChunksUs)
+            chunk *= factor;
+        t.inputGradUs *= factor;
+        t.weightGradUs *= factor;
+    }
+}
+
 // ------------------------------------------------------------------------------------- kernel rule
 
 CpuFeatures cpuFeaturesFromFlags(const std::string& flags)

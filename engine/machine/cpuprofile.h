@@ -218,6 +218,10 @@ std::filesystem::path saveCpuProfileToCache(const CpuProfile& profile);
 bool profileHasShapes(const CpuProfile& profile, const std::vector<ProbeShape>& shapes);
 /// Whether the profile was measured at every one of these shapes (and maybe at others).
 bool profileCoversShapes(const CpuProfile& profile, const std::vector<ProbeShape>& shapes);
+/// Multiplies every compute time of the profile (each shape's GEMM and elementwise calls, each transformer stage's
+/// chunks, I and W) by `factor` (> 0): the machine as it runs now when a check finds it `factor` times slower than
+/// when it was probed. The p2p part is left as it is. Never throws.
+void scaleComputeTimes(CpuProfile& profile, double factor);
 
 // ------------------------------------------------------------------------------------- BLAS kernel rule
 

@@ -348,7 +348,8 @@ std::string MachineProfile::description() const
     if (drift)
         text += reprobedForDrift ? "; probed again now: this machine's GEMMs ran " + formatSignedPercent(*drift)
                 + " against the cached profile"
-                                 : "; checked now: this machine's GEMMs " + formatSignedPercent(*drift) + " against it";
+                                 : "; checked now: this machine's GEMMs " + formatSignedPercent(*drift) + " against it"
+                + (scaledToDrift ? ", its times scaled to that" : "");
     return text;
 }
 

@@ -148,9 +148,12 @@ struct MachineProfile {
     /// the cached profile's − 1; unset when not checked.
     std::optional<double> drift;
     bool reprobedForDrift = false; ///< the check found the cached profile too far off, so it was probed again
+    /// The check's drift was within the limit, and `profile`'s compute times are the cached ones × 1 / (1 + drift)
+    /// (machine::scaleComputeTimes): the prediction is for the machine's speed now.
+    bool scaledToDrift = false;
     /// "probed CPU profile, <file>" or "CPU profile <file>", a file under $HOME written "~/…", followed by the
-    /// check when there was one ("; checked now: this machine's GEMMs +3.1 % against it", or "; probed again now:
-    /// this machine's GEMMs ran +28 % against the cached profile").
+    /// check when there was one ("; checked now: this machine's GEMMs +3.1 % against it, its times scaled to that",
+    /// or "; probed again now: this machine's GEMMs ran +28 % against the cached profile").
     std::string description() const;
 };
 

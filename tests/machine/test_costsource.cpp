@@ -142,3 +142,24 @@ TEST(CostSource, ARunOfAnotherHostIsPredictedForTheProjectsDevices)
     trace.backend = "cuda";
     EXPECT_FALSE(machine::costSourceOfRun(trace, profile).profile);
 }
+
+TEST(CostSource, TheProfileSaysWhatItsCheckFoundAndWhetherItsTimesFollowIt)
+{
+    machine::MachineProfile profile;
+    profile.file = "/x/cpu.json";
+    profile.probed = true;
+    EXPECT_EQ(profile.description(), "probed CPU profile, /x/cpu.json");
+    profile.drift = -0.064;
+    EXPECT_EQ(
+        profile.description(), "probed CPU profile, /x/cpu.json; checked now: this machine's GEMMs -6.4 % against it");
+    profile.scaledToDrift = true;
+    EXPECT_EQ(profile.description(),
+        "probed CPU profile, /x/cpu.json; checked now: this machine's GEMMs -6.4 % against it, its times scaled to "
+        "that");
+    profile.scaledToDrift = false;
+    profile.reprobedForDrift = true;
+    profile.drift = 0.276;
+    EXPECT_EQ(profile.description(),
+        "probed CPU profile, /x/cpu.json; probed again now: this machine's GEMMs ran +27.6 % against the cached "
+        "profile");
+}

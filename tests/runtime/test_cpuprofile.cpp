@@ -215,6 +215,25 @@ TEST(CpuProfile, TransformerStagesRoundTripAsFormat2)
     EXPECT_EQ(q.transformerStage({ "gqa h64", "EDD", 64, 1 }), nullptr); // other tokens too
 }
 
+TEST(CpuProfile, ScalingTheComputeTimesLeavesTheP2pFit)
+{
+    CpuProfile p = transformerProfile();
+    scaleComputeTimes(p, 1.25);
+    EXPECT_EQ(p.shapes[0].gemms[0].timeUs, 12.5);
+    EXPECT_EQ(p.shapes[0].gemms[1].timeUs, 37.5);
+    EXPECT_EQ(p.shapes[0].elementwise[0].timeUs, 125.0);
+    EXPECT_EQ(p.shapes[0].elementwise[1].timeUs, 2500.0);
+    EXPECT_EQ(p.transformerStages[0].forwardChunksUs, (std::vector<double> { 150.625 }));
+    EXPECT_EQ(p.transformerStages[0].inputGradUs, 162.8125);
+    EXPECT_EQ(p.transformerStages[0].weightGradUs, 50.0);
+    EXPECT_EQ(p.transformerStages[1].backwardChunksUs, (std::vector<double> { 50.0, 31.25, 18.75 }));
+    EXPECT_EQ(p.transformerStages[1].forwardUs(), 75.625);
+    ASSERT_TRUE(p.p2p);
+    EXPECT_EQ(p.p2p->latencyUs, 2.0);
+    EXPECT_EQ(p.p2p->bandwidthBytesPerUs, 1000.0);
+    EXPECT_EQ(p.p2p->samples[2].timeUs, 1002.0);
+}
+
 TEST(CpuProfile, WithoutTransformerStagesTheFileStaysFormat1)
 {
     // Older builds (format 1) keep reading a profile of the block model only.
