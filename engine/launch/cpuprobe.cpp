@@ -531,19 +531,21 @@ void measureP2p(const ProbeRun& run, const std::vector<ProbeShape>& shapes, CpuP
     }
 }
 
-/// The full probe a drifted cached profile gets (CpuProbeOptions::checkDrift), saying why.
-CpuProbeResult probeAgainForDrift(
-    const CpuProbeOptions& options, double drift, const CpuProfile& cached, std::ostream& log)
+/// The full probe a drifted cached profile gets (CpuProbeOptions::checkDrift), saying why; with the ranks computing
+/// together (checkProcesses > 1), the check again against the fresh profile (CpuProbeResult::speedCheck).
+CpuProbeResult probeAgainForDrift(const ProbeRun& run, double drift, const CpuProfile& cached)
 {
-    log << "dpstudio: " << driftText(drift, cached) << ", more than " << formatPercent(kProfileDriftLimit)
-        << ": probing again\n"
-        << std::flush;
-    CpuProbeOptions again = options;
+    run.log << "dpstudio: " << driftText(drift, cached) << ", more than " << formatPercent(kProfileDriftLimit)
+            << ": probing again\n"
+            << std::flush;
+    CpuProbeOptions again = run.options;
     again.reprobe = true;
     again.checkDrift = false;
-    CpuProbeResult result = probeCpu(again, log);
+    CpuProbeResult result = probeCpu(again, run.log);
     result.drift = drift;
     result.reprobedForDrift = true;
+    if (run.options.checkProcesses > 1)
+        result.speedCheck = measureDrift(run, result.profile, result);
     return result;
 }
 
@@ -583,7 +585,8 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log)
         if (options.checkDrift && options.extendCache) {
             result.drift = checkProfile(run, *cached, result);
             if (result.drift && std::abs(*result.drift) > kProfileDriftLimit)
-                return probeAgainForDrift(options, *result.drift, *cached, log);
+                return probeAgainForDrift(run, *result.drift, *cached);
+            result.speedCheck = result.drift;
         }
         result.profile = std::move(*cached);
         result.fromCache = true;
@@ -657,10 +660,10 @@ MachineProfile machineProfile(const std::vector<ProbeShape>& shapes, int threads
     result.fresh = !probe.fromCache;
     result.drift = probe.drift;
     result.reprobedForDrift = probe.reprobedForDrift;
-    if (result.drift && !result.reprobedForDrift) {
+    if (probe.speedCheck && std::abs(*probe.speedCheck) <= kProfileDriftLimit) {
         // The check timed the machine as it is now: predict at that speed (docs/cpu-profile.md).
-        machine::scaleComputeTimes(result.profile, 1.0 / (1.0 + *result.drift));
-        result.scaledToDrift = true;
+        machine::scaleComputeTimes(result.profile, 1.0 / (1.0 + *probe.speedCheck));
+        result.scaledBy = probe.speedCheck;
     }
     for (const std::string& note : probe.notes)
         log << "dpstudio: note: " << note << "\n";

@@ -64,6 +64,10 @@ struct CpuProbeResult {
     /// profile's − 1 (+0.2 = 20 % faster now); unset when not checked or the check could not run (a note says why).
     std::optional<double> drift;
     bool reprobedForDrift = false; ///< the check found more than kProfileDriftLimit, so the profile was probed again
+    /// The check against the profile returned: `drift` when it was not probed again; after a probe again with
+    /// checkProcesses > 1, the check repeated against the fresh profile (which timed one process alone, so it
+    /// lacks what the ranks lose computing together); unset otherwise. The prediction scales by it.
+    std::optional<double> speedCheck;
 };
 
 /// Seconds of measuring the profile check takes (CpuProbeOptions::checkDrift); the worker's start and one warm-up
@@ -95,7 +99,7 @@ CpuProbeResult probeCpu(const CpuProbeOptions& options, std::ostream& log);
 /// threads, the run uses 1"). `checkDrift`: the cached profile is checked first (CpuProbeOptions::checkDrift;
 /// MachineProfile::drift) in `checkProcesses` processes at once (CpuProbeOptions::checkProcesses); a named file is
 /// not. A drift within kProfileDriftLimit scales the profile's compute times to the machine's speed now
-/// (MachineProfile::scaledToDrift).
+/// (MachineProfile::scaledBy).
 machine::MachineProfile machineProfile(const std::vector<machine::ProbeShape>& shapes, int threads,
     const std::string& profileFile, double budgetS, std::ostream& log, const Project* project = nullptr,
     const std::vector<std::string>& variants = {}, bool checkDrift = false, int checkProcesses = 1);

@@ -345,11 +345,16 @@ std::string MachineProfile::description() const
     if (home && *home && home[1] != '\0' && shown.starts_with(std::string(home) + "/"))
         shown = "~" + shown.substr(std::strlen(home));
     std::string text = (probed ? "probed CPU profile, " : "CPU profile ") + shown;
-    if (drift)
-        text += reprobedForDrift ? "; probed again now: this machine's GEMMs ran " + formatSignedPercent(*drift)
-                + " against the cached profile"
-                                 : "; checked now: this machine's GEMMs " + formatSignedPercent(*drift) + " against it"
-                + (scaledToDrift ? ", its times scaled to that" : "");
+    if (!drift)
+        return text;
+    if (!reprobedForDrift)
+        return text + "; checked now: this machine's GEMMs " + formatSignedPercent(*drift) + " against it"
+            + (scaledBy ? ", its times scaled to that" : "");
+    text += "; probed again now: this machine's GEMMs ran " + formatSignedPercent(*drift)
+        + " against the cached profile";
+    if (scaledBy)
+        text += ", and " + formatSignedPercent(*scaledBy)
+            + " against the new one as the ranks compute together, its times scaled to that";
     return text;
 }
 

@@ -148,12 +148,14 @@ struct MachineProfile {
     /// the cached profile's − 1; unset when not checked.
     std::optional<double> drift;
     bool reprobedForDrift = false; ///< the check found the cached profile too far off, so it was probed again
-    /// The check's drift was within the limit, and `profile`'s compute times are the cached ones × 1 / (1 + drift)
-    /// (machine::scaleComputeTimes): the prediction is for the machine's speed now.
-    bool scaledToDrift = false;
+    /// The check against the profile as used, within the limit: its compute times are the file's × 1 / (1 + it)
+    /// (machine::scaleComputeTimes), the machine's speed now. `drift` when the profile was not probed again, else
+    /// the check repeated against the fresh profile.
+    std::optional<double> scaledBy;
     /// "probed CPU profile, <file>" or "CPU profile <file>", a file under $HOME written "~/…", followed by the
     /// check when there was one ("; checked now: this machine's GEMMs +3.1 % against it, its times scaled to that",
-    /// or "; probed again now: this machine's GEMMs ran +28 % against the cached profile").
+    /// or "; probed again now: this machine's GEMMs ran +28 % against the cached profile", followed by ", and -4 %
+    /// against the new one as the ranks compute together, its times scaled to that" when it was checked again).
     std::string description() const;
 };
 

@@ -152,14 +152,18 @@ TEST(CostSource, TheProfileSaysWhatItsCheckFoundAndWhetherItsTimesFollowIt)
     profile.drift = -0.064;
     EXPECT_EQ(
         profile.description(), "probed CPU profile, /x/cpu.json; checked now: this machine's GEMMs -6.4 % against it");
-    profile.scaledToDrift = true;
+    profile.scaledBy = -0.064;
     EXPECT_EQ(profile.description(),
         "probed CPU profile, /x/cpu.json; checked now: this machine's GEMMs -6.4 % against it, its times scaled to "
         "that");
-    profile.scaledToDrift = false;
+    profile.scaledBy.reset();
     profile.reprobedForDrift = true;
     profile.drift = 0.276;
     EXPECT_EQ(profile.description(),
         "probed CPU profile, /x/cpu.json; probed again now: this machine's GEMMs ran +27.6 % against the cached "
         "profile");
+    profile.scaledBy = -0.149; // the check repeated against the fresh profile, two ranks' GEMMs at once
+    EXPECT_EQ(profile.description(),
+        "probed CPU profile, /x/cpu.json; probed again now: this machine's GEMMs ran +27.6 % against the cached "
+        "profile, and -14.9 % against the new one as the ranks compute together, its times scaled to that");
 }
