@@ -85,6 +85,9 @@ struct KernelModel {
     double hbmBandwidthBytesPerUs = 0.0; ///< device memory bandwidth, bytes/µs
     double gemmEfficiency = 0.8; ///< of device_flops, a large GEMM's (the best shape's) rate
     double gemmEfficiencyFp8 = 0.7; ///< of device_flops_fp8, a large FP8 GEMM's rate
+    /// Of device_flops_fp8, an FP8 weight-gradient GEMM's rate (W: K is the tokens, the result accumulated in
+    /// FP32), where a device's measured Wgrad kernels run below its other FP8 GEMMs; 0 = gemmEfficiencyFp8.
+    double wgradEfficiencyFp8 = 0.0;
     double attentionForwardEfficiency = 0.6; ///< of device_flops, the flash-attention forward's rate
     double attentionBackwardEfficiency = 0.45; ///< of device_flops, its backward's rate
     double memoryEfficiency = 0.9; ///< of hbm bandwidth, what a memory-bound kernel reaches

@@ -263,6 +263,9 @@ void checkKernels(const ClusterDesc& cluster)
     for (const auto& [key, value] : fractions)
         if (!(value > 0.0 && value <= 1.0))
             throw FormatError(std::string("cluster.kernels.") + key + ": must be in (0, 1], got " + shown(value));
+    if (!(k.wgradEfficiencyFp8 >= 0.0 && k.wgradEfficiencyFp8 <= 1.0))
+        throw FormatError("cluster.kernels.wgrad_efficiency_fp8: must be 0 (the FP8 GEMM efficiency) or in (0, 1], got "
+            + shown(k.wgradEfficiencyFp8));
     const std::pair<const char*, double> rates[]
         = { { "dispatch_inter_node_bandwidth_bytes_per_us", k.dispatchInterNodeBytesPerUs },
               { "combine_inter_node_bandwidth_bytes_per_us", k.combineInterNodeBytesPerUs } };

@@ -212,7 +212,7 @@ namespace {
 KernelModel readKernels(const JsonReader& r)
 {
     r.allowOnly({ "sm_count", "hbm_bandwidth_bytes_per_us", "gemm_efficiency", "gemm_efficiency_fp8",
-        "attention_forward_efficiency", "attention_backward_efficiency", "memory_efficiency",
+        "wgrad_efficiency_fp8", "attention_forward_efficiency", "attention_backward_efficiency", "memory_efficiency",
         "dispatch_inter_node_bandwidth_bytes_per_us", "combine_inter_node_bandwidth_bytes_per_us" });
     KernelModel k;
     k.smCount = r.integer("sm_count", 1);
@@ -227,6 +227,8 @@ KernelModel readKernels(const JsonReader& r)
     };
     k.gemmEfficiency = fraction("gemm_efficiency", k.gemmEfficiency);
     k.gemmEfficiencyFp8 = fraction("gemm_efficiency_fp8", k.gemmEfficiencyFp8);
+    if (r.has("wgrad_efficiency_fp8"))
+        k.wgradEfficiencyFp8 = fraction("wgrad_efficiency_fp8", 0.0);
     k.attentionForwardEfficiency = fraction("attention_forward_efficiency", k.attentionForwardEfficiency);
     k.attentionBackwardEfficiency = fraction("attention_backward_efficiency", k.attentionBackwardEfficiency);
     k.memoryEfficiency = fraction("memory_efficiency", k.memoryEfficiency);

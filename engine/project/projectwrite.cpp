@@ -184,6 +184,8 @@ ojson clusterJson(const ClusterDesc& c, bool format2)
             { "attention_forward_efficiency", k.attentionForwardEfficiency },
             { "attention_backward_efficiency", k.attentionBackwardEfficiency },
             { "memory_efficiency", k.memoryEfficiency } };
+        if (k.wgradEfficiencyFp8 > 0.0)
+            j["kernels"]["wgrad_efficiency_fp8"] = k.wgradEfficiencyFp8;
         if (k.dispatchInterNodeBytesPerUs > 0.0)
             j["kernels"]["dispatch_inter_node_bandwidth_bytes_per_us"] = k.dispatchInterNodeBytesPerUs;
         if (k.combineInterNodeBytesPerUs > 0.0)

@@ -75,9 +75,11 @@ public:
     double gemmUs(const model::Gemm& g, Pass pass) const
     {
         const bool fp8 = m_fp8 && g.lowPrecision;
+        const double fp8Efficiency = pass == Pass::W && m_kernels->wgradEfficiencyFp8 > 0.0
+            ? m_kernels->wgradEfficiencyFp8
+            : m_kernels->gemmEfficiencyFp8;
         GemmRates r;
-        r.flopsPerSecond
-            = fp8 ? m_gemm.deviceFlops * m_kernels->gemmEfficiencyFp8 : m_other.deviceFlops * m_kernels->gemmEfficiency;
+        r.flopsPerSecond = fp8 ? m_gemm.deviceFlops * fp8Efficiency : m_other.deviceFlops * m_kernels->gemmEfficiency;
         r.smCount = m_kernels->smCount;
         r.memoryBytesPerUs = m_kernels->hbmBandwidthBytesPerUs * m_kernels->memoryEfficiency;
         r.operandBytes = fp8 ? 1.0 : m_elementBytes;

@@ -194,6 +194,9 @@ TEST(DevicePresets, EveryGpuTimesEachOperationByItsKindAndTheCpuDoesNot)
         const bool h800 = std::string(e.id) == "h800";
         EXPECT_EQ(c.kernels->dispatchInterNodeBytesPerUs, h800 ? 46000 : 0);
         EXPECT_EQ(c.kernels->combineInterNodeBytesPerUs, h800 ? 45000 : 0);
+        // And its Wgrad kernels' rate (DeepGEMM pull request #95: 1092 TFLOP/s ÷ 1.2 of 1978.9); the others' FP8 W
+        // GEMMs run at gemm_efficiency_fp8.
+        EXPECT_EQ(c.kernels->wgradEfficiencyFp8, h800 ? 0.46 : 0.0);
     }
     EXPECT_FALSE(devicePreset("cpu").kernels);
 }

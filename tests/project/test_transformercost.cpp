@@ -767,3 +767,42 @@ TEST(TransformerKernels, Fp8GemmsQuantizeTheirOperandsInPassesOfTheirOwn)
     EXPECT_NEAR(c.inputGradUs, hand.i, hand.i * 1e-12);
     EXPECT_NEAR(c.weightGradUs, hand.w, hand.w * 1e-12);
 }
+
+TEST(TransformerKernels, Fp8WeightGradientsRunAtTheirOwnRateWhereTheDeviceHasOne)
+{
+    Project p = smallDense();
+    p.cluster.kernels = smallKernels();
+    p.cluster.kernels->wgradEfficiencyFp8 = 0.25; // W at half the rate of F and I
+    p.cluster.deviceFlopsFp8 = 2e10; // low enough for the GEMMs to be FLOP-bound, not byte-bound
+    p.training.present = true;
+    p.training.gemmBytes = 1;
+    const Variant& v = p.variants[0];
+    const StageCost c = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
+
+    GemmRates r;
+    r.flopsPerSecond = 2e10 * 0.5;
+    r.smCount = 2;
+    r.memoryBytesPerUs = 1e4 * 0.5;
+    r.operandBytes = 1.0;
+    GemmRates wgrad = r;
+    wgrad.flopsPerSecond = 2e10 * 0.25;
+    // The quantization bytes of the test above: the Wgrad rate changes the GEMMs only.
+    const double quantizeF = 3 * 64 * 64 * 3.03125, quantizeI = (64 * 128 + 2 * 64 * 64) * 3.03125;
+    const double quantizeW = 64.0 * (192 + 128 + 320 + 192) * 2 * 1.03125;
+    const PassSums hand = layerSumsByHand(p, v, r, quantizeF, quantizeI, quantizeW);
+    const PassSums handW = layerSumsByHand(p, v, wgrad, quantizeF, quantizeI, quantizeW);
+    EXPECT_NEAR(c.forwardUs, hand.f, hand.f * 1e-12);
+    EXPECT_NEAR(c.inputGradUs, hand.i, hand.i * 1e-12);
+    EXPECT_NEAR(c.weightGradUs, handW.w, handW.w * 1e-12);
+    EXPECT_GT(handW.w, hand.w * 1.5); // the GEMMs dominate W here
+
+    // A file says so with the field, and refuses a share above 1 naming it.
+    p.cluster.kernels->wgradEfficiencyFp8 = 1.5;
+    try {
+        validateProject(p);
+        FAIL() << "no error";
+    } catch (const FormatError& e) {
+        EXPECT_EQ(std::string(e.what()),
+            "cluster.kernels.wgrad_efficiency_fp8: must be 0 (the FP8 GEMM efficiency) or in (0, 1], got 1.5");
+    }
+}
