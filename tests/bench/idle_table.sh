@@ -43,20 +43,14 @@ run() {
     cut -d' ' -f1-3 /proc/loadavg >>"$WORK/$output.load"
 }
 
-# predicted NAME: the prediction for this machine from the cached profile as the run just made left it (a run checks
-# the profile first and probes again when it has drifted, docs/cpu-profile.md), i.e. what that run was predicted with.
-predicted() { "$DPSTUDIO" simulate "$WORK/$1.dpstudio.json" --this-machine --json >"$WORK/$2"; }
-
+# The prediction of each row is the run's own, from its report (OUTPUT.out): the run checks the cached profile first
+# and predicts at the speed it finds (docs/cpu-profile.md), which a later `simulate --this-machine` would not see.
 for config in machine h1024; do
     run "$config" "$config.run1.json"
-    predicted "$config" "$config.run1.prediction.json"
     if "$DPSTUDIO" calibrate "$WORK/$config.run1.json" -o "$WORK/$config.costs.json" >"$WORK/$config.costs.txt" 2>&1; then
         run "$config" "$config.run2.json" --costs "$WORK/$config.costs.json"
-        "$DPSTUDIO" simulate "$WORK/$config.dpstudio.json" --this-machine --json --costs "$WORK/$config.costs.json" \
-            >"$WORK/$config.calibrated.prediction.json"
     fi
     run "$config" "$config.run3.json"
-    predicted "$config" "$config.run3.prediction.json"
 done
 
 python3 - "$WORK" <<'PY'
@@ -76,26 +70,35 @@ def measured(m):
     median = next(s["makespan_us"] for s in m["steps"] if s["step"] == m["median_step"])
     return median, min(span.values()), max(span.values()), idle
 
+def reported(output):
+    """The run's report: {"makespan": µs, rank: idle µs} from its predicted column ("makespan  17.451 s  …")."""
+    scale = {"s": 1e6, "ms": 1e3, "µs": 1.0, "us": 1.0}
+    values = {}
+    for line in open(os.path.join(work, output + ".out")):
+        words = line.split()
+        if len(words) >= 3 and words[0] == "makespan":
+            values["makespan"] = float(words[1]) * scale[words[2]]
+        elif len(words) >= 5 and words[0] == "rank" and words[2] == "idle":
+            values[int(words[1])] = float(words[3]) * scale[words[4]]
+    return values
+
 ms = lambda us: f"{us / 1e3:.2f} ms"
 rows = []
 names = {"machine": "main job (this-machine variant)", "h1024": "DualPipeV 2 ranks, 4 layers h1024 s32 mb1 × 20"}
 for config in ("machine", "h1024"):
-    for run, label, prediction in (("run1", "run 1", load(f"{config}.run1.prediction.json")),
-                                   ("run2", "run 2, calibrated on run 1", None),
-                                   ("run3", "run 3, fresh", load(f"{config}.run3.prediction.json"))):
+    for run, label in (("run1", "run 1"), ("run2", "run 2, calibrated on run 1"), ("run3", "run 3, fresh")):
         if not os.path.exists(os.path.join(work, f"{config}.{run}.json")):
             text = open(os.path.join(work, f"{config}.costs.txt")).read().strip().splitlines()
             rows.append((f"{names[config]}, {label}", "calibration refused", text[-1] if text else "", "", "", ""))
             continue
-        if prediction is None:
-            prediction = load(f"{config}.calibrated.prediction.json")
+        prediction = reported(f"{config}.{run}.json")
         median, low, high, idle = measured(load(f"{config}.{run}.json"))
         loads = " → ".join(l.strip() for l in open(os.path.join(work, f"{config}.{run}.json.load")))
-        p = prediction["makespan_us"]
+        p = prediction["makespan"]
         rows.append((f"{names[config]}, {label}: makespan", ms(p), f"{ms(median)} ({ms(low)}–{ms(high)})",
                      f"{(median - p) / p * 100:+.1f} %", "", loads))
         for r, value in sorted(idle.items()):
-            pi = prediction["ranks"][r]["idle_us"]
+            pi = prediction[r]
             rows.append((f"  rank {r} idle", ms(pi), ms(value), f"{(value - pi) / pi * 100:+.1f} %" if pi else "n/a",
                          f"{(value - pi) / median * 100:+.1f} %", ""))
 print(f"{os.cpu_count()} cores; {os.environ.get('BENCH_STEPS', '5')} measured steps per run; idle: median over the "
