@@ -335,13 +335,11 @@ bool extendCached(const ProbeRun& run, CpuProfile& cached, CpuProbeResult& resul
     return true;
 }
 
-/// `shape`'s GEMMs timed for kDriftCheckSeconds under OpenBLAS core `core` in CpuProbeOptions::checkProcesses
-/// worker processes at once; their GEMM throughputs (FLOP/s), or nullopt with `why` when one failed or loaded
-/// another kernel than `kernel`.
-std::optional<std::vector<double>> timeCheckProcesses(
-    const ProbeRun& run, const ProbeShape& shape, const std::string& core, const std::string& kernel, std::string& why)
+/// `shape`'s GEMMs timed for kDriftCheckSeconds under OpenBLAS core `core` in `processes` worker processes at once;
+/// their GEMM throughputs (FLOP/s), or nullopt with `why` when one failed or loaded another kernel than `kernel`.
+std::optional<std::vector<double>> timeCheckProcesses(const ProbeRun& run, int processes, const ProbeShape& shape,
+    const std::string& core, const std::string& kernel, std::string& why)
 {
-    const int processes = std::max(1, run.options.checkProcesses);
     std::vector<std::future<std::pair<std::optional<CpuProfile>, std::string>>> started;
     for (int i = 0; i < processes; ++i)
         started.push_back(std::async(std::launch::async, [&run, &shape, &core, i] {
@@ -381,7 +379,8 @@ std::optional<double> measureDrift(const ProbeRun& run, const CpuProfile& cached
             << ")\n"
             << std::flush;
     std::string why;
-    const std::optional<std::vector<double>> rates = timeCheckProcesses(run, shape, core, cached.kernel, why);
+    const std::optional<std::vector<double>> rates
+        = timeCheckProcesses(run, processes, shape, core, cached.kernel, why);
     if (!rates) {
         result.notes.push_back("the cached profile was not checked (" + why + ")");
         return std::nullopt;

@@ -738,31 +738,52 @@ TEST(TransformerKernels, ADenseStageIsTheSumOfItsOperations)
     EXPECT_NE(flat.forwardUs, c.forwardUs);
 }
 
-TEST(TransformerKernels, Fp8GemmsQuantizeTheirOperandsInPassesOfTheirOwn)
+namespace {
+
+/// smallDense() timed with smallKernels(), its weight GEMMs in FP8 at a peak of `fp8Peak` FLOP/s.
+Project smallFp8(double fp8Peak)
 {
     Project p = smallDense();
     p.cluster.kernels = smallKernels();
-    p.cluster.deviceFlopsFp8 = 2e12;
+    p.cluster.deviceFlopsFp8 = fp8Peak;
     p.training.present = true;
     p.training.gemmBytes = 1;
-    const Variant& v = p.variants[0];
-    const StageCost c = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
+    return p;
+}
 
+/// smallKernels()' rates for an FP8 GEMM running at `flopsPerSecond`.
+GemmRates smallFp8Rates(double flopsPerSecond)
+{
     GemmRates r;
-    r.flopsPerSecond = 2e12 * 0.5;
+    r.flopsPerSecond = flopsPerSecond;
     r.smCount = 2;
     r.memoryBytesPerUs = 1e4 * 0.5;
     r.operandBytes = 1.0;
-    // Per layer (T = 64, h 64, q·k·v 128 wide, SwiGLU 128), each element read in BF16 and written in FP8 with
-    // its 1×128 tile's scale (2 + 1.03125 bytes): F quantizes the inputs of q·k·v, of the output projection
-    // and of gate·up (3 × 64·64; the SwiGLU writes the down projection's input in FP8); I the output gradients
-    // of q·k·v (64·128), of the output projection and of down (64·64 each; the SwiGLU's backward writes
-    // gate·up's); W reads both FP8 copies of each GEMM and writes them transposed, 2 × 1.03125 bytes per element
-    // of 64 × (64 + 128), 64 × (64 + 64), 64 × (64 + 256) and 64 × (128 + 64).
+    return r;
+}
+
+/// layerSumsByHand of smallFp8's layers, with their FP8 quantization bytes. Per layer (T = 64, h 64, q·k·v 128 wide,
+/// SwiGLU 128), each element read in BF16 and written in FP8 with its 1×128 tile's scale (2 + 1.03125 bytes): F
+/// quantizes the inputs of q·k·v, of the output projection and of gate·up (3 × 64·64; the SwiGLU writes the down
+/// projection's input in FP8); I the output gradients of q·k·v (64·128), of the output projection and of down (64·64
+/// each; the SwiGLU's backward writes gate·up's); W reads both FP8 copies of each GEMM and writes them transposed,
+/// 2 × 1.03125 bytes per element of 64 × (64 + 128), 64 × (64 + 64), 64 × (64 + 256) and 64 × (128 + 64).
+PassSums fp8LayerSumsByHand(const Project& p, const Variant& v, const GemmRates& r)
+{
     const double quantizeF = 3 * 64 * 64 * 3.03125; // 37,248 bytes
     const double quantizeI = (64 * 128 + 2 * 64 * 64) * 3.03125; // 49,664
     const double quantizeW = 64.0 * (192 + 128 + 320 + 192) * 2 * 1.03125; // 109,824
-    const PassSums hand = layerSumsByHand(p, v, r, quantizeF, quantizeI, quantizeW);
+    return layerSumsByHand(p, v, r, quantizeF, quantizeI, quantizeW);
+}
+
+} // namespace
+
+TEST(TransformerKernels, Fp8GemmsQuantizeTheirOperandsInPassesOfTheirOwn)
+{
+    const Project p = smallFp8(2e12);
+    const Variant& v = p.variants[0];
+    const StageCost c = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
+    const PassSums hand = fp8LayerSumsByHand(p, v, smallFp8Rates(2e12 * 0.5));
     EXPECT_NEAR(c.forwardUs, hand.f, hand.f * 1e-12);
     EXPECT_NEAR(c.inputGradUs, hand.i, hand.i * 1e-12);
     EXPECT_NEAR(c.weightGradUs, hand.w, hand.w * 1e-12);
@@ -770,27 +791,13 @@ TEST(TransformerKernels, Fp8GemmsQuantizeTheirOperandsInPassesOfTheirOwn)
 
 TEST(TransformerKernels, Fp8WeightGradientsRunAtTheirOwnRateWhereTheDeviceHasOne)
 {
-    Project p = smallDense();
-    p.cluster.kernels = smallKernels();
+    Project p = smallFp8(2e10); // low enough for the GEMMs to be FLOP-bound, not byte-bound
     p.cluster.kernels->wgradEfficiencyFp8 = 0.25; // W at half the rate of F and I
-    p.cluster.deviceFlopsFp8 = 2e10; // low enough for the GEMMs to be FLOP-bound, not byte-bound
-    p.training.present = true;
-    p.training.gemmBytes = 1;
     const Variant& v = p.variants[0];
     const StageCost c = transformerStageCost(p, v, placementOf(p, v), 2, 2, false, false, "stage");
-
-    GemmRates r;
-    r.flopsPerSecond = 2e10 * 0.5;
-    r.smCount = 2;
-    r.memoryBytesPerUs = 1e4 * 0.5;
-    r.operandBytes = 1.0;
-    GemmRates wgrad = r;
-    wgrad.flopsPerSecond = 2e10 * 0.25;
-    // The quantization bytes of the test above: the Wgrad rate changes the GEMMs only.
-    const double quantizeF = 3 * 64 * 64 * 3.03125, quantizeI = (64 * 128 + 2 * 64 * 64) * 3.03125;
-    const double quantizeW = 64.0 * (192 + 128 + 320 + 192) * 2 * 1.03125;
-    const PassSums hand = layerSumsByHand(p, v, r, quantizeF, quantizeI, quantizeW);
-    const PassSums handW = layerSumsByHand(p, v, wgrad, quantizeF, quantizeI, quantizeW);
+    // The Wgrad rate changes W's GEMMs only, not the quantization.
+    const PassSums hand = fp8LayerSumsByHand(p, v, smallFp8Rates(2e10 * 0.5));
+    const PassSums handW = fp8LayerSumsByHand(p, v, smallFp8Rates(2e10 * 0.25));
     EXPECT_NEAR(c.forwardUs, hand.f, hand.f * 1e-12);
     EXPECT_NEAR(c.inputGradUs, hand.i, hand.i * 1e-12);
     EXPECT_NEAR(c.weightGradUs, handW.w, handW.w * 1e-12);
