@@ -71,9 +71,9 @@ run() { # name output [dpstudio run flags...]
         >"$WORK/$output.out" 2>"$WORK/$output.err" || { cat "$WORK/$output.err" >&2; exit 1; }
 }
 
-# The predictions the runs are compared with, as JSON (the same as `dpstudio run` reports). Made after the run: a run
-# checks the cached CPU profile first and probes again when it has drifted (docs/cpu-profile.md), and the prediction
-# must come from the profile the run was predicted with.
+# The predictions the runs are compared with, as JSON. Made after the run, from the cached CPU profile that run left
+# (it probes again when its check finds more than 15 % of drift, docs/cpu-profile.md); unlike the run's own report
+# they are not scaled to the speed the run's check found (idle_table.sh reads the reports instead).
 predict() { # name output [simulate flags...]
     local name=$1 output=$2
     shift 2
